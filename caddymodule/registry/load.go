@@ -1,0 +1,423 @@
+package registry
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/build"
+	"cuelang.org/go/cue/cuecontext"
+	cueerrors "cuelang.org/go/cue/errors"
+
+	"socialrouter/caddymodule/credits"
+	"socialrouter/schemas"
+)
+
+// Error lists every problem found while compiling the declarations, each
+// naming the CUE file and line it comes from.
+type Error struct {
+	Problems []string
+}
+
+func (e *Error) Error() string {
+	return "compiling services: " + strings.Join(e.Problems, "; ")
+}
+
+// Load compiles every *.cue file of dir together with the embedded schemas.
+func Load(dir string) (*Registry, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("reading services directory: %v", err)
+	}
+	files := map[string][]byte{}
+	for _, e := range entries {
+		if e.IsDir() || filepath.Ext(e.Name()) != ".cue" {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("reading service file: %v", err)
+		}
+		files[p] = b
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no .cue files in services directory %s", dir)
+	}
+	return LoadFiles(files)
+}
+
+// Digest returns a short digest of the *.cue files of dir (names and
+// contents), or "" when the directory cannot be read. A config that carries
+// it changes whenever a declaration does.
+func Digest(dir string) string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	h := sha256.New()
+	for _, e := range entries {
+		if e.IsDir() || filepath.Ext(e.Name()) != ".cue" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return ""
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", e.Name(), len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// LoadFiles compiles the given service files (name → content) together with
+// the embedded schemas. Names are used in error positions.
+func LoadFiles(files map[string][]byte) (*Registry, error) {
+	inst := build.NewContext().NewInstance("", nil)
+	schemaFiles, _ := fs.Glob(schemas.FS, "*.cue")
+	for _, name := range schemaFiles {
+		b, _ := schemas.FS.ReadFile(name)
+		if err := inst.AddFile("schemas/"+name, b); err != nil {
+			return nil, cueError(err)
+		}
+	}
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if err := inst.AddFile(n, files[n]); err != nil {
+			return nil, cueError(err)
+		}
+	}
+	v := cuecontext.New().BuildInstance(inst)
+	if err := v.Err(); err != nil {
+		return nil, cueError(err)
+	}
+	if err := v.Validate(cue.Concrete(true)); err != nil {
+		return nil, cueError(err)
+	}
+	c := &compiler{v: v}
+	r := c.compile()
+	if len(c.problems) > 0 {
+		return nil, &Error{Problems: c.problems}
+	}
+	return r, nil
+}
+
+func cueError(err error) error {
+	var problems []string
+	for _, e := range cueerrors.Errors(err) {
+		problems = append(problems, strings.TrimSpace(cueerrors.Details(e, nil)))
+	}
+	if len(problems) == 0 {
+		problems = []string{err.Error()}
+	}
+	return &Error{Problems: problems}
+}
+
+type sourceDecl struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Protocol    string `json:"protocol"`
+	Status      string `json:"status"`
+}
+
+type acceptDecl struct {
+	Format    string `json:"format"`
+	Example   string `json:"example"`
+	Pattern   string `json:"pattern"`
+	Note      string `json:"note"`
+	MaxLength int    `json:"max_length"`
+}
+
+type optionDecl struct {
+	Name        string   `json:"name"`
+	Type        string   `json:"type"`
+	Values      []string `json:"values"`
+	Format      string   `json:"format"`
+	Default     any      `json:"default"`
+	Description string   `json:"description"`
+}
+
+type offerDecl struct {
+	Offer          string            `json:"offer"`
+	PricePerRecord float64           `json:"price_per_record"`
+	MaxInputs      int               `json:"max_inputs"`
+	Target         string            `json:"target"`
+	Params         map[string]string `json:"params"`
+	Request        string            `json:"request"`
+	Normalize      string            `json:"normalize"`
+	Implements     []string          `json:"implements"`
+	Status         string            `json:"status"`
+}
+
+type serviceDecl struct {
+	Platform    string       `json:"platform"`
+	Service     string       `json:"service"`
+	Description string       `json:"description"`
+	InputKind   string       `json:"input_kind"`
+	Extract     bool         `json:"extract"`
+	Search      bool         `json:"search"`
+	Accepts     []acceptDecl `json:"accepts"`
+	Options     []optionDecl `json:"options"`
+	LimitScope  string       `json:"limit_scope"`
+	Record      string       `json:"record"`
+	Offers      []offerDecl  `json:"offers"`
+}
+
+type compiler struct {
+	v        cue.Value
+	problems []string
+}
+
+func (c *compiler) errf(at cue.Value, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if p := at.Pos(); p.IsValid() {
+		msg = fmt.Sprintf("%s:%d: %s", p.Filename(), p.Line(), msg)
+	}
+	c.problems = append(c.problems, msg)
+}
+
+var placeholderRE = regexp.MustCompile(`\{([a-z_]+_host)\}`)
+
+func (c *compiler) compile() *Registry {
+	r := &Registry{
+		byKey:      map[string]*Service{},
+		byPlatform: map[string][]*Service{},
+		sources:    map[string]*Source{},
+		hosts:      map[string]Host{},
+		value:      c.v,
+	}
+	if err := c.v.LookupPath(cue.ParsePath("platforms")).Decode(&r.Platforms); err != nil {
+		c.errf(c.v, "decoding platforms: %v", err)
+	}
+
+	// hosts
+	var hosts map[string]struct {
+		Canonical string `json:"canonical"`
+		Pattern   string `json:"pattern"`
+	}
+	hv := c.v.LookupPath(cue.ParsePath("hosts"))
+	if hv.Exists() {
+		if err := hv.Decode(&hosts); err != nil {
+			c.errf(hv, "decoding hosts: %v", err)
+		}
+	}
+	for name, h := range hosts {
+		if _, err := regexp.Compile(h.Pattern); err != nil {
+			c.errf(hv.LookupPath(cue.MakePath(cue.Str(name), cue.Str("pattern"))), "host %s: bad pattern: %v", name, err)
+			continue
+		}
+		r.hosts[name] = Host{Canonical: h.Canonical, Pattern: h.Pattern}
+	}
+
+	// sources
+	sv := c.v.LookupPath(cue.ParsePath("sources"))
+	if it, err := sv.Fields(); err == nil {
+		for it.Next() {
+			var d sourceDecl
+			if err := it.Value().Decode(&d); err != nil {
+				c.errf(it.Value(), "decoding source %s: %v", it.Selector(), err)
+				continue
+			}
+			s := &Source{ID: d.ID, Name: d.Name, Description: d.Description, Protocol: d.Protocol, Status: d.Status}
+			r.sources[s.ID] = s
+			r.Sources = append(r.Sources, s)
+		}
+	}
+	sort.Slice(r.Sources, func(i, j int) bool { return r.Sources[i].ID < r.Sources[j].ID })
+
+	// services
+	svcs := c.v.LookupPath(cue.ParsePath("services"))
+	seenOffer := map[string]cue.Value{}
+	if it, err := svcs.Fields(); err == nil {
+		for it.Next() {
+			s := c.service(r, it.Selector().Unquoted(), it.Value(), seenOffer)
+			if s != nil {
+				r.byKey[s.Key] = s
+			}
+		}
+	}
+	for _, p := range r.Platforms {
+		var list []*Service
+		for _, s := range r.byKey {
+			if s.Platform == p {
+				list = append(list, s)
+			}
+		}
+		sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
+		r.byPlatform[p] = list
+		r.Services = append(r.Services, list...)
+	}
+	if len(c.problems) == 0 {
+		c.renderViews(r)
+	}
+	return r
+}
+
+func (c *compiler) service(r *Registry, key string, v cue.Value, seenOffer map[string]cue.Value) *Service {
+	var d serviceDecl
+	if err := v.Decode(&d); err != nil {
+		c.errf(v, "decoding service %s: %v", key, err)
+		return nil
+	}
+	s := &Service{
+		Key:           d.Platform + "/" + d.Service,
+		Platform:      d.Platform,
+		Name:          d.Service,
+		Description:   d.Description,
+		InputKind:     d.InputKind,
+		Extract:       d.Extract,
+		Search:        d.Search,
+		LimitScope:    d.LimitScope,
+		Record:        d.Record,
+		optionsByName: map[string]*Option{},
+		pos:           v.Pos().String(),
+	}
+	if key != s.Key {
+		c.errf(v, "service declared under %q must be keyed %q", key, s.Key)
+	}
+	if rec := c.v.LookupPath(cue.ParsePath(d.Record)); !rec.Exists() {
+		c.errf(v.LookupPath(cue.ParsePath("record")), "service %s: record definition %s is not declared", s.Key, d.Record)
+	} else if _, err := recordSchema(rec); err != nil {
+		c.errf(v.LookupPath(cue.ParsePath("record")), "service %s: record definition %s is not a valid schema: %v", s.Key, d.Record, err)
+	}
+
+	for i, a := range d.Accepts {
+		av := v.LookupPath(cue.MakePath(cue.Str("accepts"), cue.Index(i)))
+		pat, ok := c.expandHosts(r, a.Pattern, av.LookupPath(cue.ParsePath("pattern")))
+		if !ok {
+			continue
+		}
+		re, err := regexp.Compile("^(?:" + pat + ")$")
+		if err != nil {
+			c.errf(av.LookupPath(cue.ParsePath("pattern")), "service %s: bad accept pattern: %v", s.Key, err)
+			continue
+		}
+		acc := &Accept{Format: r.canonicalHosts(a.Format), Example: a.Example, Pattern: pat, Note: r.canonicalHosts(a.Note), MaxLength: a.MaxLength, re: re}
+		s.Accepts = append(s.Accepts, acc)
+		if _, ok := acc.match(a.Example, s.InputKind); !ok {
+			c.errf(av.LookupPath(cue.ParsePath("example")), "service %s: example %q does not match its own pattern %s", s.Key, a.Example, pat)
+		}
+	}
+
+	for i, o := range d.Options {
+		ov := v.LookupPath(cue.MakePath(cue.Str("options"), cue.Index(i)))
+		opt := &Option{Name: o.Name, Type: o.Type, Values: o.Values, Format: o.Format, Description: o.Description}
+		if dv := ov.LookupPath(cue.ParsePath("default")); dv.Exists() {
+			opt.Default, opt.HasDefault = o.Default, true
+			if _, err := opt.check(o.Default); err != nil {
+				c.errf(dv, "service %s: option %s: default %s", s.Key, o.Name, err)
+			}
+		}
+		if _, dup := s.optionsByName[o.Name]; dup {
+			c.errf(ov, "service %s: option %s declared twice", s.Key, o.Name)
+		}
+		s.optionsByName[o.Name] = opt
+		s.Options = append(s.Options, opt)
+	}
+
+	for i, od := range d.Offers {
+		ov := v.LookupPath(cue.MakePath(cue.Str("offers"), cue.Index(i)))
+		if o := c.offer(r, s, od, ov, seenOffer); o != nil {
+			s.Offers = append(s.Offers, o)
+			if o.Live() {
+				s.live = append(s.live, o)
+			}
+		}
+	}
+	return s
+}
+
+func (c *compiler) offer(r *Registry, s *Service, d offerDecl, v cue.Value, seen map[string]cue.Value) *Offer {
+	key := s.Key + " " + d.Offer
+	if prev, dup := seen[key]; dup {
+		c.errf(v.LookupPath(cue.ParsePath("offer")), "service %s: offer %s declared twice (first at %s)", s.Key, d.Offer, prev.Pos())
+		return nil
+	}
+	seen[key] = v.LookupPath(cue.ParsePath("offer"))
+	srcID, name, _ := strings.Cut(d.Offer, "/")
+	src, ok := r.sources[srcID]
+	if !ok {
+		c.errf(v.LookupPath(cue.ParsePath("offer")), "service %s: offer %s names unknown source %q", s.Key, d.Offer, srcID)
+		return nil
+	}
+	price, err := credits.FromFloat(d.PricePerRecord)
+	if err != nil || price <= 0 {
+		c.errf(v.LookupPath(cue.ParsePath("price_per_record")), "service %s: offer %s: price_per_record must be above 0 and at least 0.000001", s.Key, d.Offer)
+	}
+	o := &Offer{
+		ID: d.Offer, Source: src, Name: name, Price: price, MaxInputs: d.MaxInputs,
+		Target: d.Target, Params: d.Params, Status: d.Status, Service: s,
+		Implements: map[string]bool{},
+	}
+	for i, opt := range d.Implements {
+		if _, ok := s.optionsByName[opt]; !ok {
+			c.errf(v.LookupPath(cue.MakePath(cue.Str("implements"), cue.Index(i))), "service %s: offer %s implements undeclared option %q", s.Key, d.Offer, opt)
+		}
+		o.Implements[opt] = true
+	}
+	if o.Request, err = compileProgram(d.Request, false); err != nil {
+		c.errf(v.LookupPath(cue.ParsePath("request")), "service %s: offer %s: request program: %v", s.Key, d.Offer, err)
+	}
+	if o.Normalize, err = compileProgram(d.Normalize, true); err != nil {
+		c.errf(v.LookupPath(cue.ParsePath("normalize")), "service %s: offer %s: normalize program: %v", s.Key, d.Offer, err)
+	}
+	return o
+}
+
+func (c *compiler) expandHosts(r *Registry, pattern string, at cue.Value) (string, bool) {
+	ok := true
+	out := placeholderRE.ReplaceAllStringFunc(pattern, func(m string) string {
+		name := m[1 : len(m)-1]
+		h, found := r.hosts[name]
+		if !found {
+			c.errf(at, "unknown host placeholder %s (declare it in hosts.cue)", m)
+			ok = false
+			return m
+		}
+		return "(?:" + h.Pattern + ")"
+	})
+	return out, ok
+}
+
+// canonicalHosts replaces host placeholders in documentation text with the
+// canonical host names.
+func (r *Registry) canonicalHosts(s string) string {
+	return placeholderRE.ReplaceAllStringFunc(s, func(m string) string {
+		if h, ok := r.hosts[m[1:len(m)-1]]; ok {
+			return h.Canonical
+		}
+		return m
+	})
+}
+
+// Record returns the CUE record definition of s, for validating records.
+func (r *Registry) Record(s *Service) cue.Value {
+	return r.value.LookupPath(cue.ParsePath(s.Record))
+}
+
+// ValidateRecord checks one normalized record (JSON) against the service's
+// record definition.
+func (r *Registry) ValidateRecord(s *Service, record []byte) error {
+	def := r.Record(s)
+	rv := def.Context().CompileBytes(record)
+	if err := rv.Err(); err != nil {
+		return err
+	}
+	u := def.Unify(rv)
+	if err := u.Validate(cue.Concrete(true)); err != nil {
+		return fmt.Errorf("%s", strings.TrimSpace(cueerrors.Details(err, nil)))
+	}
+	return nil
+}

@@ -1,0 +1,252 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/itchyny/gojq"
+)
+
+// Program is a compiled jq program of an offer (request or normalize). It
+// is compiled once when the registry loads and is safe for concurrent use.
+type Program struct {
+	// Source is the jq text as declared.
+	Source string
+	code   *gojq.Code
+	// plan is the fast path of a normalize program (fastpath.go), nil when
+	// the program is outside the plan's subset; noPlan then says why.
+	plan   *plan
+	noPlan string
+}
+
+// programVars are bound, in this order, to every program run.
+var programVars = []string{"$input", "$now"}
+
+// compileProgram parses and compiles src; an empty src yields a nil Program.
+// A normalize program also gets its fast-path plan when it fits the subset.
+func compileProgram(src string, normalize bool) (*Program, error) {
+	if strings.TrimSpace(src) == "" {
+		return nil, nil
+	}
+	q, err := gojq.Parse(src)
+	if err != nil {
+		return nil, err
+	}
+	p := &Program{Source: src}
+	if normalize {
+		p.plan, p.noPlan = compilePlan(q)
+	}
+	opts := append([]gojq.CompilerOption{gojq.WithVariables(programVars)}, programFunctions()...)
+	if p.code, err = gojq.Compile(q, opts...); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// FastPath reports whether NormalizeItem runs the program on its compiled
+// plan rather than on gojq, and when not, why.
+func (p *Program) FastPath() (bool, string) {
+	switch {
+	case p.plan != nil:
+		return true, ""
+	case p.noPlan == "":
+		return false, "not compiled as a normalize program"
+	}
+	return false, p.noPlan
+}
+
+// Run evaluates the program over v (a plain decoded JSON value) and returns
+// every output. An error value from the program is returned as the error.
+func (p *Program) Run(ctx context.Context, v any, input, now string) ([]any, error) {
+	iter := p.code.RunWithContext(ctx, v, input, now)
+	var out []any
+	for {
+		x, ok := iter.Next()
+		if !ok {
+			return out, nil
+		}
+		if err, isErr := x.(error); isErr {
+			if h, ok := err.(*gojq.HaltError); ok && h.Value() == nil {
+				return out, nil
+			}
+			return out, err
+		}
+		out = append(out, x)
+	}
+}
+
+// NormalizeItem runs a normalize program over one raw upstream item and
+// returns the record as JSON, or ok=false when the program drops the item
+// (it yields nothing, or null). Top-level null fields are removed: a field is
+// present only when the platform exposes it.
+//
+// The compiled plan runs the item when the program has one; an item the
+// plan gives up on (any error included) runs on gojq, the reference.
+func (p *Program) NormalizeItem(ctx context.Context, item []byte, input, now string) (rec []byte, ok bool, err error) {
+	if p.plan != nil && ctx.Err() == nil {
+		if rec, ok, err := p.plan.normalize(item, input, now); err == nil {
+			return rec, ok, nil
+		}
+	}
+	return p.normalizeGojq(ctx, item, input, now)
+}
+
+// normalizeGojq is NormalizeItem on gojq alone.
+func (p *Program) normalizeGojq(ctx context.Context, item []byte, input, now string) (rec []byte, ok bool, err error) {
+	var v any
+	if err := json.Unmarshal(item, &v); err != nil {
+		return nil, false, fmt.Errorf("decoding upstream item: %v", err)
+	}
+	outs, err := p.Run(ctx, v, input, now)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(outs) == 0 || outs[0] == nil {
+		return nil, false, nil
+	}
+	m, isObj := outs[0].(map[string]any)
+	if !isObj {
+		return nil, false, fmt.Errorf("normalize must yield an object, got %T", outs[0])
+	}
+	for k, x := range m {
+		if x == nil {
+			delete(m, k)
+		}
+	}
+	b, err := json.Marshal(m)
+	return b, true, err
+}
+
+// programFunctions are the helpers normalizers may call beside jq's
+// builtins:
+//
+//	toint      number or numeric string ("1,234", "10K+") → integer, else null
+//	tonum      number or numeric string → number, else null
+//	iso8601    epoch seconds or milliseconds, or a date/time string → ISO 8601 UTC, else null
+//	nonempty   null for "", [] or {}, the value otherwise
+func programFunctions() []gojq.CompilerOption {
+	return []gojq.CompilerOption{
+		gojq.WithFunction("toint", 0, 0, func(v any, _ []any) any { return toInt(v) }),
+		gojq.WithFunction("tonum", 0, 0, func(v any, _ []any) any { return toNum(v) }),
+		gojq.WithFunction("iso8601", 0, 0, func(v any, _ []any) any { return toISO(v) }),
+		gojq.WithFunction("nonempty", 0, 0, func(v any, _ []any) any { return nonEmpty(v) }),
+	}
+}
+
+func nonEmpty(v any) any {
+	switch x := v.(type) {
+	case string:
+		if x == "" {
+			return nil
+		}
+	case []any:
+		if len(x) == 0 {
+			return nil
+		}
+	case map[string]any:
+		if len(x) == 0 {
+			return nil
+		}
+	}
+	return v
+}
+
+func toNum(v any) any {
+	switch x := v.(type) {
+	case int:
+		return x
+	case float64:
+		return x
+	case string:
+		f, ok := parseNumString(x)
+		if !ok {
+			return nil
+		}
+		if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+			return int(f)
+		}
+		return f
+	}
+	return nil
+}
+
+// parseNumString reads a number written for people: thousands commas, a
+// trailing "+", and K/M/B multipliers ("10,001+", "1.2K"). Shared by toNum
+// and the normalizer plan, so both engines read the same strings the same
+// way.
+func parseNumString(x string) (float64, bool) {
+	s := strings.TrimSpace(strings.ReplaceAll(x, ",", ""))
+	mult := 1.0
+	s = strings.TrimSuffix(s, "+")
+	switch {
+	case strings.HasSuffix(s, "K") || strings.HasSuffix(s, "k"):
+		mult, s = 1e3, s[:len(s)-1]
+	case strings.HasSuffix(s, "M") || strings.HasSuffix(s, "m"):
+		mult, s = 1e6, s[:len(s)-1]
+	case strings.HasSuffix(s, "B") || strings.HasSuffix(s, "b"):
+		mult, s = 1e9, s[:len(s)-1]
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, false
+	}
+	return f * mult, true
+}
+
+func toInt(v any) any {
+	switch x := toNum(v).(type) {
+	case int:
+		return x
+	case float64:
+		return int(math.Round(x))
+	}
+	return nil
+}
+
+var timeLayouts = []string{
+	time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02T15:04:05.000Z0700",
+	"2006-01-02", time.RFC1123Z, time.RFC1123,
+}
+
+func toISO(v any) any {
+	var t time.Time
+	switch x := v.(type) {
+	case int:
+		t = fromEpoch(float64(x))
+	case float64:
+		t = fromEpoch(x)
+	case string:
+		s := strings.TrimSpace(x)
+		if f, err := strconv.ParseFloat(s, 64); err == nil {
+			t = fromEpoch(f)
+			break
+		}
+		for _, l := range timeLayouts {
+			if p, err := time.Parse(l, s); err == nil {
+				t = p
+				break
+			}
+		}
+	}
+	if t.IsZero() {
+		return nil
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+// fromEpoch reads seconds, or milliseconds when the number is too large to
+// be seconds of this era.
+func fromEpoch(f float64) time.Time {
+	if f <= 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+		return time.Time{}
+	}
+	if f > 1e11 {
+		return time.UnixMilli(int64(f))
+	}
+	return time.Unix(int64(f), int64((f-math.Trunc(f))*1e9))
+}
