@@ -1,0 +1,59 @@
+package credits
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestParseAndString(t *testing.T) {
+	tests := []struct {
+		in   string
+		want Micros
+		out  string
+	}{
+		{"0.001725", 1725, "0.001725"},
+		{"5", 5_000_000, "5"},
+		{"10.5", 10_500_000, "10.5"},
+		{"0", 0, "0"},
+		{"-0.25", -250_000, "-0.25"},
+		{"1e-6", 1, "0.000001"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := Parse(tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("Parse(%q) = %d, want %d", tt.in, got, tt.want)
+			}
+			if s := got.String(); s != tt.out {
+				t.Errorf("String() = %q, want %q", s, tt.out)
+			}
+		})
+	}
+	for _, bad := range []string{"abc", "0.0000001", "", "1e30"} {
+		if _, err := Parse(bad); err == nil {
+			t.Errorf("Parse(%q) accepted", bad)
+		}
+	}
+}
+
+func TestJSONRoundTrip(t *testing.T) {
+	var m Micros
+	if err := json.Unmarshal([]byte("0.005175"), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m != 5175 {
+		t.Fatalf("got %d", m)
+	}
+	b, _ := json.Marshal(struct {
+		C Micros `json:"c"`
+	}{3 * 1725})
+	if string(b) != `{"c":0.005175}` {
+		t.Fatalf("got %s", b)
+	}
+	if err := json.Unmarshal([]byte(`"1"`), &m); err == nil {
+		t.Fatal("string accepted")
+	}
+}

@@ -1,0 +1,176 @@
+// Package settle holds what the store implementations share about Settle:
+// the validation of a settlement, how many records a balance pays for, and
+// the stored (JSON) form of a run. Keeping it in one place is what makes the
+// badger and postgres stores charge and render runs identically.
+package settle
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/store"
+)
+
+// Check rejects a settlement no store could write correctly: no run, a
+// missing id or account, a negative price, or ids and usage keys containing
+// NUL (the badger store's key separator).
+func Check(s store.Settlement) error {
+	switch {
+	case s.Run == nil:
+		return errors.New("settling: no run")
+	case !ValidID(s.Run.ID):
+		return fmt.Errorf("settling: invalid run id %q", s.Run.ID)
+	case !ValidID(s.Run.AccountID):
+		return fmt.Errorf("settling run %s: invalid account id %q", s.Run.ID, s.Run.AccountID)
+	case strings.ContainsRune(s.Run.KeyID, 0):
+		return fmt.Errorf("settling run %s: invalid key id %q", s.Run.ID, s.Run.KeyID)
+	case s.Price < 0:
+		return fmt.Errorf("settling run %s: negative price %d", s.Run.ID, s.Price)
+	case strings.ContainsRune(s.Offer, 0) || strings.ContainsRune(s.Platform, 0):
+		return fmt.Errorf("settling run %s: NUL in offer or platform", s.Run.ID)
+	}
+	return nil
+}
+
+// ValidID reports whether id may name an account, key or run: non-empty and
+// free of NUL.
+func ValidID(id string) bool {
+	return id != "" && !strings.ContainsRune(id, 0)
+}
+
+// Plan returns how many of n records a balance pays for at price, and their
+// cost. A price of zero keeps every record for free; the charge never
+// exceeds the balance.
+func Plan(balance, price credits.Micros, n int) (records int, charged credits.Micros) {
+	if price <= 0 || n == 0 {
+		return n, 0
+	}
+	records = n
+	if balance < 0 {
+		balance = 0
+	}
+	if afford := balance / price; afford < credits.Micros(n) {
+		records = int(afford)
+	}
+	return records, credits.Micros(records) * price
+}
+
+// Now returns the settle time in UTC, the current time when s.Now is zero.
+func Now(s store.Settlement) time.Time {
+	if s.Now.IsZero() {
+		return time.Now().UTC()
+	}
+	return s.Now.UTC()
+}
+
+// storedRun is a run as the stores keep it: the API form plus the scope
+// fields the API never renders.
+type storedRun struct {
+	store.Run
+	AccountID string `json:"account_id"`
+	KeyID     string `json:"key_id,omitempty"`
+}
+
+// Prepared is a settlement made ready before any lock is taken: its run
+// rendered once for the common case where the balance pays for every
+// record, so the locked part of Settle usually does no encoding.
+type Prepared struct {
+	S    store.Settlement
+	Data []json.RawMessage // the run's records before truncation
+	Now  time.Time
+	full []byte
+}
+
+// Prepare checks s and renders its run with every record kept.
+func Prepare(s store.Settlement) (*Prepared, error) {
+	if err := Check(s); err != nil {
+		return nil, err
+	}
+	p := &Prepared{S: s, Data: s.Run.Data, Now: Now(s)}
+	n := len(p.Data)
+	if s.Price > 0 && credits.Micros(n) > math.MaxInt64/s.Price {
+		return nil, fmt.Errorf("settling run %s: charge overflows", s.Run.ID)
+	}
+	full, err := p.render(n, credits.Micros(n)*s.Price)
+	if err != nil {
+		return nil, err
+	}
+	p.full = full
+	return p, nil
+}
+
+// Doc returns the stored form of the run keeping records records charged
+// charged in total.
+func (p *Prepared) Doc(records int, charged credits.Micros) ([]byte, error) {
+	if records == len(p.Data) {
+		return p.full, nil
+	}
+	return p.render(records, charged)
+}
+
+func (p *Prepared) render(records int, charged credits.Micros) ([]byte, error) {
+	r := *p.S.Run
+	r.Data = kept(p.Data, records)
+	r.CreditsUsed = charged
+	r.Pagination.Returned = records
+	b, err := json.Marshal(storedRun{Run: r, AccountID: r.AccountID, KeyID: r.KeyID})
+	if err != nil {
+		return nil, fmt.Errorf("encoding run %s: %v", r.ID, err)
+	}
+	return b, nil
+}
+
+// Apply records the outcome on the caller's run, once the transaction has
+// committed: Data truncated (never null), CreditsUsed and Returned set.
+func (p *Prepared) Apply(records int, charged credits.Micros) {
+	p.S.Run.Data = kept(p.Data, records)
+	p.S.Run.CreditsUsed = charged
+	p.S.Run.Pagination.Returned = records
+}
+
+func kept(data []json.RawMessage, records int) []json.RawMessage {
+	if records == 0 || data == nil {
+		return []json.RawMessage{}
+	}
+	return data[:records:records]
+}
+
+// DecodeRun reads a stored run back, scope fields included.
+func DecodeRun(b []byte) (store.Run, error) {
+	var sr storedRun
+	if err := json.Unmarshal(b, &sr); err != nil {
+		return store.Run{}, fmt.Errorf("decoding run: %v", err)
+	}
+	r := sr.Run
+	r.AccountID, r.KeyID = sr.AccountID, sr.KeyID
+	if r.Data == nil {
+		r.Data = []json.RawMessage{}
+	}
+	return r, nil
+}
+
+// CheckLimit rejects a credit limit with an unknown period or a negative
+// amount; nil (no limit) is valid.
+func CheckLimit(l *store.CreditLimit) error {
+	if l == nil {
+		return nil
+	}
+	if !store.ValidPeriod(l.Period) {
+		return fmt.Errorf("invalid credit limit period %q", l.Period)
+	}
+	if l.Credits < 0 {
+		return fmt.Errorf("negative credit limit %s", l.Credits)
+	}
+	return nil
+}
+
+// Time normalizes a stored timestamp: UTC at microsecond precision, the
+// precision of PostgreSQL, so both stores return the same instants.
+func Time(t time.Time) time.Time {
+	return t.UTC().Truncate(time.Microsecond)
+}

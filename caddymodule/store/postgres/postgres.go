@@ -1,0 +1,111 @@
+// Package postgres is the shared store.Store for several gateway nodes
+// behind one balancer, on PostgreSQL through a pgx v5 pool. Money is BIGINT
+// micro-credits; Settle is one transaction that locks the account row, so no
+// number of nodes can overdraw a balance. The schema is migrated on Open,
+// under an advisory lock so nodes starting together migrate once.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"socialrouter/caddymodule/store"
+)
+
+// Store is the PostgreSQL implementation of store.Store.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+// Option configures Open.
+type Option func(*config)
+
+type config struct {
+	schema string
+}
+
+// WithSchema keeps every table in the named schema, created if missing, by
+// setting each connection's search_path to it: several deployments, or test
+// runs, can then share one database. Default: the URL's search_path (a
+// search_path URL parameter works too), normally public.
+func WithSchema(name string) Option {
+	return func(c *config) { c.schema = name }
+}
+
+// Open connects to the database at url (a PostgreSQL URL or DSN; pool
+// settings such as pool_max_conns are read from it) and applies pending
+// migrations.
+func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	pc, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parsing postgres url: %v", err)
+	}
+	if c.schema != "" {
+		pc.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{c.schema}.Sanitize()
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to postgres: %v", err)
+	}
+	if err := migrate(ctx, pool, c.schema); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("migrating postgres schema: %v", err)
+	}
+	return &Store{pool: pool}, nil
+}
+
+// Close closes the pool; calling it again does nothing.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// Postgres error codes the store maps to store errors or retries.
+const (
+	codeUniqueViolation      = "23505"
+	codeForeignKeyViolation  = "23503"
+	codeSerializationFailure = "40001"
+	codeDeadlockDetected     = "40P01"
+)
+
+func pgCode(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+// retryable reports whether a transaction failed only because of
+// concurrency and may simply be run again.
+func retryable(err error) bool {
+	c := pgCode(err)
+	return c == codeSerializationFailure || c == codeDeadlockDetected
+}
+
+// maxRetries bounds the re-runs of a transaction that PostgreSQL aborted
+// for a deadlock or a serialization failure.
+const maxRetries = 10
+
+// inTx runs fn in a transaction, committing if it returns nil and running
+// it again when PostgreSQL aborted it for a concurrency reason.
+func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	for attempt := 0; ; attempt++ {
+		err := pgx.BeginFunc(ctx, s.pool, fn)
+		if err == nil || !retryable(err) || attempt == maxRetries {
+			return err
+		}
+	}
+}
+
+// Interface guards
+var _ store.Store = (*Store)(nil)

@@ -1,0 +1,201 @@
+package postgres_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/store"
+	"socialrouter/caddymodule/store/postgres"
+	"socialrouter/caddymodule/store/storetest"
+)
+
+// testURL returns SDR_TEST_POSTGRES_URL or skips the test.
+func testURL(t testing.TB) string {
+	t.Helper()
+	url := os.Getenv("SDR_TEST_POSTGRES_URL")
+	if url == "" {
+		t.Skip("SDR_TEST_POSTGRES_URL is not set: skipping the PostgreSQL store tests " +
+			"(e.g. SDR_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
+	}
+	return url
+}
+
+// testSchema creates a fresh schema sdr_test_<random> and drops it when the
+// test ends, so tests never see each other's rows.
+func testSchema(t testing.TB, url string) string {
+	t.Helper()
+	b := make([]byte, 8)
+	rand.Read(b)
+	name := "sdr_test_" + hex.EncodeToString(b)
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatalf("connecting to postgres: %v", err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(t.Context(), "CREATE SCHEMA "+pgx.Identifier{name}.Sanitize()); err != nil {
+		t.Fatalf("creating schema %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Errorf("connecting to drop schema %s: %v", name, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{name}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("dropping schema %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+func TestConformance(t *testing.T) {
+	url := testURL(t)
+	storetest.Run(t, func(t *testing.T) store.Store {
+		s, err := postgres.Open(t.Context(), url, postgres.WithSchema(testSchema(t, url)))
+		if err != nil {
+			t.Fatalf("opening store: %v", err)
+		}
+		return s
+	})
+}
+
+// TestOpenConcurrently starts several nodes on one fresh schema at once:
+// the advisory lock lets exactly one of them migrate.
+func TestOpenConcurrently(t *testing.T) {
+	url := testURL(t)
+	schema := testSchema(t, url)
+	const nodes = 8
+	stores := make([]*postgres.Store, nodes)
+	errs := make([]error, nodes)
+	var wg sync.WaitGroup
+	for i := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			stores[i], errs[i] = postgres.Open(t.Context(), url, postgres.WithSchema(schema))
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("node %d: opening store: %v", i, err)
+		}
+		defer stores[i].Close()
+	}
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var versions, applied int
+	err = conn.QueryRow(t.Context(), fmt.Sprintf("SELECT count(*), count(DISTINCT version) FROM %s.schema_migrations",
+		pgx.Identifier{schema}.Sanitize())).Scan(&applied, &versions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if applied != versions || versions == 0 {
+		t.Errorf("schema_migrations holds %d rows for %d versions", applied, versions)
+	}
+	// Every node works on the shared schema.
+	if _, err := stores[0].CreateAccount(t.Context(), "acme", 1, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stores[nodes-1].GetAccount(t.Context(), "acme"); err != nil {
+		t.Errorf("another node cannot see the account: %v", err)
+	}
+}
+
+// TestSearchPathInURL checks the schema can also come from the URL.
+func TestSearchPathInURL(t *testing.T) {
+	url := testURL(t)
+	schema := testSchema(t, url)
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	s, err := postgres.Open(t.Context(), url+sep+"search_path="+schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.CreateAccount(t.Context(), "acme", 1, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	other, err := postgres.Open(t.Context(), url, postgres.WithSchema(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.GetAccount(t.Context(), "acme"); err != nil {
+		t.Errorf("account written through the URL's search_path not found in schema %s: %v", schema, err)
+	}
+}
+
+// TestTwoNodesNeverOverdraw settles concurrently through two stores (two
+// pools, as two gateway nodes) on one account that pays for only some of
+// the runs.
+func TestTwoNodesNeverOverdraw(t *testing.T) {
+	url := testURL(t)
+	schema := testSchema(t, url)
+	var nodes [2]*postgres.Store
+	for i := range nodes {
+		s, err := postgres.Open(t.Context(), url, postgres.WithSchema(schema))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		nodes[i] = s
+	}
+	const price = credits.Micros(1725)
+	start := 50*price + 1
+	now := time.Date(2025, 3, 12, 10, 0, 0, 0, time.UTC)
+	if _, err := nodes[0].CreateAccount(t.Context(), "acme", start, now); err != nil {
+		t.Fatal(err)
+	}
+	const settles = 64
+	results := make([]store.SettleResult, settles)
+	errs := make([]error, settles)
+	var wg sync.WaitGroup
+	for i := range settles {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			run := &store.Run{ID: fmt.Sprintf("ext_%d", i), Status: "completed", AccountID: "acme",
+				Data: []json.RawMessage{[]byte(`{"a":1}`), []byte(`{"a":2}`), []byte(`{"a":3}`)}}
+			results[i], errs[i] = nodes[i%2].Settle(t.Context(), store.Settlement{Run: run, Price: price, Offer: "o", Platform: "p", Now: now})
+		}()
+	}
+	wg.Wait()
+	var charged, stored credits.Micros
+	for i := range settles {
+		if errs[i] != nil {
+			t.Fatalf("settle %d: %v", i, errs[i])
+		}
+		charged += results[i].Charged
+		r, err := nodes[(i+1)%2].GetRun(t.Context(), "acme", fmt.Sprintf("ext_%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored += r.CreditsUsed
+	}
+	a, err := nodes[1].GetAccount(t.Context(), "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Balance != 1 || charged != 50*price || stored != charged {
+		t.Errorf("balance %s after charging %s (runs say %s); want 0.000001 left after 50 records", a.Balance, charged, stored)
+	}
+}

@@ -1,0 +1,147 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/store"
+	"socialrouter/caddymodule/store/internal/settle"
+)
+
+// Settle, in ONE transaction: debits min(len(Run.Data), balance/Price)
+// records × Price from the run's account (never below zero), truncates
+// Run.Data to match, writes the run, adds to the daily usage rollup of
+// (account, day, offer, platform) and to the key's spend in the current
+// bucket of each period. A failed run (Price 0, no data) is written and
+// counted as a request with no charge.
+func (s *Store) Settle(ctx context.Context, st store.Settlement) (store.SettleResult, error) {
+	p, err := settle.Prepare(st)
+	if err != nil {
+		return store.SettleResult{}, err
+	}
+	run := st.Run
+	var res store.SettleResult
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		// The row lock serializes settles of one account across every
+		// node; the balance read under it is the one the debit applies to.
+		var balance int64
+		err := tx.QueryRow(ctx, `SELECT balance FROM accounts WHERE id = $1 FOR UPDATE`, run.AccountID).Scan(&balance)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("account %s: %w", run.AccountID, store.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("locking account %s: %v", run.AccountID, err)
+		}
+		records, charged := settle.Plan(credits.Micros(balance), st.Price, len(p.Data))
+		doc, err := p.Doc(records, charged)
+		if err != nil {
+			return err
+		}
+
+		b := &pgx.Batch{}
+		if charged > 0 {
+			b.Queue(`
+UPDATE accounts SET balance = balance - $2
+WHERE id = $1 AND balance >= $2
+RETURNING balance`, run.AccountID, int64(charged)).QueryRow(func(row pgx.Row) error {
+				err := row.Scan(&balance)
+				if errors.Is(err, pgx.ErrNoRows) {
+					return fmt.Errorf("debiting %s would overdraw account %s", charged, run.AccountID)
+				}
+				return err
+			})
+		}
+		var keyID *string
+		if run.KeyID != "" {
+			keyID = &run.KeyID
+		}
+		b.Queue(`
+INSERT INTO runs (id, account_id, key_id, status, credits_used, created_at, doc)
+VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+			run.ID, run.AccountID, keyID, run.Status, int64(charged), run.CreatedAt, doc)
+		b.Queue(`
+INSERT INTO usage_daily (account_id, day, offer, platform, requests, records, credits)
+VALUES ($1, $2, $3, $4, 1, $5, $6)
+ON CONFLICT (account_id, day, offer, platform) DO UPDATE SET
+	requests = usage_daily.requests + 1,
+	records = usage_daily.records + EXCLUDED.records,
+	credits = usage_daily.credits + EXCLUDED.credits`,
+			run.AccountID, store.PeriodStart(store.PeriodDay, p.Now), st.Offer, st.Platform, int64(records), int64(charged))
+		if run.KeyID != "" && charged > 0 {
+			// Rows in a fixed order, so concurrent settles on one key
+			// lock them in the same order and cannot deadlock.
+			b.Queue(`
+INSERT INTO key_spend (key_id, period, bucket, credits)
+VALUES ($1, 'hour', $2, $6), ($1, 'day', $3, $6), ($1, 'week', $4, $6), ($1, 'month', $5, $6)
+ON CONFLICT (key_id, period, bucket) DO UPDATE SET credits = key_spend.credits + EXCLUDED.credits`,
+				run.KeyID,
+				store.PeriodStart(store.PeriodHour, p.Now), store.PeriodStart(store.PeriodDay, p.Now),
+				store.PeriodStart(store.PeriodWeek, p.Now), store.PeriodStart(store.PeriodMonth, p.Now),
+				int64(charged))
+		}
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			if pgCode(err) == codeUniqueViolation {
+				return store.ErrExists // the run id is taken
+			}
+			return err
+		}
+		res = store.SettleResult{Records: records, Charged: charged, Balance: credits.Micros(balance)}
+		return nil
+	})
+	if err != nil {
+		return store.SettleResult{}, fmt.Errorf("settling run %s: %w", run.ID, err)
+	}
+	p.Apply(res.Records, res.Charged)
+	return res, nil
+}
+
+// GetRun returns a run of the account; ErrNotFound for an unknown id or
+// another account's run.
+func (s *Store) GetRun(ctx context.Context, accountID, runID string) (store.Run, error) {
+	var doc []byte
+	err := s.pool.QueryRow(ctx, `SELECT doc FROM runs WHERE id = $1 AND account_id = $2`, runID, accountID).Scan(&doc)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return store.Run{}, fmt.Errorf("getting run %s: %w", runID, err)
+	}
+	return settle.DecodeRun(doc)
+}
+
+// Usage returns the account's rollup rows with Day >= since.
+func (s *Store) Usage(ctx context.Context, accountID string, since time.Time) ([]store.UsageRow, error) {
+	from := store.PeriodStart(store.PeriodDay, since)
+	if from.Before(since) {
+		from = from.AddDate(0, 0, 1)
+	}
+	rows, err := s.pool.Query(ctx, `
+SELECT day, offer, platform, requests, records, credits FROM usage_daily
+WHERE account_id = $1 AND day >= $2
+ORDER BY day, offer, platform`, accountID, from)
+	if err != nil {
+		return nil, fmt.Errorf("reading usage of account %s: %v", accountID, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.UsageRow, error) {
+		var (
+			u      store.UsageRow
+			amount int64
+		)
+		err := r.Scan(&u.Day, &u.Offer, &u.Platform, &u.Requests, &u.Records, &amount)
+		u.Day = time.Date(u.Day.Year(), u.Day.Month(), u.Day.Day(), 0, 0, 0, 0, time.UTC)
+		u.Credits = credits.Micros(amount)
+		return u, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading usage of account %s: %v", accountID, err)
+	}
+	if out == nil {
+		out = []store.UsageRow{}
+	}
+	return out, nil
+}

@@ -1,0 +1,244 @@
+// Package store defines the account plane's persistence: accounts with
+// balances in integer micro-credits, API keys (only a SHA-256 digest of the
+// secret), runs, the atomic Settle, daily usage rollups and per-key spend per
+// credit-limit period. Implementations live in sub-packages (badger,
+// postgres) and all pass the shared suite in storetest.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"socialrouter/caddymodule/credits"
+)
+
+// Errors every implementation returns (wrapped or bare; test with errors.Is).
+var (
+	ErrNotFound = errors.New("not found")
+	ErrExists   = errors.New("already exists")
+)
+
+// Account owns a balance, keys and runs.
+type Account struct {
+	ID        string         `json:"id"`
+	Balance   credits.Micros `json:"balance"`
+	CreatedAt time.Time      `json:"created_at"`
+}
+
+// Credit-limit periods: UTC calendar hour, day, ISO week (Monday) and month.
+const (
+	PeriodHour  = "hour"
+	PeriodDay   = "day"
+	PeriodWeek  = "week"
+	PeriodMonth = "month"
+)
+
+// CreditLimit caps what a key may spend in one UTC calendar period.
+type CreditLimit struct {
+	Period  string         `json:"period"`
+	Credits credits.Micros `json:"credits"`
+}
+
+// Key is an API key. The secret itself is never stored: only its SHA-256
+// digest, and a display form (prefix + last four characters).
+type Key struct {
+	ID          string       `json:"id"`
+	AccountID   string       `json:"account_id"`
+	Name        string       `json:"name,omitempty"`
+	Hash        [32]byte     `json:"-"`
+	Display     string       `json:"display"`
+	CreatedAt   time.Time    `json:"created_at"`
+	RevokedAt   *time.Time   `json:"revoked_at,omitempty"`
+	CreditLimit *CreditLimit `json:"credit_limit,omitempty"`
+}
+
+// Pagination of a run.
+type Pagination struct {
+	Total    int `json:"total"`
+	Returned int `json:"returned"`
+	// NextCursor is set on search runs only: a JSON string, or the literal
+	// null when there is no next page (so it renders as null, not absent).
+	NextCursor json.RawMessage `json:"next_cursor,omitempty"`
+}
+
+// Attempt is one offer attempt of a run, for tracing paid upstream work.
+type Attempt struct {
+	Offer      string `json:"offer"`
+	Outcome    string `json:"outcome"`
+	Status     int    `json:"status,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+	// Handles are upstream run or snapshot ids of the attempt's calls.
+	Handles []string `json:"handles,omitempty"`
+	Message string   `json:"message,omitempty"`
+	Records int      `json:"records,omitempty"`
+}
+
+// RunError is the error of a failed run.
+type RunError struct {
+	Code    string `json:"code"`
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+// Run is the stored result of one call; its JSON form is the Run (or Search
+// run) of the API.
+type Run struct {
+	ID       string `json:"id"`
+	Kind     string `json:"kind,omitempty"` // "search" for search runs
+	Status   string `json:"status"`         // "completed" or "failed"
+	Platform string `json:"platform,omitempty"`
+	Service  string `json:"service,omitempty"`
+	// Source and Type are set on search runs.
+	Source      string            `json:"source,omitempty"`
+	Type        string            `json:"type,omitempty"`
+	URL         string            `json:"url"`
+	Queries     []string          `json:"queries,omitempty"`
+	ServedBy    string            `json:"served_by,omitempty"`
+	Provider    string            `json:"provider,omitempty"`
+	CreditsUsed credits.Micros    `json:"credits_used"`
+	Data        []json.RawMessage `json:"data"`
+	Pagination  Pagination        `json:"pagination"`
+	CreatedAt   time.Time         `json:"created_at"`
+	CompletedAt time.Time         `json:"completed_at"`
+	Error       *RunError         `json:"error,omitempty"`
+	Attempts    []Attempt         `json:"attempts,omitempty"`
+
+	// AccountID and KeyID scope the run; they are stored but never rendered.
+	AccountID string `json:"-"`
+	KeyID     string `json:"-"`
+}
+
+// Settlement is the input of Settle.
+type Settlement struct {
+	// Run is the run to store. Settle truncates Run.Data to what the balance
+	// pays for, and sets Run.CreditsUsed and Run.Pagination.Returned.
+	Run *Run
+	// Price is the price of one record of the serving offer (0 for a failed
+	// run, which is stored with no charge).
+	Price credits.Micros
+	// Offer is the offer that served (usage by_provider key); Platform the
+	// usage by_platform key.
+	Offer    string
+	Platform string
+	// Now is the settle time: the UTC day of the usage rollup and the
+	// key-spend period buckets.
+	Now time.Time
+}
+
+// SettleResult reports what Settle charged.
+type SettleResult struct {
+	Records int            // records kept (and charged)
+	Charged credits.Micros // Records × Price
+	Balance credits.Micros // balance after the debit
+}
+
+// UsageRow is one daily rollup of (account, UTC day, offer, platform).
+type UsageRow struct {
+	Day      time.Time      `json:"day"` // midnight UTC
+	Offer    string         `json:"offer"`
+	Platform string         `json:"platform"`
+	Requests int64          `json:"requests"`
+	Records  int64          `json:"records"`
+	Credits  credits.Micros `json:"credits"`
+}
+
+// Store is the account plane's persistence. Every method is safe for
+// concurrent use. Every run query is scoped to an account.
+type Store interface {
+	// CreateAccount creates an account; ErrExists if the id is taken.
+	CreateAccount(ctx context.Context, id string, balance credits.Micros, now time.Time) (Account, error)
+	// GetAccount returns an account; ErrNotFound if absent.
+	GetAccount(ctx context.Context, id string) (Account, error)
+	// AddCredits adds amount (which may be negative, never below zero
+	// balance: ErrInsufficient) and returns the account.
+	AddCredits(ctx context.Context, id string, amount credits.Micros) (Account, error)
+
+	// CreateKey stores a new key (ErrNotFound if its account is absent,
+	// ErrExists if the id or the hash is taken).
+	CreateKey(ctx context.Context, k Key) error
+	// KeyByHash finds a key, revoked or not, by the digest of its secret.
+	KeyByHash(ctx context.Context, hash [32]byte) (Key, error)
+	// GetKey returns a key by id.
+	GetKey(ctx context.Context, id string) (Key, error)
+	// ListKeys returns an account's keys in creation order.
+	ListKeys(ctx context.Context, accountID string) ([]Key, error)
+	// SetKeyLimit sets (or with nil clears) a key's credit limit.
+	SetKeyLimit(ctx context.Context, id string, limit *CreditLimit) (Key, error)
+	// RevokeKey revokes a key at the given time; revoking twice keeps the
+	// first time.
+	RevokeKey(ctx context.Context, id string, at time.Time) (Key, error)
+	// KeySpend returns what a key spent in the period bucket containing at.
+	KeySpend(ctx context.Context, keyID, period string, at time.Time) (credits.Micros, error)
+
+	// Settle, in ONE transaction: debits min(len(Run.Data), balance/Price)
+	// records × Price from the run's account (never below zero), truncates
+	// Run.Data to match, writes the run, adds to the daily usage rollup of
+	// (account, day, offer, platform) and to the key's spend in the current
+	// bucket of each period. A failed run (Price 0, no data) is written and
+	// counted as a request with no charge.
+	Settle(ctx context.Context, s Settlement) (SettleResult, error)
+	// GetRun returns a run of the account; ErrNotFound for an unknown id or
+	// another account's run.
+	GetRun(ctx context.Context, accountID, runID string) (Run, error)
+	// GetRunJSON returns a run of the account in its API form, the answer
+	// of GET /v1/extractions/{id}: the JSON of json.Marshal of the Run
+	// GetRun returns (so without the account and key ids), as a fresh slice
+	// the caller owns. Implementations serve it from the stored bytes
+	// without decoding and encoding the records again. ErrNotFound as
+	// GetRun.
+	GetRunJSON(ctx context.Context, accountID, runID string) ([]byte, error)
+	// Usage returns the account's rollup rows with Day >= since.
+	Usage(ctx context.Context, accountID string, since time.Time) ([]UsageRow, error)
+
+	// Close releases the store.
+	Close() error
+}
+
+// ErrInsufficient is returned by AddCredits when a negative amount would
+// take the balance below zero.
+var ErrInsufficient = errors.New("insufficient balance")
+
+// PeriodStart returns the start (UTC) of the calendar period containing t:
+// the hour, the day, the ISO week (Monday 00:00) or the month.
+func PeriodStart(period string, t time.Time) time.Time {
+	t = t.UTC()
+	switch period {
+	case PeriodHour:
+		return t.Truncate(time.Hour)
+	case PeriodDay:
+		return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+	case PeriodWeek:
+		d := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+		wd := (int(d.Weekday()) + 6) % 7 // Monday = 0
+		return d.AddDate(0, 0, -wd)
+	case PeriodMonth:
+		return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
+	}
+	return time.Time{}
+}
+
+// PeriodEnd returns the end (exclusive) of the period containing t.
+func PeriodEnd(period string, t time.Time) time.Time {
+	s := PeriodStart(period, t)
+	switch period {
+	case PeriodHour:
+		return s.Add(time.Hour)
+	case PeriodDay:
+		return s.AddDate(0, 0, 1)
+	case PeriodWeek:
+		return s.AddDate(0, 0, 7)
+	case PeriodMonth:
+		return s.AddDate(0, 1, 0)
+	}
+	return s
+}
+
+// ValidPeriod reports whether p is one of the four credit-limit periods.
+func ValidPeriod(p string) bool {
+	return p == PeriodHour || p == PeriodDay || p == PeriodWeek || p == PeriodMonth
+}
+
+// Periods lists the credit-limit periods; Settle keeps spend for each.
+var Periods = []string{PeriodHour, PeriodDay, PeriodWeek, PeriodMonth}
