@@ -1,0 +1,433 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"socialrouter/caddymodule/registry"
+	"socialrouter/caddymodule/sources"
+	"socialrouter/caddymodule/store"
+)
+
+// abandonGrace is how long an attempt whose context ended still waits for
+// its calls to return (they should return at once; this bounds a client
+// that ignores its context, and lets cancelled calls report their handles).
+const abandonGrace = time.Second
+
+// attempt is the outcome of one offer attempt.
+type attempt struct {
+	offer *registry.Offer
+	rec   store.Attempt
+	// ok: served; records (limit applied) and total are set.
+	ok      bool
+	records []json.RawMessage
+	total   int
+	more    bool
+	// retryable: the walk may move on. A failure that is not retryable
+	// stops the walk (the upstream rejected the input).
+	retryable bool
+	// retryAfter is the largest Retry-After an upstream sent.
+	retryAfter time.Duration
+	// upstreamMsg is the upstream's own message of the failure.
+	upstreamMsg string
+	// canceled is the caller's context error when the caller went away.
+	canceled error
+	verdict  verdict
+}
+
+// batchFailure is a failed upstream call of one batch.
+type batchFailure struct {
+	outcome    string
+	status     int
+	retryable  bool
+	retryAfter time.Duration
+	message    string
+	verdict    verdict
+}
+
+// batchOut is what one successful batch produced.
+type batchOut struct {
+	done bool
+	// perInput holds the records of each of the batch's inputs, in item order.
+	perInput   [][]json.RawMessage
+	items      int
+	errorItems int
+	status     int
+	// skipped counts items the normalize program failed on; skipErr is the
+	// first such error.
+	skipped int
+	skipErr error
+}
+
+// run is the shared state of one attempt's batches.
+type run struct {
+	actx   context.Context
+	cancel context.CancelCauseFunc
+
+	mu      sync.Mutex
+	closed  bool // the attempt has been assembled; late batches are ignored
+	failure *batchFailure
+	handles []string
+	outs    []batchOut
+}
+
+// fail records the first real failure of a batch and cancels its siblings.
+// A failure seen after the attempt's context ended is a consequence of that
+// (deadline, soft timeout, sibling failure, caller gone) and the cause
+// decides instead.
+func (rn *run) fail(f *batchFailure, handles []string) {
+	rn.mu.Lock()
+	if !rn.closed {
+		rn.handles = appendUnique(rn.handles, handles...)
+		if rn.failure == nil && rn.actx.Err() == nil {
+			rn.failure = f
+		}
+	}
+	rn.mu.Unlock()
+	rn.cancel(errBatchFailed)
+}
+
+// succeed stores a batch's output.
+func (rn *run) succeed(i int, out batchOut, handles []string) {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	if rn.closed {
+		return
+	}
+	rn.handles = appendUnique(rn.handles, handles...)
+	out.done = true
+	rn.outs[i] = out
+}
+
+// watchdog cancels an attempt when the upstream shows no activity for the
+// soft timeout. Activity is stored as monotonic nanoseconds since start.
+type watchdog struct {
+	start time.Time
+	last  atomic.Int64
+	soft  time.Duration
+}
+
+// touch records upstream activity; called concurrently by the clients.
+func (w *watchdog) touch() { w.last.Store(int64(time.Since(w.start))) }
+
+// watch cancels with errSoftTimeout once idle for the soft timeout; it
+// returns when ctx or stop ends.
+func (w *watchdog) watch(ctx context.Context, cancel context.CancelCauseFunc, stop <-chan struct{}) {
+	t := time.NewTimer(w.soft)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-stop:
+			return
+		case <-t.C:
+			idle := time.Since(w.start) - time.Duration(w.last.Load())
+			if idle >= w.soft {
+				cancel(errSoftTimeout)
+				return
+			}
+			t.Reset(w.soft - idle)
+		}
+	}
+}
+
+// attempt runs one offer over all the call's inputs.
+func (r *Router) attempt(ctx context.Context, o *registry.Offer, req Request, nowISO string) *attempt {
+	start := time.Now()
+	a := &attempt{offer: o, rec: store.Attempt{Offer: o.ID}}
+	defer func() { a.rec.DurationMS = time.Since(start).Milliseconds() }()
+
+	client := r.clients[o.Source.ID]
+	if client == nil {
+		a.rec.Outcome, a.retryable, a.verdict = OutcomeNoClient, true, failure
+		a.rec.Message = fmt.Sprintf("source %s has no client configured on this gateway", o.Source.ID)
+		return a
+	}
+
+	opts := map[string]any{}
+	for k, v := range req.Options {
+		if o.Implements[k] {
+			opts[k] = v
+		}
+	}
+	batches := split(req.Inputs, o.MaxInputs)
+
+	dctx, cancelDeadline := context.WithTimeoutCause(ctx, r.cfg.AttemptTimeout, errAttemptTimeout)
+	defer cancelDeadline()
+	actx, cancel := context.WithCancelCause(dctx)
+	defer cancel(nil)
+	rn := &run{actx: actx, cancel: cancel, outs: make([]batchOut, len(batches))}
+
+	wd := &watchdog{start: time.Now(), soft: r.cfg.SoftTimeout}
+	stop := make(chan struct{})
+	defer close(stop)
+	go wd.watch(actx, cancel, stop)
+
+	sem := make(chan struct{}, r.cfg.MaxParallelBatches)
+	var wg sync.WaitGroup
+dispatch:
+	for i, in := range batches {
+		if actx.Err() != nil {
+			break
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-actx.Done():
+			break dispatch
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			r.batch(rn, wd, client, o, req, in, opts, nowISO, i)
+		}()
+	}
+	all := make(chan struct{})
+	go func() { wg.Wait(); close(all) }()
+	select {
+	case <-all:
+	case <-ctx.Done():
+	case <-actx.Done():
+		grace := time.NewTimer(abandonGrace)
+		select {
+		case <-all:
+		case <-ctx.Done():
+		case <-grace.C:
+		}
+		grace.Stop()
+	}
+
+	rn.mu.Lock()
+	rn.closed = true
+	failed, outs := rn.failure, rn.outs
+	a.rec.Handles = rn.handles
+	rn.mu.Unlock()
+
+	complete := true
+	for _, out := range outs {
+		complete = complete && out.done
+	}
+	switch {
+	case ctx.Err() != nil:
+		a.canceled = ctx.Err()
+		a.rec.Outcome, a.verdict = OutcomeCanceled, neutral
+		a.rec.Message = "the caller went away: " + ctx.Err().Error()
+	case failed != nil:
+		a.rec.Outcome, a.rec.Status, a.rec.Message = failed.outcome, failed.status, failed.message
+		a.retryable, a.retryAfter, a.upstreamMsg, a.verdict = failed.retryable, failed.retryAfter, failed.message, failed.verdict
+	case !complete:
+		a.retryable, a.verdict = true, failure
+		switch context.Cause(actx) {
+		case errSoftTimeout:
+			a.rec.Outcome = sources.OutcomeSoftTimeout
+			a.rec.Message = fmt.Sprintf("no upstream activity for %s", r.cfg.SoftTimeout)
+		default:
+			a.rec.Outcome = sources.OutcomeTimeout
+			a.rec.Message = fmt.Sprintf("the attempt did not finish within its %s deadline", r.cfg.AttemptTimeout)
+		}
+	default:
+		r.assemble(a, outs, req)
+	}
+	return a
+}
+
+// assemble turns the batches' outputs into the attempt's records, or an
+// error_records failure when every item was an error record.
+func (r *Router) assemble(a *attempt, outs []batchOut, req Request) {
+	var items, errItems, skipped int
+	var skipErr error
+	var perInput [][]json.RawMessage
+	for _, out := range outs {
+		items += out.items
+		errItems += out.errorItems
+		skipped += out.skipped
+		if skipErr == nil {
+			skipErr = out.skipErr
+		}
+		perInput = append(perInput, out.perInput...)
+		if a.rec.Status == 0 {
+			a.rec.Status = out.status
+		}
+	}
+	if items > 0 && errItems >= items {
+		a.rec.Outcome, a.retryable, a.verdict = OutcomeErrorRecords, true, failure
+		a.rec.Message = fmt.Sprintf("all %d items were error records", items)
+		return
+	}
+	a.ok, a.verdict = true, success
+	a.rec.Outcome = OutcomeOK
+	a.records, a.total, a.more = applyLimit(perInput, req.Limit, req.Skip, req.scope())
+	a.rec.Records = a.total
+	var notes []string
+	if errItems > 0 {
+		notes = append(notes, fmt.Sprintf("%d of %d items were error records", errItems, items))
+	}
+	if skipped > 0 {
+		notes = append(notes, fmt.Sprintf("%d items skipped: normalize: %v", skipped, skipErr))
+	}
+	a.rec.Message = strings.Join(notes, "; ")
+}
+
+// batch runs one upstream call and normalizes its items.
+func (r *Router) batch(rn *run, wd *watchdog, client sources.Client, o *registry.Offer, req Request,
+	inputs []string, opts map[string]any, nowISO string, i int) {
+	ctx := rn.actx
+	wd.touch()
+	body, err := buildBody(ctx, o, inputs, opts, req.window(), nowISO)
+	if err != nil {
+		rn.fail(&batchFailure{outcome: OutcomeRequestError, retryable: true, verdict: neutral,
+			message: fmt.Sprintf("building the upstream request: %v", err)}, nil)
+		return
+	}
+	callLimit := req.window()
+	if callLimit > 0 && req.scope() == registry.ScopePerInput {
+		callLimit *= max(1, len(inputs))
+	}
+	var timeout time.Duration
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	res, err := client.Do(ctx, sources.Call{
+		Target: o.Target, Params: o.Params, Body: body, Limit: callLimit, Timeout: timeout, Activity: wd.touch,
+	})
+	if err != nil {
+		rn.fail(callFailure(err), errHandles(err))
+		return
+	}
+	if res == nil {
+		rn.fail(&batchFailure{outcome: sources.OutcomeMalformed, retryable: true, verdict: failure,
+			message: "the source client returned no result"}, nil)
+		return
+	}
+	wd.touch()
+	out := batchOut{items: len(res.Items), errorItems: res.ErrorItems, status: res.Status,
+		perInput: make([][]json.RawMessage, max(1, len(inputs)))}
+	m := newInputMatcher(inputs)
+	for _, item := range res.Items {
+		k := m.match(item)
+		if o.Normalize == nil {
+			out.perInput[k] = append(out.perInput[k], item)
+			continue
+		}
+		in := ""
+		if len(inputs) > 0 {
+			in = inputs[k]
+		}
+		rec, ok, err := o.Normalize.NormalizeItem(ctx, item, in, nowISO)
+		if err != nil {
+			if ctx.Err() != nil {
+				return // the attempt is ending; its cause decides
+			}
+			out.skipped++
+			if out.skipErr == nil {
+				out.skipErr = err
+			}
+			continue
+		}
+		if ok {
+			out.perInput[k] = append(out.perInput[k], rec)
+		}
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	rn.succeed(i, out, res.Handles)
+}
+
+// callFailure classifies a failed client call.
+func callFailure(err error) *batchFailure {
+	var se *sources.Error
+	if errors.As(err, &se) {
+		f := &batchFailure{outcome: se.Outcome, status: se.Status, retryable: se.Retryable,
+			retryAfter: se.RetryAfter, message: se.Message, verdict: failure}
+		if !se.Retryable {
+			// The upstream answered coherently: it is healthy, the input is not.
+			f.verdict = success
+		}
+		if f.outcome == "" {
+			f.outcome = sources.OutcomeNetwork
+		}
+		return f
+	}
+	return &batchFailure{outcome: sources.OutcomeNetwork, retryable: true, verdict: failure,
+		message: fmt.Sprintf("calling the source: %v", err)}
+}
+
+// errHandles returns the upstream handles a failed call carries.
+func errHandles(err error) []string {
+	var se *sources.Error
+	if errors.As(err, &se) {
+		return se.Handles
+	}
+	return nil
+}
+
+// buildBody runs the offer's request program over one batch; without a
+// program the body is {"inputs": [...]}.
+func buildBody(ctx context.Context, o *registry.Offer, inputs []string, opts map[string]any, limit int, nowISO string) (any, error) {
+	ins := make([]any, len(inputs)) // gojq takes []any, not []string
+	for i, s := range inputs {
+		ins[i] = s
+	}
+	if o.Request == nil {
+		return map[string]any{"inputs": ins}, nil
+	}
+	// $input is meaningless for a request (it sees every input of the batch).
+	outs, err := o.Request.Run(ctx, map[string]any{"inputs": ins, "options": opts, "limit": limit}, "", nowISO)
+	if err != nil {
+		return nil, fmt.Errorf("running the request program of %s: %w", o.ID, err)
+	}
+	if len(outs) == 0 {
+		return nil, fmt.Errorf("the request program of %s yielded nothing", o.ID)
+	}
+	return outs[0], nil
+}
+
+// split cuts inputs into batches of at most size (one empty batch when
+// there are no inputs, so the upstream is still called once).
+func split(inputs []string, size int) [][]string {
+	if size <= 0 {
+		size = len(inputs)
+	}
+	if len(inputs) == 0 {
+		return [][]string{nil}
+	}
+	var out [][]string
+	for len(inputs) > size {
+		out = append(out, inputs[:size:size])
+		inputs = inputs[size:]
+	}
+	return append(out, inputs)
+}
+
+// appendUnique appends the values of vals not already in list.
+func appendUnique(list []string, vals ...string) []string {
+next:
+	for _, v := range vals {
+		for _, have := range list {
+			if have == v {
+				continue next
+			}
+		}
+		list = append(list, v)
+	}
+	return list
+}
+
+// joinMsg joins two message parts with "; ", skipping empty ones.
+func joinMsg(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
+}

@@ -1,0 +1,193 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"socialrouter/caddymodule/registry"
+	"socialrouter/caddymodule/sources"
+	"socialrouter/caddymodule/store"
+)
+
+// Failure is a call that no offer served. It carries everything the caller
+// needs to answer with the error envelope and to store the failed run.
+type Failure struct {
+	// Status is the HTTP status to answer with (400, 429, 499, 502, 504…).
+	Status int
+	// Code and Type are the error object's code and type.
+	Code string
+	Type string
+	// Message says what happened and what to do.
+	Message string
+	// RetryAfter is set on 429: the largest upstream Retry-After, else 30s.
+	RetryAfter time.Duration
+	// Offer is the last offer tried (served_by of the failed run); nil when
+	// none was.
+	Offer *registry.Offer
+	// Attempts trace the walk.
+	Attempts []store.Attempt
+
+	cause error
+}
+
+// Error returns the code and the message.
+func (f *Failure) Error() string { return f.Code + ": " + f.Message }
+
+// Unwrap returns the cause, if any (the caller's context error when the
+// caller went away), so errors.Is(err, context.Canceled) works.
+func (f *Failure) Unwrap() error { return f.cause }
+
+// RetryAfterSeconds is RetryAfter rounded up to whole seconds, the form of
+// the Retry-After header.
+func (f *Failure) RetryAfterSeconds() int {
+	return int(math.Ceil(f.RetryAfter.Seconds()))
+}
+
+// canceled is the failure of a call whose caller went away (or whose own
+// deadline passed) during an attempt.
+func (w *walk) canceled(o *registry.Offer, err error) *Failure {
+	f := &Failure{Offer: o, Attempts: w.attempts, cause: err}
+	if errors.Is(err, context.DeadlineExceeded) {
+		f.Status, f.Code, f.Type = 504, "request_timeout", "timeout"
+		f.Message = fmt.Sprintf("the call's deadline passed while %s was running. Retry with fewer inputs or a lower limit.", o.ID)
+		return f
+	}
+	f.Status, f.Code, f.Type = 499, "client_closed_request", "canceled"
+	f.Message = fmt.Sprintf("the caller went away while %s was running; nothing was returned.", o.ID)
+	return f
+}
+
+// rejected is the failure of an input the upstream reports invalid: another
+// offer would reject it too, so the walk stops.
+func (w *walk) rejected(o *registry.Offer, a *attempt) *Failure {
+	f := &Failure{Offer: o, Attempts: w.attempts, Status: 400, Code: "upstream_rejected_input", Type: "validation"}
+	if a.rec.Outcome != sources.OutcomeInvalidInput {
+		// Not retryable for another reason the source knows of: still final,
+		// but not the caller's input to blame.
+		f.Status, f.Code, f.Type = 502, "provider_error", "provider"
+		f.Message = fmt.Sprintf("%s %s, and another offer cannot help: %q. Retry later or contact support.",
+			o.ID, describe(a, w.r.cfg), a.upstreamMsg)
+		return f
+	}
+	f.Message = fmt.Sprintf("%s rejected the input: %q. Check the inputs against the service's accepted formats and retry.",
+		o.ID, a.upstreamMsg)
+	return f
+}
+
+// classify is the failure of a walk where every tried offer failed
+// retryably (SPEC "Errors"; DESIGN section 4).
+func (w *walk) classify() *Failure {
+	last := w.tried[len(w.tried)-1]
+	f := &Failure{Offer: last.offer, Attempts: w.attempts}
+	svc := w.req.Service.Key
+
+	allLimited := true
+	var retryAfter time.Duration
+	for _, a := range w.tried {
+		if a.rec.Outcome != sources.OutcomeRateLimited {
+			allLimited = false
+			break
+		}
+		retryAfter = max(retryAfter, a.retryAfter)
+	}
+	if allLimited {
+		f.RetryAfter = retryAfter
+		if f.RetryAfter <= 0 {
+			f.RetryAfter = defaultRetryAfter
+		}
+		f.Status, f.Code, f.Type = 429, "upstream_rate_limited", "rate_limit"
+		if w.pinned {
+			f.Message = fmt.Sprintf("the pinned offer %s of %s was rate-limited upstream. Retry after %d s, or drop provider to let the router fail over.",
+				last.offer.ID, svc, f.RetryAfterSeconds())
+		} else {
+			f.Message = fmt.Sprintf("%s of %s %s rate-limited upstream. Retry after %d s.",
+				offersPhrase(len(w.tried), w.skipped), svc, plural(len(w.tried), "was", "were"), f.RetryAfterSeconds())
+		}
+		return f
+	}
+
+	advice := "Retry later or pin another offer with provider."
+	if w.pinned {
+		advice = "Retry later, or drop provider to let the router fail over."
+	}
+	switch last.rec.Outcome {
+	case sources.OutcomeTimeout:
+		f.Status, f.Code, f.Type = 504, "request_timeout", "timeout"
+		advice = "Retry later with fewer inputs or a lower limit, or pin another offer with provider."
+	case sources.OutcomeSoftTimeout:
+		f.Status, f.Code, f.Type = 504, "request_soft_timeout", "timeout"
+	default:
+		f.Status, f.Code, f.Type = 502, "provider_error", "provider"
+	}
+	if w.pinned {
+		f.Message = fmt.Sprintf("the pinned offer %s of %s failed: it %s. %s", last.offer.ID, svc, describe(last, w.r.cfg), advice)
+	} else {
+		f.Message = fmt.Sprintf("%s of %s failed; last: %s %s. %s",
+			offersPhrase(len(w.tried), w.skipped), svc, last.offer.ID, describe(last, w.r.cfg), advice)
+	}
+	return f
+}
+
+// offersPhrase counts the offers tried, and those skipped for an open
+// breaker: "all 2 offers", "the only offer tried (1 skipped: circuit open)".
+func offersPhrase(tried, skipped int) string {
+	s := fmt.Sprintf("all %d offers", tried)
+	if tried == 1 {
+		s = "the only offer tried"
+	}
+	if skipped > 0 {
+		s += fmt.Sprintf(" (%d more skipped: circuit open)", skipped)
+	}
+	return s
+}
+
+// plural picks the singular or plural form for n.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// describe says what went wrong in one attempt, after the offer id:
+// "answered HTTP 503", "stalled with no activity for 30s"…
+func describe(a *attempt, cfg Config) string {
+	status := ""
+	if a.rec.Status != 0 {
+		status = fmt.Sprintf(" (HTTP %d)", a.rec.Status)
+	}
+	switch a.rec.Outcome {
+	case sources.OutcomeUpstream5xx, sources.OutcomeUpstream4xx, sources.OutcomeAuth, sources.OutcomePayment:
+		if a.rec.Status != 0 {
+			return fmt.Sprintf("answered HTTP %d", a.rec.Status)
+		}
+		return "answered with an error"
+	case sources.OutcomeNetwork:
+		return "could not be reached"
+	case sources.OutcomeMalformed:
+		return "answered with malformed JSON" + status
+	case sources.OutcomeRateLimited:
+		return "was rate-limited upstream" + status
+	case sources.OutcomeSnapshot:
+		return "reported its snapshot failed"
+	case sources.OutcomeTimeout:
+		if a.rec.Status != 0 {
+			return "timed out upstream" + status
+		}
+		return fmt.Sprintf("did not finish within the %s attempt deadline", cfg.AttemptTimeout)
+	case sources.OutcomeSoftTimeout:
+		return fmt.Sprintf("stalled with no upstream activity for %s", cfg.SoftTimeout)
+	case OutcomeErrorRecords:
+		return "returned only error records"
+	case OutcomeNoClient:
+		return "is not configured on this gateway"
+	case OutcomeRequestError:
+		return "could not build its upstream request"
+	case sources.OutcomeInvalidInput:
+		return "rejected the input" + status
+	}
+	return "failed (" + a.rec.Outcome + ")" + status
+}

@@ -1,0 +1,133 @@
+// Package sources speaks the upstream protocols. There is one Go type per
+// protocol (actor_run, dataset_scrape); a new source that speaks an existing
+// protocol is configuration only. A Client knows nothing of services or
+// billing: it sends one upstream request for one batch of inputs and returns
+// the raw items, read once.
+package sources
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Call is one upstream call of an offer attempt for one batch of inputs.
+type Call struct {
+	// Target is the actor id (actor_run) or dataset id (dataset_scrape).
+	Target string
+	// Params are extra query parameters declared by the offer.
+	Params map[string]string
+	// Body is the request body built by the offer's request program: the
+	// actor input (actor_run), or {"input": [...], ...} (dataset_scrape,
+	// which sends at most 20 inputs per scrape and batches beyond that).
+	Body any
+	// Limit caps the items the upstream collects and charges (maxItems).
+	Limit int
+	// Timeout is the attempt's remaining deadline, passed to the upstream as
+	// its own sync wait where the protocol has one.
+	Timeout time.Duration
+	// Activity, if set, is called whenever the upstream shows a sign of life
+	// (bytes received, a poll answered); the router's soft timeout uses it.
+	Activity func()
+}
+
+// Result is the successful answer of one call.
+type Result struct {
+	// Items are the upstream items in order, raw.
+	Items []json.RawMessage
+	// ErrorItems counts items that are per-input error or warning records
+	// (they carry error/error_code or warning_code instead of data).
+	ErrorItems int
+	// Handles are the upstream run or snapshot ids, for tracing paid work.
+	Handles []string
+	// Status is the final HTTP status of the upstream.
+	Status int
+}
+
+// Outcomes of a failed call, as recorded in a run's attempts.
+const (
+	OutcomeNetwork      = "network_error"
+	OutcomeUpstream5xx  = "upstream_5xx"
+	OutcomeUpstream4xx  = "upstream_4xx"
+	OutcomeRateLimited  = "rate_limited"
+	OutcomeTimeout      = "timeout"
+	OutcomeSoftTimeout  = "soft_timeout"
+	OutcomeMalformed    = "malformed_response"
+	OutcomeInvalidInput = "invalid_input"
+	OutcomeAuth         = "upstream_auth"
+	OutcomePayment      = "upstream_payment"
+	OutcomeSnapshot     = "snapshot_failed"
+)
+
+// Error is a failed upstream call.
+type Error struct {
+	Outcome string
+	// Status is the upstream HTTP status (0 when none was received).
+	Status int
+	// RetryAfter is the upstream's Retry-After, if it sent one.
+	RetryAfter time.Duration
+	// Retryable says whether another offer may be tried: network errors,
+	// 5xx, 408/504, 429, malformed JSON are; an input the upstream reports
+	// invalid is not.
+	Retryable bool
+	Handles   []string
+	Message   string
+}
+
+func (e *Error) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("%s (HTTP %d): %s", e.Outcome, e.Status, e.Message)
+	}
+	return fmt.Sprintf("%s: %s", e.Outcome, e.Message)
+}
+
+// Client sends calls to one source.
+type Client interface {
+	Do(ctx context.Context, c Call) (*Result, error)
+}
+
+// Config configures a Client of any protocol.
+type Config struct {
+	// BaseURL of the source, e.g. http://127.0.0.1:9101.
+	BaseURL string
+	// Token is sent as Authorization: Bearer; it is never logged.
+	Token string
+	// HTTPClient defaults to a client with no overall timeout (deadlines
+	// come from the context).
+	HTTPClient *http.Client
+	// PollInterval between progress polls (dataset_scrape); default 2s.
+	PollInterval time.Duration
+	Logger       *zap.Logger
+}
+
+// Constructor builds a Client of one protocol.
+type Constructor func(Config) (Client, error)
+
+var protocols = map[string]Constructor{}
+
+// Register makes a protocol available by name; called from init.
+func Register(name string, c Constructor) { protocols[name] = c }
+
+// New builds a client for the named protocol.
+func New(protocol string, cfg Config) (Client, error) {
+	c, ok := protocols[protocol]
+	if !ok {
+		return nil, fmt.Errorf("unknown protocol %q (known: %v)", protocol, Protocols())
+	}
+	return c(cfg)
+}
+
+// Protocols lists the registered protocol names.
+func Protocols() []string {
+	var out []string
+	for n := range protocols {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}

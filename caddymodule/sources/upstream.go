@@ -1,0 +1,382 @@
+package sources
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"go.uber.org/zap"
+)
+
+// maxBodyBytes bounds one upstream answer so a runaway upstream cannot
+// exhaust memory; a larger body is reported as malformed.
+const maxBodyBytes = 256 << 20
+
+// maxMessageBytes bounds the upstream text copied into an Error message.
+const maxMessageBytes = 512
+
+var (
+	sharedClientOnce sync.Once
+	sharedClient     *http.Client
+)
+
+// defaultHTTPClient is shared by every Client built without one so that
+// connections to the same upstream are reused across sources and protocols.
+// It has no overall timeout: deadlines come from the context.
+func defaultHTTPClient() *http.Client {
+	sharedClientOnce.Do(func() {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConns = 256
+		t.MaxIdleConnsPerHost = 64
+		sharedClient = &http.Client{Transport: t}
+	})
+	return sharedClient
+}
+
+// base holds what both protocols share: configuration and the HTTP plumbing.
+type base struct {
+	protocol string
+	cfg      Config
+	baseURL  string
+	hc       *http.Client
+	log      *zap.Logger
+}
+
+func newBase(protocol string, cfg Config) (base, error) {
+	b := base{protocol: protocol, cfg: cfg}
+	b.baseURL = strings.TrimRight(cfg.BaseURL, "/")
+	if b.baseURL == "" {
+		return b, fmt.Errorf("%s: base URL is required", protocol)
+	}
+	if !strings.HasPrefix(b.baseURL, "http://") && !strings.HasPrefix(b.baseURL, "https://") {
+		return b, fmt.Errorf("%s: base URL %q must start with http:// or https://", protocol, cfg.BaseURL)
+	}
+	b.hc = cfg.HTTPClient
+	if b.hc == nil {
+		b.hc = defaultHTTPClient()
+	}
+	b.log = cfg.Logger
+	if b.log == nil {
+		b.log = zap.NewNop()
+	}
+	return b, nil
+}
+
+// answer is one upstream HTTP exchange, its body read once.
+type answer struct {
+	status  int
+	header  http.Header
+	body    []byte
+	handles []string
+}
+
+// exchange sends one request and reads the whole answer, calling activity
+// when the headers arrive and whenever body bytes arrive. Failures to get a
+// complete answer come back as *Error (network_error or timeout).
+func (b *base) exchange(ctx context.Context, method, url string, body []byte, activity func()) (*answer, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return nil, fmt.Errorf("%s: building upstream request: %w", b.protocol, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "socialrouter-sources/1")
+	if b.cfg.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+b.cfg.Token)
+	}
+	start := time.Now()
+	resp, err := b.hc.Do(req)
+	if err != nil {
+		return nil, transportError(ctx, "sending upstream request", err)
+	}
+	defer resp.Body.Close()
+	if activity != nil {
+		activity()
+	}
+	a := &answer{status: resp.StatusCode, header: resp.Header, handles: runIDHandles(resp.Header)}
+	a.body, err = io.ReadAll(io.LimitReader(&activityReader{r: resp.Body, fn: activity}, maxBodyBytes+1))
+	if err != nil {
+		e := transportError(ctx, "reading upstream body", err)
+		e.Status = resp.StatusCode
+		e.Handles = a.handles
+		return nil, e
+	}
+	if len(a.body) > maxBodyBytes {
+		return nil, &Error{Outcome: OutcomeMalformed, Status: resp.StatusCode, Retryable: true, Handles: a.handles,
+			Message: fmt.Sprintf("reading upstream body: larger than %d bytes", maxBodyBytes)}
+	}
+	b.log.Debug("upstream exchange",
+		zap.String("protocol", b.protocol),
+		zap.String("method", method),
+		zap.String("path", req.URL.Path),
+		zap.Int("status", resp.StatusCode),
+		zap.Int("bytes", len(a.body)),
+		zap.Duration("duration", time.Since(start)),
+		zap.Strings("handles", a.handles))
+	return a, nil
+}
+
+// activityReader reports every successful read so that a caller's soft
+// timeout sees a slow but live upstream as alive.
+type activityReader struct {
+	r  io.Reader
+	fn func()
+}
+
+func (a *activityReader) Read(p []byte) (int, error) {
+	n, err := a.r.Read(p)
+	if n > 0 && a.fn != nil {
+		a.fn()
+	}
+	return n, err
+}
+
+// transportError classifies a failure to complete an exchange: the context
+// ending is a timeout (the caller's deadline or soft timeout), an I/O timeout
+// of the transport too; anything else is a network error. Both are retryable.
+func transportError(ctx context.Context, what string, err error) *Error {
+	if ctx.Err() != nil {
+		msg := fmt.Sprintf("%s: %v", what, ctx.Err())
+		if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
+			msg = fmt.Sprintf("%s: %v (%v)", what, ctx.Err(), cause)
+		}
+		return &Error{Outcome: OutcomeTimeout, Retryable: true, Message: msg}
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return &Error{Outcome: OutcomeTimeout, Retryable: true, Message: fmt.Sprintf("%s: %v", what, err)}
+	}
+	return &Error{Outcome: OutcomeNetwork, Retryable: true, Message: fmt.Sprintf("%s: %v", what, err)}
+}
+
+// runIDHandles returns the values of any response header whose name contains
+// "run-id" (e.g. X-Apify-Run-Id), so paid upstream work can be traced
+// whatever the upstream calls the header.
+func runIDHandles(h http.Header) []string {
+	var out []string
+	for name, vals := range h {
+		if !strings.Contains(strings.ToLower(name), "run-id") {
+			continue
+		}
+		for _, v := range vals {
+			if v = strings.TrimSpace(v); v != "" {
+				out = appendUnique(out, v)
+			}
+		}
+	}
+	return out
+}
+
+func appendUnique(list []string, vals ...string) []string {
+next:
+	for _, v := range vals {
+		for _, have := range list {
+			if have == v {
+				continue next
+			}
+		}
+		list = append(list, v)
+	}
+	return list
+}
+
+// invalidInputTypes are the upstream error types that mean "this input is
+// bad": retrying it on another offer cannot help.
+var invalidInputTypes = map[string]bool{
+	"invalid-input":    true,
+	"invalid_input":    true,
+	"validation_error": true,
+}
+
+// statusError classifies a non-success upstream answer (section 5 of the
+// design): only a 400 whose error type says the input is invalid is final.
+func statusError(a *answer) *Error {
+	typ, msg := errorBody(a.body)
+	e := &Error{Status: a.status, Retryable: true, Handles: a.handles}
+	if ra := a.header.Get("Retry-After"); ra != "" {
+		e.RetryAfter = parseRetryAfter(ra, time.Now())
+	}
+	switch s := a.status; {
+	case s == http.StatusBadRequest && invalidInputTypes[typ]:
+		e.Outcome, e.Retryable = OutcomeInvalidInput, false
+	case s == http.StatusUnauthorized || s == http.StatusForbidden:
+		e.Outcome = OutcomeAuth
+	case s == http.StatusPaymentRequired:
+		e.Outcome = OutcomePayment
+	case s == http.StatusRequestTimeout || s == http.StatusGatewayTimeout:
+		e.Outcome = OutcomeTimeout
+	case s == http.StatusTooManyRequests:
+		e.Outcome = OutcomeRateLimited
+	case s >= 500:
+		e.Outcome = OutcomeUpstream5xx
+	default:
+		e.Outcome = OutcomeUpstream4xx
+	}
+	if typ != "" {
+		msg = typ + ": " + msg
+	}
+	e.Message = truncate(msg)
+	return e
+}
+
+// errorBody extracts the error type and message from the shapes upstreams
+// use: {"error":{"type","message"}}, {"error":"…","code":"…"} or
+// {"message":"…"}; other bodies are quoted as they are.
+func errorBody(body []byte) (typ, msg string) {
+	if !gjson.ValidBytes(body) {
+		return "", strings.TrimSpace(string(body))
+	}
+	r := gjson.ParseBytes(body)
+	if e := r.Get("error"); e.IsObject() {
+		typ = e.Get("type").String()
+		msg = e.Get("message").String()
+	} else if e.Type == gjson.String {
+		msg = e.String()
+	}
+	if typ == "" {
+		typ = r.Get("code").String()
+	}
+	if typ == "" {
+		typ = r.Get("type").String()
+	}
+	if msg == "" {
+		msg = r.Get("message").String()
+	}
+	if msg == "" {
+		msg = strings.TrimSpace(string(body))
+	}
+	return typ, msg
+}
+
+func truncate(s string) string {
+	if len(s) <= maxMessageBytes {
+		return s
+	}
+	return s[:maxMessageBytes] + "…"
+}
+
+// parseRetryAfter reads a Retry-After value, either delay-seconds or an HTTP
+// date; an unreadable or past value is zero.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err == nil {
+		if secs <= 0 || secs > 1e9 {
+			return 0
+		}
+		return time.Duration(secs * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return d.Round(time.Second)
+		}
+	}
+	return 0
+}
+
+// splitItems splits a top-level JSON array into its raw elements without
+// decoding them, and counts the per-input error or warning records. Each
+// item is a copy, so it does not pin the body or alias its neighbours.
+func splitItems(body []byte) ([]json.RawMessage, int, error) {
+	if !gjson.ValidBytes(body) {
+		return nil, 0, fmt.Errorf("upstream body is not valid JSON (%d bytes): %s", len(body), snippet(body))
+	}
+	root := gjson.ParseBytes(body)
+	if !root.IsArray() {
+		return nil, 0, fmt.Errorf("upstream body is not a JSON array: %s", snippet(body))
+	}
+	items := make([]json.RawMessage, 0, 16)
+	errorItems := 0
+	root.ForEach(func(_, v gjson.Result) bool {
+		items = append(items, json.RawMessage(v.Raw))
+		if isErrorItem(v) {
+			errorItems++
+		}
+		return true
+	})
+	return items, errorItems, nil
+}
+
+// isErrorItem says whether an item is a per-input error or warning record:
+// its top level has a non-null error, error_code or warning_code.
+func isErrorItem(v gjson.Result) bool {
+	if !v.IsObject() {
+		return false
+	}
+	found := false
+	v.ForEach(func(k, val gjson.Result) bool {
+		switch k.Str {
+		case "error", "error_code", "warning_code":
+			if val.Type != gjson.Null {
+				found = true
+				return false
+			}
+		}
+		return true
+	})
+	return found
+}
+
+func snippet(b []byte) string {
+	const n = 120
+	s := strings.TrimSpace(string(b))
+	if len(s) > n {
+		return strconv.Quote(s[:n]) + "…"
+	}
+	return strconv.Quote(s)
+}
+
+// malformed is the error for a success status whose body cannot be used.
+func malformed(a *answer, err error) *Error {
+	return &Error{Outcome: OutcomeMalformed, Status: a.status, Retryable: true, Handles: a.handles,
+		Message: fmt.Sprintf("decoding upstream body: %v", err)}
+}
+
+// withHandles returns err with extra handles recorded when it is an *Error.
+func withHandles(err error, handles []string) error {
+	var e *Error
+	if errors.As(err, &e) {
+		e.Handles = appendUnique(append([]string(nil), handles...), e.Handles...)
+	}
+	return err
+}
+
+// encodeBody turns a Call body into JSON: raw JSON ([]byte,
+// json.RawMessage) is sent as it is, anything else is marshalled.
+func encodeBody(body any) ([]byte, error) {
+	var raw []byte
+	switch b := body.(type) {
+	case json.RawMessage:
+		raw = b
+	case []byte:
+		raw = b
+	default:
+		var err error
+		if raw, err = json.Marshal(body); err != nil {
+			return nil, fmt.Errorf("encoding request body: %w", err)
+		}
+		return raw, nil
+	}
+	if !json.Valid(raw) {
+		return nil, fmt.Errorf("encoding request body: raw body is not valid JSON: %s", snippet(raw))
+	}
+	return raw, nil
+}
