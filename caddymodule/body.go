@@ -1,0 +1,274 @@
+package caddymodule
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+
+	"socialrouter/caddymodule/registry"
+)
+
+// maxBody is the largest request body accepted (413 request_too_large).
+const maxBody = 1 << 20
+
+// extractFields are the only top-level keys of an extract body.
+var extractFields = []string{"urls", "url", "queries", "query", "provider", "limit", "options"}
+
+// extractBody is a parsed and validated extract request.
+type extractBody struct {
+	// Raw are the inputs as sent (a query-kind run echoes them).
+	Raw     []string
+	Inputs  []string
+	Options map[string]any
+	Limit   int
+	Pin     *registry.Offer
+}
+
+// readObject reads a JSON object body of at most maxBody bytes.
+func readObject(w http.ResponseWriter, r *http.Request) (map[string]json.RawMessage, *apiError) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, newError(http.StatusRequestEntityTooLarge, "request_too_large", typeValidation,
+				fmt.Sprintf("the request body exceeds %d bytes; send fewer inputs per call", maxBody))
+		}
+		return nil, newError(http.StatusBadRequest, "invalid_body", typeValidation, "reading the request body failed: "+err.Error())
+	}
+	return parseObject(b)
+}
+
+// parseObject decodes a JSON object, refusing anything else (and duplicate
+// keys are resolved by the last, as encoding/json does).
+func parseObject(b []byte) (map[string]json.RawMessage, *apiError) {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return nil, newError(http.StatusBadRequest, "invalid_json", typeValidation,
+			`the request body is empty; send a JSON object such as {"urls": ["…"]}`)
+	}
+	var m map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&m); err != nil || m == nil {
+		return nil, newError(http.StatusBadRequest, "invalid_json", typeValidation,
+			"the request body must be a JSON object: "+jsonProblem(err))
+	}
+	if dec.More() {
+		return nil, newError(http.StatusBadRequest, "invalid_json", typeValidation,
+			"the request body must be exactly one JSON object")
+	}
+	return m, nil
+}
+
+func jsonProblem(err error) string {
+	if err == nil {
+		return "got null"
+	}
+	return err.Error()
+}
+
+// parseExtract validates an extract body against the service, before any
+// routing or billing.
+func parseExtract(svc *registry.Service, m map[string]json.RawMessage) (*extractBody, *apiError) {
+	if apiErr := checkFields(m, extractFields); apiErr != nil {
+		return nil, apiErr
+	}
+	// An explicit null means "not given" for the optional fields.
+	for _, k := range []string{"provider", "limit", "options"} {
+		if string(bytes.TrimSpace(m[k])) == "null" {
+			delete(m, k)
+		}
+	}
+
+	field, single := svc.InputField(), svc.SingleInputField()
+	wrongField, wrongSingle := "queries", "query"
+	if svc.InputKind == registry.KindQuery {
+		wrongField, wrongSingle = "urls", "url"
+	}
+	for _, k := range []string{wrongField, wrongSingle} {
+		if _, ok := m[k]; ok {
+			return nil, newError(http.StatusBadRequest, "wrong_input_field", typeValidation,
+				fmt.Sprintf("%s is a %s-kind service: send %s (array) or %s (string), not %s", svc.Key, svc.InputKind, field, single, k)).
+				with("input_field", field)
+		}
+	}
+
+	out := &extractBody{Limit: 100}
+	arr, hasArr := m[field]
+	one, hasOne := m[single]
+	switch {
+	case hasArr && hasOne:
+		return nil, newError(http.StatusBadRequest, "conflicting_input", typeValidation,
+			fmt.Sprintf("send either %s or %s, not both", field, single))
+	case hasArr:
+		if err := json.Unmarshal(arr, &out.Inputs); err != nil || out.Inputs == nil {
+			return nil, newError(http.StatusBadRequest, "invalid_field", typeValidation,
+				fmt.Sprintf("%s must be an array of strings", field))
+		}
+		if len(out.Inputs) == 0 {
+			return nil, newError(http.StatusBadRequest, "missing_input", typeValidation,
+				fmt.Sprintf("%s must hold at least one entry", field))
+		}
+	case hasOne:
+		var s string
+		if err := json.Unmarshal(one, &s); err != nil {
+			return nil, newError(http.StatusBadRequest, "invalid_field", typeValidation,
+				fmt.Sprintf("%s must be a string", single))
+		}
+		out.Inputs = []string{s}
+	default:
+		return nil, newError(http.StatusBadRequest, "missing_input", typeValidation,
+			fmt.Sprintf("send the inputs as %s (array of strings) or %s (string)", field, single)).with("input_field", field)
+	}
+
+	if raw, ok := m["limit"]; ok {
+		var f float64
+		if err := json.Unmarshal(raw, &f); err != nil || f != float64(int(f)) || f < 1 || f > 250 {
+			return nil, newError(http.StatusBadRequest, "invalid_limit", typeValidation,
+				"limit must be an integer from 1 to 250 (default 100)")
+		}
+		out.Limit = int(f)
+	}
+
+	maxInputs := 0
+	for _, o := range svc.LiveOffers() {
+		maxInputs = max(maxInputs, o.MaxInputs)
+	}
+	if raw, ok := m["provider"]; ok {
+		var id string
+		_ = json.Unmarshal(raw, &id)
+		o, found := svc.Offer(id)
+		if !found || !o.Live() {
+			avail := []string{}
+			for _, lo := range svc.LiveOffers() {
+				avail = append(avail, lo.ID)
+			}
+			return nil, newError(http.StatusBadRequest, "unknown_offer", typeValidation,
+				fmt.Sprintf("provider %s does not serve %s; available offers: %s", string(raw), svc.Key, strings.Join(avail, ", "))).
+				with("available_offers", avail)
+		}
+		out.Pin = o
+		maxInputs = o.MaxInputs
+	}
+	if len(out.Inputs) > maxInputs {
+		return nil, newError(http.StatusBadRequest, "too_many_inputs", typeValidation,
+			fmt.Sprintf("%d inputs sent; %s takes at most %d per call: split them into several calls", len(out.Inputs), svc.Key, maxInputs)).
+			with("max_inputs", maxInputs)
+	}
+
+	out.Raw = append([]string(nil), out.Inputs...)
+	inputs, apiErr := matchInputs(svc, out.Inputs)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	out.Inputs = inputs
+
+	var opts map[string]json.RawMessage
+	if raw, ok := m["options"]; ok && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &opts); err != nil {
+			return nil, optionError(svc, "options must be a JSON object", nil)
+		}
+	}
+	vals, problems := svc.ValidateOptions(opts)
+	if len(problems) > 0 {
+		var parts []string
+		for _, p := range problems {
+			parts = append(parts, p.Name+": "+p.Problem)
+		}
+		return nil, optionError(svc, "invalid options ("+strings.Join(parts, "; ")+")", problems)
+	}
+	out.Options = vals
+	return out, nil
+}
+
+// matchInputs normalizes every input against the service's accepted
+// formats, or refuses them all with invalid_input_format listing each bad
+// input (index and value) and the accepted formats with examples.
+func matchInputs(svc *registry.Service, inputs []string) ([]string, *apiError) {
+	out := make([]string, len(inputs))
+	var bad []map[string]any
+	var shown []string
+	for i, in := range inputs {
+		n, ok := svc.MatchInput(in)
+		if !ok {
+			bad = append(bad, map[string]any{"index": i, "input": in})
+			shown = append(shown, fmt.Sprintf("%q", in))
+			continue
+		}
+		out[i] = n
+	}
+	if len(bad) == 0 {
+		return out, nil
+	}
+	formats := []map[string]string{}
+	var fs []string
+	for _, a := range svc.Accepts {
+		formats = append(formats, map[string]string{"format": a.Format, "example": a.Example})
+		fs = append(fs, fmt.Sprintf("%s (e.g. %s)", a.Format, a.Example))
+	}
+	return nil, newError(http.StatusBadRequest, "invalid_input_format", typeValidation,
+		fmt.Sprintf("%d input(s) do not match an accepted format of %s: %s; accepted: %s",
+			len(bad), svc.Key, strings.Join(shown, ", "), strings.Join(fs, "; "))).
+		with("invalid_inputs", bad).with("accepts", formats)
+}
+
+func optionError(svc *registry.Service, msg string, problems []registry.OptionProblem) *apiError {
+	valid := []map[string]any{}
+	var names []string
+	for _, o := range svc.Options {
+		v := map[string]any{"name": o.Name, "type": o.Type, "expects": o.Expect()}
+		if len(o.Values) > 0 {
+			v["values"] = o.Values
+		}
+		valid = append(valid, v)
+		names = append(names, o.Name+" ("+o.Expect()+")")
+	}
+	if len(names) == 0 {
+		msg += "; " + svc.Key + " declares no options: remove the options object"
+	} else {
+		msg += "; valid options: " + strings.Join(names, ", ")
+	}
+	e := newError(http.StatusBadRequest, "invalid_option", typeValidation, msg).with("valid_options", valid)
+	if problems != nil {
+		e.with("invalid_options", problems)
+	}
+	return e
+}
+
+// checkFields refuses top-level keys outside allowed with unknown_field.
+func checkFields(m map[string]json.RawMessage, allowed []string) *apiError {
+	var unknown []string
+	for k := range m {
+		if !contains(allowed, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	sort.Strings(unknown)
+	return newError(http.StatusBadRequest, "unknown_field", typeValidation,
+		fmt.Sprintf("unknown field(s) %s; allowed fields: %s", quoteList(unknown), strings.Join(allowed, ", "))).
+		with("unknown_fields", unknown).with("allowed_fields", allowed)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func quoteList(list []string) string {
+	q := make([]string, len(list))
+	for i, s := range list {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, ", ")
+}

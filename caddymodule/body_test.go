@@ -1,0 +1,117 @@
+package caddymodule
+
+import (
+	"encoding/json"
+	"testing"
+
+	"socialrouter/caddymodule/registry"
+)
+
+func loadRegistry(t testing.TB) *registry.Registry {
+	t.Helper()
+	reg, err := registry.Load("../services")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+// FuzzParseExtract: any body either parses into inputs that each match an
+// accepted format, with a limit in 1..250 and options the service declares,
+// or is refused with a documented 4xx validation error — never a panic.
+func FuzzParseExtract(f *testing.F) {
+	reg := loadRegistry(f)
+	for _, seed := range []string{
+		`{"url": "https://www.linkedin.com/in/rbranson"}`,
+		`{"urls": ["linkedin.com/in/a", "https://www.linkedin.com/in/b/"], "limit": 5}`,
+		`{"url": "x", "options": {"includeEmail": false}}`,
+		`{"urls": [], "provider": "source_a/actor_1"}`,
+		`{"queries": ["a"]}`, `[]`, `null`, `{"limit": 1e400}`, `{"url": "https://www.linkedin.com/in/\u0000"}`,
+	} {
+		f.Add("pro_net/profile.info", seed)
+		f.Add("forum_net/subreddit.posts", seed)
+		f.Add("pro_net/post.search", seed)
+	}
+	f.Fuzz(func(t *testing.T, key, body string) {
+		var svc *registry.Service
+		for _, s := range reg.Services {
+			if s.Key == key {
+				svc = s
+			}
+		}
+		if svc == nil {
+			return
+		}
+		m, apiErr := parseObject([]byte(body))
+		if apiErr != nil {
+			if apiErr.status != 400 || apiErr.typ != typeValidation {
+				t.Fatalf("parseObject error %d %s", apiErr.status, apiErr.typ)
+			}
+			return
+		}
+		out, apiErr := parseExtract(svc, m)
+		if apiErr != nil {
+			if apiErr.status != 400 || apiErr.typ != typeValidation || apiErr.code == "" || apiErr.message == "" {
+				t.Fatalf("undocumented refusal %+v", apiErr)
+			}
+			return
+		}
+		if out.Limit < 1 || out.Limit > 250 || len(out.Inputs) == 0 {
+			t.Fatalf("accepted limit %d, %d inputs", out.Limit, len(out.Inputs))
+		}
+		for _, in := range out.Inputs {
+			if n, ok := svc.MatchInput(in); !ok || n != in {
+				t.Fatalf("accepted input %q does not match (normalization not idempotent: %q)", in, n)
+			}
+		}
+		for k := range out.Options {
+			if _, ok := svc.Option(k); !ok {
+				t.Fatalf("undeclared option %q accepted", k)
+			}
+		}
+		if _, err := json.Marshal(out.Options); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestParseExtract(t *testing.T) {
+	reg := loadRegistry(t)
+	svc, _ := reg.Service("pro_net", "profile.info")
+	tests := []struct {
+		name, body, code string
+		inputs           []string
+	}{
+		{"single url", `{"url": " https://www.linkedin.com/in/rbranson "}`, "", []string{"https://www.linkedin.com/in/rbranson"}},
+		{"scheme-less", `{"urls": ["www.linkedin.com/in/rbranson"]}`, "", []string{"https://www.linkedin.com/in/rbranson"}},
+		{"both forms", `{"url": "a", "urls": ["b"]}`, "conflicting_input", nil},
+		{"urls not array", `{"urls": "x"}`, "invalid_field", nil},
+		{"unknown field", `{"url": "x", "typo": 1}`, "unknown_field", nil},
+		{"queries on url kind", `{"queries": ["x"]}`, "wrong_input_field", nil},
+		{"bad limit", `{"url": "https://www.linkedin.com/in/a", "limit": "5"}`, "invalid_limit", nil},
+		{"provider pinned", `{"url": "https://www.linkedin.com/in/a", "provider": "source_a/actor_1"}`, "", []string{"https://www.linkedin.com/in/a"}},
+		{"too many for the pin", `{"urls": ["https://www.linkedin.com/in/a", "https://www.linkedin.com/in/b"], "provider": "source_a/actor_1"}`, "too_many_inputs", nil},
+		{"options null", `{"url": "https://www.linkedin.com/in/a", "options": null}`, "", []string{"https://www.linkedin.com/in/a"}},
+		{"options not object", `{"url": "https://www.linkedin.com/in/a", "options": [1]}`, "invalid_option", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, apiErr := parseObject([]byte(tt.body))
+			if apiErr != nil {
+				t.Fatal(apiErr)
+			}
+			out, apiErr := parseExtract(svc, m)
+			switch {
+			case tt.code != "" && (apiErr == nil || apiErr.code != tt.code):
+				t.Fatalf("got %v, want %s", apiErr, tt.code)
+			case tt.code == "" && apiErr != nil:
+				t.Fatalf("refused: %v", apiErr)
+			case tt.code == "" && (len(out.Inputs) != len(tt.inputs) || out.Inputs[0] != tt.inputs[0]):
+				t.Fatalf("inputs %v, want %v", out.Inputs, tt.inputs)
+			}
+			if tt.code == "" && out.Options["includeEmail"] != true {
+				t.Errorf("default of includeEmail not filled: %v", out.Options)
+			}
+		})
+	}
+}

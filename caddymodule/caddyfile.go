@@ -1,0 +1,168 @@
+package caddymodule
+
+import (
+	"strconv"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"socialrouter/caddymodule/registry"
+)
+
+func init() {
+	httpcaddyfile.RegisterGlobalOption("social_router", parseGlobalOption)
+	httpcaddyfile.RegisterHandlerDirective("social_router", parseHandler)
+	httpcaddyfile.RegisterDirectiveOrder("social_router", httpcaddyfile.Before, "reverse_proxy")
+}
+
+func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
+	app := new(App)
+	if err := app.UnmarshalCaddyfile(d); err != nil {
+		return nil, err
+	}
+	dir := app.Services
+	if dir == "" {
+		dir = "./services"
+	}
+	app.ServicesDigest = registry.Digest(dir)
+	return httpcaddyfile.App{Name: "social_router", Value: caddyconfig.JSON(app, nil)}, nil
+}
+
+// UnmarshalCaddyfile sets up the app from the social_router global option:
+//
+//	social_router {
+//		services <dir>
+//		storage badger <dir> | storage postgres <url>
+//		key_prefix <prefix>
+//		source <id> {
+//			base_url <url>
+//			token <token>
+//		}
+//		attempt_timeout <duration>
+//		soft_timeout <duration>
+//		poll_interval <duration>
+//		max_concurrent_runs <n>
+//	}
+func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // option name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for d.NextBlock(0) {
+		switch d.Val() {
+		case "services":
+			if !d.AllArgs(&a.Services) {
+				return d.ArgErr()
+			}
+		case "key_prefix":
+			if !d.AllArgs(&a.KeyPrefix) {
+				return d.ArgErr()
+			}
+		case "storage":
+			var typ, loc string
+			if !d.AllArgs(&typ, &loc) {
+				return d.ArgErr()
+			}
+			switch typ {
+			case "badger":
+				a.Storage = &StorageConfig{Type: typ, Dir: loc}
+			case "postgres":
+				a.Storage = &StorageConfig{Type: typ, URL: loc}
+			default:
+				return d.Errf("unknown storage %q: use badger <dir> or postgres <url>", typ)
+			}
+		case "source":
+			var id string
+			if !d.Args(&id) {
+				return d.ArgErr()
+			}
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			if a.Sources == nil {
+				a.Sources = map[string]*SourceConfig{}
+			}
+			sc := &SourceConfig{}
+			for nesting := d.Nesting(); d.NextBlock(nesting); {
+				switch d.Val() {
+				case "base_url":
+					if !d.AllArgs(&sc.BaseURL) {
+						return d.ArgErr()
+					}
+				case "token":
+					// An empty environment placeholder leaves no argument.
+					if d.NextArg() {
+						sc.Token = d.Val()
+					}
+					if d.NextArg() {
+						return d.ArgErr()
+					}
+				default:
+					return d.Errf("unknown source subdirective %q", d.Val())
+				}
+			}
+			a.Sources[id] = sc
+		case "attempt_timeout", "soft_timeout", "poll_interval":
+			name := d.Val()
+			var s string
+			if !d.AllArgs(&s) {
+				return d.ArgErr()
+			}
+			dur, err := caddy.ParseDuration(s)
+			if err != nil {
+				return d.Errf("parsing %s: %v", name, err)
+			}
+			switch name {
+			case "attempt_timeout":
+				a.AttemptTimeout = caddy.Duration(dur)
+			case "soft_timeout":
+				a.SoftTimeout = caddy.Duration(dur)
+			default:
+				a.PollInterval = caddy.Duration(dur)
+			}
+		case "max_concurrent_runs":
+			var s string
+			if !d.AllArgs(&s) {
+				return d.ArgErr()
+			}
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 1 {
+				return d.Errf("max_concurrent_runs must be a positive integer, got %q", s)
+			}
+			a.MaxConcurrentRuns = n
+		default:
+			return d.Errf("unknown social_router option %q", d.Val())
+		}
+	}
+	return nil
+}
+
+func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	m := new(Handler)
+	err := m.UnmarshalCaddyfile(h.Dispenser)
+	return m, err
+}
+
+// UnmarshalCaddyfile sets up the handler; it takes no arguments (the app
+// carries the configuration):
+//
+//	social_router
+func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // directive name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	if d.NextBlock(0) {
+		return d.Err("social_router takes no block; configure it in the social_router global option")
+	}
+	return nil
+}
+
+// Interface guards
+var (
+	_ caddyfile.Unmarshaler = (*App)(nil)
+	_ caddyfile.Unmarshaler = (*Handler)(nil)
+)

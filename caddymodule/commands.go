@@ -1,0 +1,217 @@
+package caddymodule
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+	"github.com/spf13/cobra"
+
+	"socialrouter/caddymodule/registry"
+)
+
+func init() {
+	caddycmd.RegisterCommand(caddycmd.Command{
+		Name:  "sdr",
+		Usage: "account|key|check|openapi|export|import …",
+		Short: "Manages Social Data Router accounts, keys and service declarations",
+		Long: `
+Account and key commands talk to a running gateway through Caddy's admin
+endpoint (--address, default as Caddy's own commands: localhost:2019).
+check and openapi work offline on a services directory.
+
+  caddy sdr account create <id> [--balance <credits>]
+  caddy sdr account show <id>
+  caddy sdr account credit <id> <amount>
+  caddy sdr key create <account> [--name <name>] [--limit-period day --limit-credits 2]
+  caddy sdr key limit <key_id> (--period <p> --credits <n> | --clear)
+  caddy sdr key revoke <key_id>
+  caddy sdr check [dir]
+  caddy sdr openapi [dir]
+  caddy sdr export --storage badger <dir>|postgres <url> [--output file]
+  caddy sdr import --storage badger <dir>|postgres <url> [--input file]
+`,
+		CobraFunc: buildSDRCommand,
+	})
+}
+
+func buildSDRCommand(cmd *cobra.Command) {
+	cmd.PersistentFlags().String("address", "", "The address of Caddy's admin endpoint (default localhost:2019)")
+	cmd.PersistentFlags().String("config", "", "Configuration file to read the admin address from")
+	cmd.PersistentFlags().String("adapter", "", "Name of config adapter to apply")
+
+	account := &cobra.Command{Use: "account", Short: "Creates, shows and credits accounts"}
+	create := &cobra.Command{
+		Use: "create <id>", Short: "Creates an account", Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			bal, _ := c.Flags().GetString("balance")
+			return adminCall(c, http.MethodPost, "/sdr/accounts", rawJSON(fmt.Sprintf(`{"id":%q,"balance":%s}`, args[0], bal)))
+		},
+	}
+	create.Flags().String("balance", "0", "Starting balance in credits")
+	account.AddCommand(create,
+		&cobra.Command{
+			Use: "show <id>", Short: "Shows an account, its balance and keys", Args: cobra.ExactArgs(1),
+			RunE: func(c *cobra.Command, args []string) error {
+				return adminCall(c, http.MethodGet, "/sdr/accounts/"+args[0], nil)
+			},
+		},
+		&cobra.Command{
+			Use: "credit <id> <amount>", Short: "Adds credits (a negative amount removes them)", Args: cobra.ExactArgs(2),
+			RunE: func(c *cobra.Command, args []string) error {
+				return adminCall(c, http.MethodPost, "/sdr/accounts/"+args[0]+"/credits", rawJSON(`{"amount":`+args[1]+`}`))
+			},
+		})
+
+	key := &cobra.Command{Use: "key", Short: "Creates, limits and revokes API keys"}
+	kcreate := &cobra.Command{
+		Use: "create <account>", Short: "Creates a key and prints its secret once", Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			name, _ := c.Flags().GetString("name")
+			body := map[string]any{"name": name}
+			if lim, err := limitFlags(c, "limit-period", "limit-credits"); err != nil {
+				return err
+			} else if lim != nil {
+				body["credit_limit"] = lim
+			}
+			b, _ := json.Marshal(body)
+			return adminCall(c, http.MethodPost, "/sdr/accounts/"+args[0]+"/keys", b)
+		},
+	}
+	kcreate.Flags().String("name", "", "A name for the key")
+	kcreate.Flags().String("limit-period", "", "Credit limit period: hour, day, week or month")
+	kcreate.Flags().String("limit-credits", "", "Credit limit per period")
+	klimit := &cobra.Command{
+		Use: "limit <key_id>", Short: "Sets or clears a key's credit limit", Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			body := `{"credit_limit":null}`
+			if clear, _ := c.Flags().GetBool("clear"); !clear {
+				lim, err := limitFlags(c, "period", "credits")
+				if err != nil {
+					return err
+				}
+				if lim == nil {
+					return fmt.Errorf("give --period and --credits, or --clear")
+				}
+				b, _ := json.Marshal(map[string]any{"credit_limit": lim})
+				body = string(b)
+			}
+			return adminCall(c, http.MethodPatch, "/sdr/keys/"+args[0], []byte(body))
+		},
+	}
+	klimit.Flags().String("period", "", "hour, day, week or month")
+	klimit.Flags().String("credits", "", "Credits per period")
+	klimit.Flags().Bool("clear", false, "Remove the limit")
+	key.AddCommand(kcreate, klimit, &cobra.Command{
+		Use: "revoke <key_id>", Short: "Revokes a key at once", Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			return adminCall(c, http.MethodDelete, "/sdr/keys/"+args[0], nil)
+		},
+	})
+
+	check := &cobra.Command{
+		Use: "check [dir]", Short: "Compiles a services directory offline; non-zero exit on any error", Args: cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			reg, err := loadDir(args)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.OutOrStdout(), "ok: %d services, %d sources\n", len(reg.Services), len(reg.Sources))
+			return nil
+		},
+	}
+	openapi := &cobra.Command{
+		Use: "openapi [dir]", Short: "Prints the OpenAPI document of a services directory", Args: cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			reg, err := loadDir(args)
+			if err != nil {
+				return err
+			}
+			var out bytes.Buffer
+			if err := json.Indent(&out, reg.OpenAPIJSON(), "", "  "); err != nil {
+				return err
+			}
+			out.WriteByte('\n')
+			_, err = c.OutOrStdout().Write(out.Bytes())
+			return err
+		},
+	}
+	cmd.AddCommand(account, key, check, openapi)
+	addStoreCommands(cmd)
+}
+
+func rawJSON(s string) []byte { return []byte(s) }
+
+func limitFlags(c *cobra.Command, pf, cf string) (map[string]any, error) {
+	p, _ := c.Flags().GetString(pf)
+	cr, _ := c.Flags().GetString(cf)
+	if p == "" && cr == "" {
+		return nil, nil
+	}
+	if p == "" || cr == "" {
+		return nil, fmt.Errorf("give both --%s and --%s", pf, cf)
+	}
+	return map[string]any{"period": p, "credits": json.Number(cr)}, nil
+}
+
+func loadDir(args []string) (*registry.Registry, error) {
+	dir := "./services"
+	if len(args) == 1 {
+		dir = args[0]
+	}
+	reg, err := registry.Load(dir)
+	if err != nil {
+		if re, ok := err.(*registry.Error); ok {
+			for _, p := range re.Problems {
+				fmt.Fprintln(os.Stderr, p)
+			}
+			return nil, fmt.Errorf("%d problem(s) in %s", len(re.Problems), dir)
+		}
+		return nil, err
+	}
+	return reg, nil
+}
+
+func adminAddress(c *cobra.Command) (string, error) {
+	addr, _ := c.Flags().GetString("address")
+	cfg, _ := c.Flags().GetString("config")
+	adapter, _ := c.Flags().GetString("adapter")
+	return caddycmd.DetermineAdminAPIAddress(addr, nil, cfg, adapter)
+}
+
+// adminCall sends one admin request and prints the answer (pretty JSON).
+func adminCall(c *cobra.Command, method, uri string, body []byte) error {
+	addr, err := adminAddress(c)
+	if err != nil {
+		return err
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	resp, err := caddycmd.AdminAPIRequest(addr, method, uri, nil, rd)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("reading admin response: %v", err)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		fmt.Fprintln(c.OutOrStdout(), "ok")
+		return nil
+	}
+	var out bytes.Buffer
+	if json.Indent(&out, b, "", "  ") != nil {
+		out.Reset()
+		out.Write(b)
+	}
+	out.WriteByte('\n')
+	_, err = c.OutOrStdout().Write(out.Bytes())
+	return err
+}
