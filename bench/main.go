@@ -1,0 +1,231 @@
+// Command bench is `make bench`: it measures Social Data Router on this
+// machine and prints figures next to references measured in the same run,
+// with the same load generator, in interleaved rounds (A B A B …), as the
+// medians of the rounds. It never asserts a figure; it marks each against
+// its target with OK or BELOW.
+//
+// What it measures (see bench/README.md for the figures and the profile):
+//
+//   - end-to-end POST /v1/extract/pro_net/profile.info through the real
+//     gateway (auth, validation, routing to the upstream simulator with no
+//     added latency, normalization, settle on badger with fsync) against
+//     Caddy's reverse_proxy to the same simulator endpoint, at N = 10 and
+//     N = 1 records;
+//   - settles per second of the badger store (and PostgreSQL when
+//     SDR_TEST_POSTGRES_URL is set), 1 and 32 callers, separate accounts
+//     against one hot account;
+//   - GET /v1/services and GET /v1/extractions/{id} against Caddy's static
+//     respond of a body of the same size;
+//   - the time to compile the services/ tree and the gateway's peak RSS
+//     under the end-to-end load;
+//   - a CPU and allocation profile of the gateway under the end-to-end load.
+//
+// Everything listens on loopback, every loop is bounded in time and count,
+// and the child processes are stopped on exit and on Ctrl-C.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"syscall"
+	"time"
+
+	"socialrouter/caddymodule/registry"
+)
+
+// config is the benchmark's flags.
+type config struct {
+	repo, caddyBin, simBin, services string
+	rounds                           int
+	round, lookupRound, settleRound  time.Duration
+	warm                             time.Duration
+	conc                             int
+	max                              int64
+	profile                          time.Duration
+	profileDir                       string
+	phases                           map[string]bool
+	timeout                          time.Duration
+	cpuProfile                       string
+}
+
+var started = time.Now()
+
+// logf reports progress on stderr; the figures go to stdout.
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "[%5.1fs] %s\n", time.Since(started).Seconds(), fmt.Sprintf(format, args...))
+}
+
+func main() {
+	var cfg config
+	var phases string
+	flag.StringVar(&cfg.repo, "repo", "", "repository root (default: the directory holding go.mod, from the working directory up)")
+	flag.StringVar(&cfg.caddyBin, "caddy", "", "gateway binary (default <repo>/bin/caddy)")
+	flag.StringVar(&cfg.simBin, "sim", "", "simulator binary (default <repo>/bin/upstream-sim)")
+	flag.IntVar(&cfg.rounds, "rounds", 3, "rounds per measured figure (medians are printed); at least 3")
+	flag.DurationVar(&cfg.round, "round", 3*time.Second, "duration of one end-to-end round")
+	flag.DurationVar(&cfg.lookupRound, "lookup-round", 2*time.Second, "duration of one look-up round")
+	flag.DurationVar(&cfg.settleRound, "settle-round", time.Second, "duration of one settle round")
+	flag.DurationVar(&cfg.warm, "warm", 500*time.Millisecond, "unmeasured warm-up before each pair of targets")
+	flag.IntVar(&cfg.conc, "c", 16, "concurrent connections of the load generator")
+	flag.Int64Var(&cfg.max, "max", 200000, "most requests (or settles) of one round")
+	flag.DurationVar(&cfg.profile, "profile", 5*time.Second, "CPU profile length under load (0: no profile)")
+	flag.StringVar(&cfg.profileDir, "profile-dir", "", "keep the raw profiles in this directory (default: deleted)")
+	flag.StringVar(&phases, "phases", "provision,settle,e2e,lookup,profile", "phases to run, comma-separated")
+	flag.DurationVar(&cfg.timeout, "timeout", 4*time.Minute, "stop everything after this long")
+	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of this program (the in-process settle and provision phases) to this file")
+	flag.Parse()
+	if cfg.rounds < 3 {
+		fmt.Fprintln(os.Stderr, "bench: -rounds must be at least 3")
+		os.Exit(2)
+	}
+	cfg.phases = map[string]bool{}
+	for _, p := range strings.Split(phases, ",") {
+		cfg.phases[strings.TrimSpace(p)] = true
+	}
+
+	os.Exit(runMain(&cfg))
+}
+
+// runMain runs the benchmark and returns the exit code, so that deferred
+// clean-up runs before the process exits.
+func runMain(cfg *config) int {
+	if cfg.cpuProfile != "" {
+		f, err := os.Create(cfg.cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: -cpuprofile:", err)
+			return 2
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	err := run(ctx, cfg)
+	cancel()
+	stop()
+	stopChildren()
+	if err != nil {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("stopped: %v", err)
+		}
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	return 0
+}
+
+func run(ctx context.Context, cfg *config) error {
+	if err := cfg.resolve(); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "sdr-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	defer stopChildren() // before the temporary directory goes
+
+	rep := &report{cfg: cfg}
+	defer rep.flush()
+	rep.header()
+
+	if cfg.phases["provision"] {
+		if err := rep.provision(ctx, cfg); err != nil {
+			return fmt.Errorf("provision: %w", err)
+		}
+	}
+	if cfg.phases["settle"] {
+		if err := rep.settles(ctx, tmp, cfg); err != nil {
+			return fmt.Errorf("settle: %w", err)
+		}
+	}
+	if cfg.phases["profile"] {
+		logf("in-process experiments")
+		if err := rep.experiments(ctx, cfg); err != nil {
+			return fmt.Errorf("experiments: %w", err)
+		}
+		if err := rep.badgerOptions(ctx, tmp, cfg); err != nil {
+			return fmt.Errorf("badger options: %w", err)
+		}
+	}
+	if cfg.phases["e2e"] || cfg.phases["lookup"] || cfg.phases["profile"] {
+		if rep.catalogue == nil {
+			reg, err := registry.Load(cfg.services)
+			if err != nil {
+				return err
+			}
+			rep.catalogue = reg.CatalogueJSON()
+		}
+		e, err := startEnv(ctx, tmp, cfg, rep.catalogue)
+		if err != nil {
+			return err
+		}
+		if cfg.phases["e2e"] {
+			if err := rep.endToEnd(ctx, e, cfg); err != nil {
+				return fmt.Errorf("end-to-end: %w", err)
+			}
+		}
+		if cfg.phases["lookup"] {
+			if err := rep.lookups(ctx, e, cfg); err != nil {
+				return fmt.Errorf("look-ups: %w", err)
+			}
+		}
+		if cfg.phases["profile"] && cfg.profile > 0 {
+			if err := rep.profile(ctx, e, cfg, tmp); err != nil {
+				return fmt.Errorf("profile: %w", err)
+			}
+		}
+		rep.memory(e)
+	}
+	rep.summary()
+	return ctx.Err()
+}
+
+// resolve fills in the defaults that depend on the repository root.
+func (cfg *config) resolve() error {
+	if cfg.repo == "" {
+		dir, err := os.Getwd()
+		if err != nil {
+			return err
+		}
+		for {
+			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+				break
+			}
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				return errors.New("no go.mod above the working directory; pass -repo")
+			}
+			dir = parent
+		}
+		cfg.repo = dir
+	}
+	if cfg.caddyBin == "" {
+		cfg.caddyBin = filepath.Join(cfg.repo, "bin", "caddy")
+	}
+	if cfg.simBin == "" {
+		cfg.simBin = filepath.Join(cfg.repo, "bin", "upstream-sim")
+	}
+	cfg.services = filepath.Join(cfg.repo, "services")
+	for _, p := range []string{cfg.caddyBin, cfg.simBin} {
+		if _, err := os.Stat(p); err != nil {
+			return fmt.Errorf("%s is missing: run make build (or make bench)", p)
+		}
+	}
+	return nil
+}
+
+// goVersion is the toolchain the benchmark was built with.
+func goVersion() string { return runtime.Version() }

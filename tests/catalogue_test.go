@@ -1,0 +1,201 @@
+package tests
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestDiscovery checks the public endpoints and their documented 404s.
+func TestDiscovery(t *testing.T) {
+	g := startGateway(t, defaultConfig(t, nil))
+
+	r := g.do("GET", "/v1/services", "", nil)
+	if r.Status != 200 {
+		t.Fatalf("GET /v1/services: %d %s", r.Status, r.Body)
+	}
+	var cat struct {
+		Data []struct {
+			Platform   string `json:"platform"`
+			Service    string `json:"service"`
+			InputField string `json:"input_field"`
+			Offers     []struct {
+				Offer          string  `json:"offer"`
+				PricePerRecord float64 `json:"price_per_record"`
+				MaxInputs      int     `json:"max_inputs"`
+			} `json:"offers"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(r.Body, &cat); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range cat.Data {
+		if e.Platform == "pro_net" && e.Service == "profile.info" {
+			found = true
+			if len(e.Offers) != 2 || e.Offers[0].Offer != "source_b/pro_net" || e.Offers[1].Offer != "source_a/actor_1" ||
+				e.Offers[0].PricePerRecord != 0.001725 || e.Offers[1].PricePerRecord != 0.0069 || e.Offers[1].MaxInputs != 1 {
+				t.Errorf("pro_net/profile.info offers: %+v", e.Offers)
+			}
+		}
+		if e.Platform == "micro_net" {
+			t.Errorf("service without offer listed: %s/%s", e.Platform, e.Service)
+		}
+	}
+	if !found {
+		t.Error("pro_net/profile.info missing from the catalogue")
+	}
+
+	tests := []struct {
+		path   string
+		status int
+		code   string
+	}{
+		{"/v1/services/pro_net", 200, ""},
+		{"/v1/services/micro_net", 200, ""},
+		{"/v1/services/nope_net", 404, "unknown_platform"},
+		{"/v1/services/pro_net/company.info", 200, ""},
+		{"/v1/services/pro_net/profile.inf", 404, "unknown_service"},
+		{"/v1/services/micro_net/post.info", 404, "service_not_available"},
+		{"/v1/providers", 200, ""},
+		{"/v1/providers/source_a", 200, ""},
+		{"/v1/providers/source_z", 404, "not_found"},
+		{"/v1/openapi.json", 200, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			r := g.do("GET", tt.path, "", nil)
+			if r.Status != tt.status || r.errCode() != tt.code {
+				t.Fatalf("%s: %d %s, want %d %s", tt.path, r.Status, r.Body, tt.status, tt.code)
+			}
+		})
+	}
+	r = g.do("GET", "/v1/services/nope_net", "", nil)
+	for _, p := range []string{"pro_net", "photo_net", "micro_net", "forum_net", "social_net", "shortvideo_net", "video_net", "pin_net", "open_net", "ephemeral_net", "maps"} {
+		if msg, _ := r.errField("message").(string); !strings.Contains(msg, p) {
+			t.Errorf("unknown_platform message lacks %s: %s", p, msg)
+		}
+	}
+	r = g.do("GET", "/v1/services/pro_net/profile.inf", "", nil)
+	if r.errField("did_you_mean") != "profile.info" {
+		t.Errorf("did_you_mean: %s", r.Body)
+	}
+	if a, _ := r.errField("available_services").([]any); len(a) == 0 {
+		t.Errorf("available_services: %s", r.Body)
+	}
+	r = g.do("POST", "/v1/extract/pro_net/profile.inf", "", map[string]any{"url": "x"})
+	if r.Status != 404 || r.errCode() != "unknown_service" {
+		t.Errorf("extract unknown service: %d %s", r.Status, r.Body)
+	}
+	r = g.do("GET", "/v1/providers/source_b", "", nil)
+	if _, ok := r.JSON["supported_search_types"]; ok {
+		t.Errorf("source_b has no search coverage but lists supported_search_types: %s", r.Body)
+	}
+	r = g.do("GET", "/v1/providers/source_a", "", nil)
+	if _, ok := r.JSON["supported_search_types"]; !ok {
+		t.Errorf("source_a lacks supported_search_types: %s", r.Body)
+	}
+}
+
+// TestReload adds a service file and reloads: it appears without a
+// restart; a broken file is refused with its file:line and the old
+// catalogue keeps serving.
+func TestReload(t *testing.T) {
+	svcDir := t.TempDir()
+	entries, err := os.ReadDir(filepath.Join(repoRoot, "services"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, _ := os.ReadFile(filepath.Join(repoRoot, "services", e.Name()))
+		if err := os.WriteFile(filepath.Join(svcDir, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := defaultConfig(t, nil)
+	c.Services = svcDir
+	g := startGateway(t, c)
+	cfgPath := filepath.Join(g.Dir, "Caddyfile")
+
+	if r := g.do("GET", "/v1/services/pin_net", "", nil); !strings.Contains(string(r.Body), `"data":[]`) {
+		t.Fatalf("pin_net should start empty: %s", r.Body)
+	}
+	newSvc := `package sdr
+
+services: "pin_net/pin.info": {
+	platform:    "pin_net"
+	service:     "pin.info"
+	description: "One pin by URL."
+	input_kind:  "url"
+	record:      "#PinInfo"
+	accepts: [{
+		format:  "https://www.pinterest.com/pin/<id>"
+		example: "https://www.pinterest.com/pin/123456789/"
+		pattern: "https://(?:www\\.)?pinterest\\.com/pin/[0-9]+/?"
+	}]
+	offers: [{
+		offer:            "source_b/pin_net"
+		price_per_record: 0.001725
+		max_inputs:       1000
+		target:           "gd_pin_example"
+		request:          "{input: [.inputs[] | {url: .}]}"
+		normalize:        "{name: .title, source: \"pin_net\", extracted_at: $now}"
+	}]
+}
+
+#PinInfo: {
+	name?:         string
+	source?:       string
+	extracted_at?: string
+}
+`
+	if err := os.WriteFile(filepath.Join(svcDir, "pin_net.cue"), []byte(newSvc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reload(t, g, cfgPath, true)
+	forgetOpenAPI(g.URL)
+	waitUntil(t, func() bool {
+		r := g.do("GET", "/v1/services/pin_net/pin.info", "", nil)
+		return r.Status == 200
+	})
+
+	broken := strings.Replace(newSvc, `pattern: "https://(?:www\\.)?pinterest\\.com/pin/[0-9]+/?"`, `pattern: "https://(?:www\\.pinterest\\.com/pin/[0-9+/?"`, 1)
+	if err := os.WriteFile(filepath.Join(svcDir, "pin_net.cue"), []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := reload(t, g, cfgPath, false)
+	if !strings.Contains(out, "pin_net.cue:") {
+		t.Errorf("reload error does not name the file and line:\n%s", out)
+	}
+	if r := g.do("GET", "/v1/services/pin_net/pin.info", "", nil); r.Status != 200 {
+		t.Errorf("old catalogue stopped serving after a refused reload: %d %s", r.Status, r.Body)
+	}
+}
+
+func reload(t *testing.T, g *gateway, cfgPath string, wantOK bool) string {
+	t.Helper()
+	p := start(t, nil, caddyBin, "reload", "--config", cfgPath, "--adapter", "caddyfile", "--address", g.Admin)
+	err := p.cmd.Wait()
+	out := p.out.String()
+	if wantOK && err != nil {
+		t.Fatalf("reload failed: %v\n%s", err, out)
+	}
+	if !wantOK && err == nil {
+		t.Fatalf("reload of a broken config succeeded:\n%s", out)
+	}
+	return out
+}
+
+func waitUntil(t *testing.T, ok func() bool) {
+	t.Helper()
+	for i := 0; i < 100; i++ {
+		if ok() {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("condition not reached in 5s")
+}
