@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
@@ -293,20 +294,28 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 }
 
 // splitItems splits a top-level JSON array into its raw elements without
-// decoding them, and counts the per-input error or warning records. Each
-// item is a copy, so it does not pin the body or alias its neighbours.
+// decoding them, and counts the per-input error or warning records. The
+// items are slices of body, capacity-capped so that appending to one never
+// writes over its neighbour: the body is read once and nothing is copied
+// (the items together are the body, so pinning it costs nothing).
 func splitItems(body []byte) ([]json.RawMessage, int, error) {
 	if !gjson.ValidBytes(body) {
 		return nil, 0, fmt.Errorf("upstream body is not valid JSON (%d bytes): %s", len(body), snippet(body))
 	}
-	root := gjson.ParseBytes(body)
+	// A string view of body without a copy; body is not written while it is
+	// in use, and gjson only reads it.
+	root := gjson.Parse(unsafe.String(unsafe.SliceData(body), len(body)))
 	if !root.IsArray() {
 		return nil, 0, fmt.Errorf("upstream body is not a JSON array: %s", snippet(body))
 	}
 	items := make([]json.RawMessage, 0, 16)
 	errorItems := 0
 	root.ForEach(func(_, v gjson.Result) bool {
-		items = append(items, json.RawMessage(v.Raw))
+		item := json.RawMessage(v.Raw) // a copy, when gjson does not know where v is
+		if end := v.Index + len(v.Raw); v.Index > 0 && end <= len(body) && string(body[v.Index:end]) == v.Raw {
+			item = body[v.Index:end:end]
+		}
+		items = append(items, item)
 		if isErrorItem(v) {
 			errorItems++
 		}

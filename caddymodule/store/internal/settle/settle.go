@@ -115,10 +115,10 @@ func (p *Prepared) Doc(records int, charged credits.Micros) ([]byte, error) {
 
 func (p *Prepared) render(records int, charged credits.Micros) ([]byte, error) {
 	r := *p.S.Run
-	r.Data = kept(p.Data, records)
+	r.Data = nil
 	r.CreditsUsed = charged
 	r.Pagination.Returned = records
-	b, err := json.Marshal(storedRun{Run: r, AccountID: r.AccountID, KeyID: r.KeyID})
+	b, err := store.AppendRunJSON(nil, storedRun{Run: r, AccountID: r.AccountID, KeyID: r.KeyID}, kept(p.Data, records))
 	if err != nil {
 		return nil, fmt.Errorf("encoding run %s: %v", r.ID, err)
 	}

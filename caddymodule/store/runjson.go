@@ -1,0 +1,48 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// dataNull is where the records go in a run encoded without them. Keys are
+// written unescaped only at structure positions (inside a string every
+// quote is escaped), so the sequence cannot occur inside a string value.
+var dataNull = []byte(`,"data":null,`)
+
+// AppendRunJSON appends the JSON of head, a run (or a struct embedding
+// one) whose Data is nil, with records spliced in as its "data" array.
+// Records are JSON our normalizers produced; json.Marshal would validate
+// and compact every one of them again, which on a 10-record run costs more
+// than normalizing them did. HTML characters are not escaped.
+func AppendRunJSON(dst []byte, head any, records []json.RawMessage) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(head); err != nil {
+		return dst, err
+	}
+	h := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	i := bytes.Index(h, dataNull)
+	if i < 0 {
+		return dst, fmt.Errorf("encoding run: no data member in %T", head)
+	}
+	size := len(h) + 2
+	for _, d := range records {
+		size += len(d) + 1
+	}
+	if cap(dst)-len(dst) < size {
+		dst = append(make([]byte, 0, len(dst)+size), dst...)
+	}
+	dst = append(dst, h[:i]...)
+	dst = append(dst, `,"data":[`...)
+	for j, d := range records {
+		if j > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, d...)
+	}
+	dst = append(dst, "],"...)
+	return append(dst, h[i+len(dataNull):]...), nil
+}
