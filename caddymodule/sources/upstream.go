@@ -111,7 +111,7 @@ func (b *base) exchange(ctx context.Context, method, url string, body []byte, ac
 		activity()
 	}
 	a := &answer{status: resp.StatusCode, header: resp.Header, handles: runIDHandles(resp.Header)}
-	a.body, err = io.ReadAll(io.LimitReader(&activityReader{r: resp.Body, fn: activity}, maxBodyBytes+1))
+	a.body, err = readBody(&activityReader{r: resp.Body, fn: activity}, resp.ContentLength)
 	if err != nil {
 		e := transportError(ctx, "reading upstream body", err)
 		e.Status = resp.StatusCode
@@ -293,6 +293,31 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 	return 0
 }
 
+// readBody reads an upstream body of at most maxBodyBytes (one byte more
+// tells the caller it was too large). With a Content-Length it reads into
+// one buffer of that size: io.ReadAll would grow from 512 bytes by
+// doubling, allocating about three times a 34 KB body.
+func readBody(r io.Reader, contentLength int64) ([]byte, error) {
+	r = io.LimitReader(r, maxBodyBytes+1)
+	if contentLength <= 0 || contentLength > maxBodyBytes {
+		return io.ReadAll(r)
+	}
+	buf := make([]byte, contentLength+1) // +1: reach EOF (or see a longer body) in the same read loop
+	n, err := io.ReadFull(r, buf)
+	switch {
+	case err == nil:
+		// Longer than announced: read on, so the caller sees what the
+		// transport says about it (or the too-large check fires).
+		rest, err := io.ReadAll(r)
+		return append(buf, rest...), err
+	case int64(n) == contentLength && (err == io.EOF || err == io.ErrUnexpectedEOF):
+		return buf[:n], nil
+	case err == io.EOF:
+		return buf[:n], io.ErrUnexpectedEOF // shorter than announced
+	}
+	return buf[:n], err
+}
+
 // splitItems splits a top-level JSON array into its raw elements without
 // decoding them, and counts the per-input error or warning records. The
 // items are slices of body, capacity-capped so that appending to one never
@@ -311,9 +336,11 @@ func splitItems(body []byte) ([]json.RawMessage, int, error) {
 	items := make([]json.RawMessage, 0, 16)
 	errorItems := 0
 	root.ForEach(func(_, v gjson.Result) bool {
-		item := json.RawMessage(v.Raw) // a copy, when gjson does not know where v is
+		var item json.RawMessage
 		if end := v.Index + len(v.Raw); v.Index > 0 && end <= len(body) && string(body[v.Index:end]) == v.Raw {
 			item = body[v.Index:end:end]
+		} else {
+			item = json.RawMessage(v.Raw) // a copy, when gjson does not know where v is
 		}
 		items = append(items, item)
 		if isErrorItem(v) {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -350,5 +351,38 @@ func TestEncodeBody(t *testing.T) {
 		if (err != nil) != tc.wantErr || (err == nil && string(got) != tc.want) {
 			t.Errorf("encodeBody(%T) = %s, %v", tc.in, got, err)
 		}
+	}
+}
+
+// TestReadBody checks the one-buffer read against what io.ReadAll would
+// give: the whole body when Content-Length is right or absent, an error
+// when the body stops short, and more than announced passed on so the
+// caller can judge it.
+func TestReadBody(t *testing.T) {
+	body := strings.Repeat("x", 1000)
+	tests := []struct {
+		name    string
+		r       io.Reader
+		length  int64
+		want    string
+		wantErr bool
+	}{
+		{"exact", strings.NewReader(body), 1000, body, false},
+		{"no length", strings.NewReader(body), -1, body, false},
+		{"empty", strings.NewReader(""), 0, "", false},
+		{"longer than announced", strings.NewReader(body), 10, body, false},
+		{"short, plain EOF", strings.NewReader(body[:400]), 1000, body[:400], true},
+		{"short, transport error", io.MultiReader(strings.NewReader(body[:400]), iotest.ErrReader(io.ErrUnexpectedEOF)), 1000, body[:400], true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := readBody(tc.r, tc.length)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, wantErr %v", err, tc.wantErr)
+			}
+			if string(got) != tc.want {
+				t.Errorf("got %d bytes, want %d", len(got), len(tc.want))
+			}
+		})
 	}
 }
