@@ -19,7 +19,8 @@ import (
 
 // Store is the PostgreSQL implementation of store.Store.
 type Store struct {
-	pool *pgxpool.Pool
+	pool  *pgxpool.Pool
+	lines lines // per-account settle grouping
 }
 
 // Option configures Open.

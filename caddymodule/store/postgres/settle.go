@@ -19,14 +19,24 @@ import (
 // (account, day, offer, platform) and to the key's spend in the current
 // bucket of each period. A failed run (Price 0, no data) is written and
 // counted as a request with no charge.
+//
+// Concurrent settles on this node are grouped into shared transactions
+// (see group.go): the account row lock is held through the commit's WAL
+// flush, so one hot account would otherwise run one settle per flush.
 func (s *Store) Settle(ctx context.Context, st store.Settlement) (store.SettleResult, error) {
 	p, err := settle.Prepare(st)
 	if err != nil {
 		return store.SettleResult{}, err
 	}
+	return s.lines.settle(ctx, s, p)
+}
+
+// settleOne settles one prepared run in its own transaction.
+func (s *Store) settleOne(ctx context.Context, p *settle.Prepared) (store.SettleResult, error) {
+	st := p.S
 	run := st.Run
 	var res store.SettleResult
-	err = s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		// The row lock serializes settles of one account across every
 		// node; the balance read under it is the one the debit applies to.
 		var balance int64
