@@ -51,6 +51,7 @@ type config struct {
 	max                              int64
 	profile                          time.Duration
 	profileDir                       string
+	profileItems                     int
 	phases                           map[string]bool
 	timeout                          time.Duration
 	cpuProfile                       string
@@ -77,6 +78,7 @@ func main() {
 	flag.IntVar(&cfg.conc, "c", 16, "concurrent connections of the load generator")
 	flag.Int64Var(&cfg.max, "max", 200000, "most requests (or settles) of one round")
 	flag.DurationVar(&cfg.profile, "profile", 5*time.Second, "CPU profile length under load (0: no profile)")
+	flag.IntVar(&cfg.profileItems, "profile-items", 10, "records per answer (N) under the profiled end-to-end load")
 	flag.StringVar(&cfg.profileDir, "profile-dir", "", "keep the raw profiles in this directory (default: deleted)")
 	flag.StringVar(&phases, "phases", "provision,settle,e2e,lookup,profile", "phases to run, comma-separated")
 	flag.DurationVar(&cfg.timeout, "timeout", 4*time.Minute, "stop everything after this long")

@@ -306,7 +306,7 @@ func (rep *report) memory(e *env) {
 func (rep *report) profile(ctx context.Context, e *env, cfg *config, tmp string) error {
 	w := rep.section("6")
 	dir := profileDir(cfg, tmp)
-	if err := e.setItems(ctx, 10); err != nil {
+	if err := e.setItems(ctx, cfg.profileItems); err != nil {
 		return err
 	}
 	secs := max(int(cfg.profile.Seconds()), 1)
@@ -318,7 +318,7 @@ func (rep *report) profile(ctx context.Context, e *env, cfg *config, tmp string)
 		secs        int
 		flat, cum   int
 	}{
-		{"extract", "POST /v1/extract/pro_net/profile.info, N=10", e.extractTarget(), secs, 25, 45},
+		{"extract", fmt.Sprintf("POST /v1/extract/pro_net/profile.info, N=%d", cfg.profileItems), e.extractTarget(), secs, 25, 45},
 		{"run", "GET /v1/extractions/{id} (10 records)", e.runTarget(), min(secs, 3), 12, 30},
 	} {
 		if err := rep.profileOne(ctx, w, e, cfg, dir, p.name, p.title, p.t, p.secs, p.flat, p.cum); err != nil {
