@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -200,6 +201,19 @@ func (h *Handler) precheck(ctx context.Context, c *caller, offers []*registry.Of
 	return release, nil
 }
 
+// runBufs holds the buffers stored runs are read into: a run is tens of
+// KB, and a fresh buffer per look-up made the garbage collector the
+// largest cost of GET /v1/extractions/{id}.
+var runBufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+// putRunBuf returns a buffer to runBufs, unless one very large run grew it:
+// the pool would keep that memory for every later look-up.
+func putRunBuf(b *[]byte) {
+	if cap(*b) <= 1<<20 {
+		runBufs.Put(b)
+	}
+}
+
 // getRun serves GET /v1/extractions/{id}, scoped to the caller's account.
 func (h *Handler) getRun(w http.ResponseWriter, r *http.Request, id string) {
 	c, apiErr := h.authenticate(r)
@@ -207,15 +221,19 @@ func (h *Handler) getRun(w http.ResponseWriter, r *http.Request, id string) {
 		apiErr.write(w)
 		return
 	}
-	notFound := newError(http.StatusNotFound, "not_found", typeNotFound,
-		fmt.Sprintf("no run %q in this account", id))
+	notFound := func() {
+		newError(http.StatusNotFound, "not_found", typeNotFound, fmt.Sprintf("no run %q in this account", id)).write(w)
+	}
 	if !strings.HasPrefix(id, "ext_") {
-		notFound.write(w)
+		notFound()
 		return
 	}
-	b, err := h.app.store.GetRunJSON(r.Context(), c.key.AccountID, id)
+	buf := runBufs.Get().(*[]byte)
+	defer putRunBuf(buf)
+	b, err := h.app.store.GetRunJSON(r.Context(), (*buf)[:0], c.key.AccountID, id)
+	*buf = b
 	if errors.Is(err, store.ErrNotFound) {
-		notFound.write(w)
+		notFound()
 		return
 	}
 	if err != nil {

@@ -182,13 +182,13 @@ type Store interface {
 	// GetRun returns a run of the account; ErrNotFound for an unknown id or
 	// another account's run.
 	GetRun(ctx context.Context, accountID, runID string) (Run, error)
-	// GetRunJSON returns a run of the account in its API form, the answer
-	// of GET /v1/extractions/{id}: the JSON of json.Marshal of the Run
-	// GetRun returns (so without the account and key ids), as a fresh slice
-	// the caller owns. Implementations serve it from the stored bytes
-	// without decoding and encoding the records again. ErrNotFound as
-	// GetRun.
-	GetRunJSON(ctx context.Context, accountID, runID string) ([]byte, error)
+	// GetRunJSON appends to dst a run of the account in its API form, the
+	// answer of GET /v1/extractions/{id}: the JSON of the Run GetRun
+	// returns (so without the account and key ids). Implementations serve
+	// it from the stored bytes without decoding and encoding the records
+	// again; dst lets the caller reuse one buffer across calls, since the
+	// answer is tens of KB. ErrNotFound as GetRun.
+	GetRunJSON(ctx context.Context, dst []byte, accountID, runID string) ([]byte, error)
 	// Usage returns the account's rollup rows with Day >= since.
 	Usage(ctx context.Context, accountID string, since time.Time) ([]UsageRow, error)
 

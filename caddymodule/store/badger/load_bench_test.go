@@ -288,7 +288,7 @@ func BenchmarkReads(b *testing.B) {
 					return err
 				}},
 				{"GetRunJSON", func() error {
-					j, err := s.GetRunJSON(ctx, "acct_0", "ext_read")
+					j, err := s.GetRunJSON(ctx, nil, "acct_0", "ext_read")
 					if err == nil && !bytes.Equal(j, wantJSON) {
 						err = fmt.Errorf("run JSON differs")
 					}

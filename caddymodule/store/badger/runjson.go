@@ -2,6 +2,7 @@ package badger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	bdb "github.com/dgraph-io/badger/v4"
@@ -10,25 +11,42 @@ import (
 	"socialrouter/caddymodule/store/internal/settle"
 )
 
-// GetRunJSON returns a run of the account in its API form (json.Marshal of
-// what GetRun returns): the stored document with its scope members cut
-// off, without decoding the records. ErrNotFound for an unknown id or
-// another account's run.
-func (s *Store) GetRunJSON(ctx context.Context, accountID, runID string) ([]byte, error) {
+// GetRunJSON appends to dst a run of the account in its API form: the
+// stored document, copied once from badger into dst, with its scope
+// members cut off, without decoding the records. ErrNotFound for an
+// unknown id or another account's run.
+func (s *Store) GetRunJSON(ctx context.Context, dst []byte, accountID, runID string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return dst, err
 	}
 	if !settle.ValidID(accountID) || !settle.ValidID(runID) {
-		return nil, fmt.Errorf("getting run %q: %w", runID, store.ErrNotFound)
+		return dst, fmt.Errorf("getting run %q: %w", runID, store.ErrNotFound)
 	}
-	var doc []byte
-	err := s.db.View(func(txn *bdb.Txn) (err error) {
-		doc, err = get(txn, runKey(accountID, runID))
-		return err
+	out := dst
+	err := s.db.View(func(txn *bdb.Txn) error {
+		item, err := txn.Get(runKey(accountID, runID))
+		if errors.Is(err, bdb.ErrKeyNotFound) {
+			return store.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		return item.Value(func(v []byte) error {
+			out = append(dst, v...)
+			return nil
+		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("getting run %s: %w", runID, err)
+		return dst, fmt.Errorf("getting run %s: %w", runID, err)
 	}
+	doc := out[len(dst):len(out):len(out)]
 	s.trim.note(len(doc))
-	return settle.RunAPIJSON(doc)
+	api, err := settle.RunAPIJSON(doc)
+	if err != nil {
+		return dst, err
+	}
+	if len(api) > 0 && len(doc) > 0 && &api[0] == &doc[0] {
+		return out[:len(dst)+len(api)], nil // cut in place
+	}
+	return append(dst, api...), nil
 }

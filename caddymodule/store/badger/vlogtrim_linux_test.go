@@ -80,7 +80,7 @@ func TestVlogTrim(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			got, err := s.GetRunJSON(ctx, "acme", fmt.Sprint("ext_", i))
+			got, err := s.GetRunJSON(ctx, nil, "acme", fmt.Sprint("ext_", i))
 			if err != nil {
 				return err
 			}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"socialrouter/caddymodule/store"
@@ -24,10 +25,17 @@ func sameRunJSON(t *testing.T, s store.Store, account, id string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.GetRunJSON(ctx(t), account, id)
+	// Appended to a buffer that already holds bytes, with room to spare:
+	// they must survive, and the run follow them.
+	prefix := append(make([]byte, 0, 1<<16), "prefix:"...)
+	got, err := s.GetRunJSON(ctx(t), prefix, account, id)
 	if err != nil {
 		t.Fatalf("GetRunJSON(%q, %q): %v", account, id, err)
 	}
+	if !strings.HasPrefix(string(got), "prefix:") {
+		t.Fatalf("GetRunJSON(%q, %q) did not append to dst: %.40s", account, id, got)
+	}
+	got = got[len("prefix:"):]
 	if !json.Valid(got) {
 		t.Fatalf("GetRunJSON(%q, %q) is not valid JSON: %s", account, id, got)
 	}
@@ -139,7 +147,7 @@ func testRunJSON(t *testing.T, open func(t *testing.T) store.Store) {
 		{"empty id", "acme", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if b, err := s.GetRunJSON(ctx(t), tc.account, tc.id); !errors.Is(err, store.ErrNotFound) {
+			if b, err := s.GetRunJSON(ctx(t), nil, tc.account, tc.id); !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("GetRunJSON(%q, %q) = %s, %v; want ErrNotFound", tc.account, tc.id, b, err)
 			}
 		})

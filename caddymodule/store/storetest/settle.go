@@ -242,7 +242,7 @@ func testRunScope(t *testing.T, open func(t *testing.T) store.Store) {
 				if !errors.Is(err, tc.wantErr) {
 					t.Fatalf("GetRun err = %v, want %v", err, tc.wantErr)
 				}
-				if b, err := s.GetRunJSON(ctx(t), tc.account, tc.id); !errors.Is(err, tc.wantErr) {
+				if b, err := s.GetRunJSON(ctx(t), nil, tc.account, tc.id); !errors.Is(err, tc.wantErr) {
 					t.Fatalf("GetRunJSON = %s, %v; want %v", b, err, tc.wantErr)
 				}
 				return
