@@ -7,11 +7,15 @@ import (
 )
 
 // writeRun answers a run, encoding it once: the header through
-// encoding/json, the records appended as they are.
+// encoding/json, the records appended as they are, into a pooled buffer
+// (runBufs) that is free again once the answer is written.
 func writeRun(w http.ResponseWriter, run *store.Run) {
 	hdr := *run
 	hdr.Data = nil
-	out, err := store.AppendRunJSON(nil, &hdr, run.Data)
+	buf := runBufs.Get().(*[]byte)
+	defer putRunBuf(buf)
+	out, err := store.AppendRunJSON((*buf)[:0], &hdr, run.Data)
+	*buf = out
 	if err != nil {
 		writeJSON(w, http.StatusOK, run)
 		return

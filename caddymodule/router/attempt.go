@@ -335,6 +335,10 @@ func (r *Router) batch(rn *run, wd *watchdog, client sources.Client, o *registry
 			out.perInput[k] = append(out.perInput[k], rec)
 		}
 	}
+	if o.Normalize != nil {
+		// The records are fresh bytes; the raw items are read no more.
+		res.Release()
+	}
 	if ctx.Err() != nil {
 		return
 	}

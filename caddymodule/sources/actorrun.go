@@ -74,7 +74,7 @@ func (a *ActorRun) Do(ctx context.Context, c Call) (*Result, error) {
 	if err != nil {
 		return nil, malformed(ans, err)
 	}
-	return &Result{Items: items, ErrorItems: errItems, Handles: ans.handles, Status: ans.status}, nil
+	return &Result{Items: items, ErrorItems: errItems, Handles: ans.handles, Status: ans.status, buf: ans.buf}, nil
 }
 
 // syncWaitSeconds is the upstream's sync wait: the call's timeout, else the

@@ -191,7 +191,7 @@ func itemsResult(ans *answer) (*Result, error) {
 	if err != nil {
 		return nil, malformed(ans, err)
 	}
-	return &Result{Items: items, ErrorItems: errItems, Handles: ans.handles, Status: ans.status}, nil
+	return &Result{Items: items, ErrorItems: errItems, Handles: ans.handles, Status: ans.status, buf: ans.buf}, nil
 }
 
 // snapshot waits for snapshot id to be ready, polling its progress, and

@@ -47,6 +47,21 @@ type Result struct {
 	Handles []string
 	// Status is the final HTTP status of the upstream.
 	Status int
+
+	buf *[]byte // the pooled buffer Items point into, or nil
+}
+
+// Release hands the buffer the items point into back for reuse by a later
+// call, once nothing reads the items any more (they are normalized into
+// fresh records). Items is nil afterwards. Not calling it is safe: the
+// buffer is then left to the garbage collector.
+func (r *Result) Release() {
+	r.Items = nil
+	if b := r.buf; b != nil && cap(*b) <= maxPooledBody {
+		r.buf = nil
+		*b = (*b)[:0]
+		bodyBufs.Put(b)
+	}
 }
 
 // Outcomes of a failed call, as recorded in a run's attempts.

@@ -78,6 +78,7 @@ type answer struct {
 	status  int
 	header  http.Header
 	body    []byte
+	buf     *[]byte // body's pooled buffer, or nil
 	handles []string
 }
 
@@ -111,7 +112,7 @@ func (b *base) exchange(ctx context.Context, method, url string, body []byte, ac
 		activity()
 	}
 	a := &answer{status: resp.StatusCode, header: resp.Header, handles: runIDHandles(resp.Header)}
-	a.body, err = readBody(&activityReader{r: resp.Body, fn: activity}, resp.ContentLength)
+	a.body, a.buf, err = readBody(&activityReader{r: resp.Body, fn: activity}, resp.ContentLength)
 	if err != nil {
 		e := transportError(ctx, "reading upstream body", err)
 		e.Status = resp.StatusCode
@@ -293,29 +294,53 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 	return 0
 }
 
+// bodyBufs holds upstream body buffers between calls: a body is tens of
+// KB, read once, split in place and normalized into fresh records, so the
+// router hands it back (Result.Release) as soon as the records exist.
+var bodyBufs sync.Pool
+
+// maxPooledBody is the largest buffer kept in bodyBufs.
+const maxPooledBody = 1 << 20
+
 // readBody reads an upstream body of at most maxBodyBytes (one byte more
 // tells the caller it was too large). With a Content-Length it reads into
-// one buffer of that size: io.ReadAll would grow from 512 bytes by
-// doubling, allocating about three times a 34 KB body.
-func readBody(r io.Reader, contentLength int64) ([]byte, error) {
+// one buffer of that size, from bodyBufs when one is big enough (buf is
+// then the pool's, for Result.Release): io.ReadAll would grow from 512
+// bytes by doubling, allocating about three times a 34 KB body.
+func readBody(r io.Reader, contentLength int64) (body []byte, buf *[]byte, err error) {
 	r = io.LimitReader(r, maxBodyBytes+1)
 	if contentLength <= 0 || contentLength > maxBodyBytes {
-		return io.ReadAll(r)
+		body, err = io.ReadAll(r)
+		return body, nil, err
 	}
-	buf := make([]byte, contentLength+1) // +1: reach EOF (or see a longer body) in the same read loop
-	n, err := io.ReadFull(r, buf)
+	need := int(contentLength) + 1 // +1: reach EOF (or see a longer body) in the same read loop
+	if need <= maxPooledBody {
+		if b, _ := bodyBufs.Get().(*[]byte); b != nil && cap(*b) >= need {
+			buf = b
+		} else {
+			if b != nil {
+				bodyBufs.Put(b)
+			}
+			nb := make([]byte, 0, max(need, 64<<10))
+			buf = &nb
+		}
+		body = (*buf)[:need]
+	} else {
+		body = make([]byte, need)
+	}
+	n, err := io.ReadFull(r, body)
 	switch {
 	case err == nil:
 		// Longer than announced: read on, so the caller sees what the
 		// transport says about it (or the too-large check fires).
 		rest, err := io.ReadAll(r)
-		return append(buf, rest...), err
+		return append(body, rest...), nil, err
 	case int64(n) == contentLength && (err == io.EOF || err == io.ErrUnexpectedEOF):
-		return buf[:n], nil
+		return body[:n], buf, nil
 	case err == io.EOF:
-		return buf[:n], io.ErrUnexpectedEOF // shorter than announced
+		return body[:n], nil, io.ErrUnexpectedEOF // shorter than announced
 	}
-	return buf[:n], err
+	return body[:n], nil, err
 }
 
 // splitItems splits a top-level JSON array into its raw elements without

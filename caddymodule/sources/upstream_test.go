@@ -376,7 +376,7 @@ func TestReadBody(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := readBody(tc.r, tc.length)
+			got, _, err := readBody(tc.r, tc.length)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v, wantErr %v", err, tc.wantErr)
 			}
@@ -384,5 +384,45 @@ func TestReadBody(t *testing.T) {
 				t.Errorf("got %d bytes, want %d", len(got), len(tc.want))
 			}
 		})
+	}
+}
+
+// TestResultRelease checks the body buffer's round trip: a released
+// result's buffer serves the next body of a size it fits, and a result
+// that is not released keeps its items intact while another body is read.
+func TestResultRelease(t *testing.T) {
+	body := `[{"a":1},{"b":2}]`
+	read := func() (*Result, *[]byte) {
+		b, buf, err := readBody(strings.NewReader(body), int64(len(body)))
+		if err != nil || buf == nil {
+			t.Fatalf("readBody: %v, pooled %v", err, buf != nil)
+		}
+		items, n, err := splitItems(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &Result{Items: items, ErrorItems: n, buf: buf}, buf
+	}
+	kept, keptBuf := read()
+	other, otherBuf := read()
+	if keptBuf == otherBuf {
+		t.Fatal("two live results share one buffer")
+	}
+	other.Release()
+	if other.Items != nil {
+		t.Error("Items left set after Release")
+	}
+	other.Release() // a second Release does nothing
+	// sync.Pool may drop what it holds (at a GC), so reuse is not promised;
+	// what is promised is that a live result is never handed out again.
+	for range 3 {
+		r, buf := read()
+		if buf == keptBuf {
+			t.Fatal("the buffer of a result not released was reused")
+		}
+		r.Release()
+	}
+	if string(kept.Items[0]) != `{"a":1}` || string(kept.Items[1]) != `{"b":2}` {
+		t.Errorf("kept items changed: %s %s", kept.Items[0], kept.Items[1])
 	}
 }
