@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sync"
 )
 
 // dataNull is where the records go in a run encoded without them. Keys are
@@ -11,14 +12,23 @@ import (
 // quote is escaped), so the sequence cannot occur inside a string value.
 var dataNull = []byte(`,"data":null,`)
 
+// headBufs holds the buffers run headers are encoded into.
+var headBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
 // AppendRunJSON appends the JSON of head, a run (or a struct embedding
 // one) whose Data is nil, with records spliced in as its "data" array.
 // Records are JSON our normalizers produced; json.Marshal would validate
 // and compact every one of them again, which on a 10-record run costs more
 // than normalizing them did. HTML characters are not escaped.
 func AppendRunJSON(dst []byte, head any, records []json.RawMessage) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+	buf := headBufs.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= 64<<10 {
+			buf.Reset()
+			headBufs.Put(buf)
+		}
+	}()
+	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(head); err != nil {
 		return dst, err

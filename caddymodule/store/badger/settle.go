@@ -88,6 +88,7 @@ func (s *Store) Settle(ctx context.Context, st store.Settlement) (store.SettleRe
 		return store.SettleResult{}, fmt.Errorf("settling run %s: %w", st.Run.ID, err)
 	}
 	p.Apply(res.Records, res.Charged)
+	p.Release()
 	return res, nil
 }
 

@@ -28,7 +28,11 @@ func (s *Store) Settle(ctx context.Context, st store.Settlement) (store.SettleRe
 	if err != nil {
 		return store.SettleResult{}, err
 	}
-	return s.lines.settle(ctx, s, p)
+	res, err := s.lines.settle(ctx, s, p)
+	if err == nil {
+		p.Release()
+	}
+	return res, err
 }
 
 // settleOne settles one prepared run in its own transaction.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"socialrouter/caddymodule/credits"
@@ -84,6 +85,24 @@ type Prepared struct {
 	Data []json.RawMessage // the run's records before truncation
 	Now  time.Time
 	full []byte
+	buf  *[]byte // full's pooled buffer, until Release
+}
+
+// docBufs holds the buffers run documents are rendered into: a document
+// is tens of KB and dead once its transaction has committed.
+var docBufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+// Release hands the rendered document's buffer back for reuse. Call it
+// once the transaction that wrote the document has committed (both stores
+// copy a value by then) and Doc is not called again.
+func (p *Prepared) Release() {
+	if b := p.buf; b != nil {
+		p.buf, p.full = nil, nil
+		if cap(*b) <= 1<<20 {
+			*b = (*b)[:0]
+			docBufs.Put(b)
+		}
+	}
 }
 
 // Prepare checks s and renders its run with every record kept.
@@ -96,29 +115,31 @@ func Prepare(s store.Settlement) (*Prepared, error) {
 	if s.Price > 0 && credits.Micros(n) > math.MaxInt64/s.Price {
 		return nil, fmt.Errorf("settling run %s: charge overflows", s.Run.ID)
 	}
-	full, err := p.render(n, credits.Micros(n)*s.Price)
+	buf := docBufs.Get().(*[]byte)
+	full, err := p.render((*buf)[:0], n, credits.Micros(n)*s.Price)
 	if err != nil {
 		return nil, err
 	}
-	p.full = full
+	*buf = full
+	p.full, p.buf = full, buf
 	return p, nil
 }
 
 // Doc returns the stored form of the run keeping records records charged
 // charged in total.
 func (p *Prepared) Doc(records int, charged credits.Micros) ([]byte, error) {
-	if records == len(p.Data) {
+	if records == len(p.Data) && p.full != nil {
 		return p.full, nil
 	}
-	return p.render(records, charged)
+	return p.render(nil, records, charged)
 }
 
-func (p *Prepared) render(records int, charged credits.Micros) ([]byte, error) {
+func (p *Prepared) render(dst []byte, records int, charged credits.Micros) ([]byte, error) {
 	r := *p.S.Run
 	r.Data = nil
 	r.CreditsUsed = charged
 	r.Pagination.Returned = records
-	b, err := store.AppendRunJSON(nil, storedRun{Run: r, AccountID: r.AccountID, KeyID: r.KeyID}, kept(p.Data, records))
+	b, err := store.AppendRunJSON(dst, storedRun{Run: r, AccountID: r.AccountID, KeyID: r.KeyID}, kept(p.Data, records))
 	if err != nil {
 		return nil, fmt.Errorf("encoding run %s: %v", r.ID, err)
 	}
