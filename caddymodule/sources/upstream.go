@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
@@ -348,52 +347,122 @@ func readBody(r io.Reader, contentLength int64) (body []byte, buf *[]byte, err e
 // items are slices of body, capacity-capped so that appending to one never
 // writes over its neighbour: the body is read once and nothing is copied
 // (the items together are the body, so pinning it costs nothing).
+//
+// gjson validates the body; one pass over the valid bytes then finds the
+// items and looks at their top-level keys (walking them with gjson cost as
+// much again as the validation).
 func splitItems(body []byte) ([]json.RawMessage, int, error) {
 	if !gjson.ValidBytes(body) {
 		return nil, 0, fmt.Errorf("upstream body is not valid JSON (%d bytes): %s", len(body), snippet(body))
 	}
-	// A string view of body without a copy; body is not written while it is
-	// in use, and gjson only reads it.
-	root := gjson.Parse(unsafe.String(unsafe.SliceData(body), len(body)))
-	if !root.IsArray() {
+	i := skipSpace(body, 0)
+	if body[i] != '[' {
 		return nil, 0, fmt.Errorf("upstream body is not a JSON array: %s", snippet(body))
 	}
 	items := make([]json.RawMessage, 0, 16)
 	errorItems := 0
-	root.ForEach(func(_, v gjson.Result) bool {
-		var item json.RawMessage
-		if end := v.Index + len(v.Raw); v.Index > 0 && end <= len(body) && string(body[v.Index:end]) == v.Raw {
-			item = body[v.Index:end:end]
-		} else {
-			item = json.RawMessage(v.Raw) // a copy, when gjson does not know where v is
-		}
-		items = append(items, item)
-		if isErrorItem(v) {
+	i = skipSpace(body, i+1)
+	if body[i] == ']' {
+		return items, 0, nil
+	}
+	for {
+		end, isErr := scanItem(body, i)
+		items = append(items, body[i:end:end])
+		if isErr {
 			errorItems++
 		}
-		return true
-	})
-	return items, errorItems, nil
+		i = skipSpace(body, end)
+		if body[i] != ',' {
+			return items, errorItems, nil // ']': the body is valid JSON
+		}
+		i = skipSpace(body, i+1)
+	}
 }
 
-// isErrorItem says whether an item is a per-input error or warning record:
-// its top level has a non-null error, error_code or warning_code.
-func isErrorItem(v gjson.Result) bool {
-	if !v.IsObject() {
-		return false
+// skipSpace returns the index of the first non-space byte of b from i.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
+		i++
 	}
-	found := false
-	v.ForEach(func(k, val gjson.Result) bool {
-		switch k.Str {
-		case "error", "error_code", "warning_code":
-			if val.Type != gjson.Null {
-				found = true
-				return false
+	return i
+}
+
+// skipString returns the index after the JSON string starting at b[i]:
+// after the first quote not escaped by an odd run of backslashes.
+func skipString(b []byte, i int) int {
+	for j := i + 1; ; {
+		q := j + bytes.IndexByte(b[j:], '"')
+		bs := 0
+		for k := q - 1; b[k] == '\\'; k-- {
+			bs++
+		}
+		if bs%2 == 0 {
+			return q + 1
+		}
+		j = q + 1
+	}
+}
+
+// scanItem returns the index after the valid JSON value starting at
+// b[i], and whether it is a per-input error or warning record: an object
+// whose top level has a non-null error, error_code or warning_code.
+func scanItem(b []byte, i int) (end int, isErr bool) {
+	switch b[i] {
+	case '"':
+		return skipString(b, i), false
+	case '{', '[':
+	default: // a number, true, false or null
+		for i < len(b) && b[i] != ',' && b[i] != ']' && b[i] != '}' && b[i] != ' ' && b[i] != '\n' && b[i] != '\r' && b[i] != '\t' {
+			i++
+		}
+		return i, false
+	}
+	object := b[i] == '{'
+	depth := 0
+	for j := i; ; {
+		switch c := b[j]; c {
+		case '"':
+			k := skipString(b, j)
+			if object && depth == 1 {
+				// At the top level of the item, a string followed by a
+				// colon is a key.
+				if v := skipSpace(b, k); b[v] == ':' && isErrorKey(b[j:k]) {
+					if v = skipSpace(b, v+1); !bytes.HasPrefix(b[v:], []byte("null")) {
+						isErr = true
+					}
+				}
+			}
+			j = k
+			continue
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return j + 1, isErr
 			}
 		}
+		j++
+	}
+}
+
+// isErrorKey reports whether the quoted key q names error, error_code or
+// warning_code, escapes decoded.
+func isErrorKey(q []byte) bool {
+	if bytes.IndexByte(q, '\\') >= 0 {
+		var k string
+		if json.Unmarshal(q, &k) != nil {
+			return false
+		}
+		q = []byte(k)
+	} else {
+		q = q[1 : len(q)-1]
+	}
+	switch string(q) {
+	case "error", "error_code", "warning_code":
 		return true
-	})
-	return found
+	}
+	return false
 }
 
 func snippet(b []byte) string {

@@ -1,17 +1,21 @@
 package sources
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/iotest"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 // statusCase is one upstream failure and how it must be classified.
@@ -229,6 +233,11 @@ func TestSplitItems(t *testing.T) {
 		{"error records", `[{"a":1},{"input":{"url":"u"},"error":"dead","error_code":"dead_page"},{"warning":"w","warning_code":"dead_page"},{"error":null},{"error_code":"x"}]`,
 			[]string{`{"a":1}`, `{"input":{"url":"u"},"error":"dead","error_code":"dead_page"}`, `{"warning":"w","warning_code":"dead_page"}`, `{"error":null}`, `{"error_code":"x"}`}, 3, false},
 		{"non-object items", `[1,"s",null]`, []string{`1`, `"s"`, `null`}, 0, false},
+		{"scalars and spacing", "[ -1.5e3 ,\ttrue,false , \"a\\\"]\" ,[] ,{}\n]", []string{`-1.5e3`, `true`, `false`, `"a\"]"`, `[]`, `{}`}, 0, false},
+		{"error words that are not top-level keys", `[{"msg":"error","x":{"error":1},"l":["error_code",{"warning_code":2}]},{"error":{"nested":null}}]`,
+			[]string{`{"msg":"error","x":{"error":1},"l":["error_code",{"warning_code":2}]}`, `{"error":{"nested":null}}`}, 1, false},
+		{"escaped keys and strings", `[{"\u0065rror_code":"x"},{"k\"":"error","error" : null},{"s":"\\","warning_code"  :  "w"}]`,
+			[]string{`{"\u0065rror_code":"x"}`, `{"k\"":"error","error" : null}`, `{"s":"\\","warning_code"  :  "w"}`}, 2, false},
 		{"truncated", `[{"a":1},{"b"`, nil, 0, true},
 		{"object", `{"items":[]}`, nil, 0, true},
 		{"empty", ``, nil, 0, true},
@@ -425,4 +434,84 @@ func TestResultRelease(t *testing.T) {
 	if string(kept.Items[0]) != `{"a":1}` || string(kept.Items[1]) != `{"b":2}` {
 		t.Errorf("kept items changed: %s %s", kept.Items[0], kept.Items[1])
 	}
+}
+
+// splitItemsRef is the straightforward gjson version of splitItems, kept
+// as the reference the one-pass scanner must agree with.
+func splitItemsRef(body []byte) ([]string, int, bool) {
+	if !gjson.ValidBytes(body) || !gjson.ParseBytes(body).IsArray() {
+		return nil, 0, false
+	}
+	var items []string
+	errs := 0
+	gjson.ParseBytes(body).ForEach(func(_, v gjson.Result) bool {
+		items = append(items, v.Raw)
+		isErr := false
+		if v.IsObject() {
+			v.ForEach(func(k, val gjson.Result) bool {
+				switch k.String() {
+				case "error", "error_code", "warning_code":
+					if val.Type != gjson.Null {
+						isErr = true
+					}
+				}
+				return true
+			})
+		}
+		if isErr {
+			errs++
+		}
+		return true
+	})
+	return items, errs, true
+}
+
+// FuzzSplitItems checks splitItems against splitItemsRef on any input: the
+// same items, the same error count, the same verdict on invalid bodies.
+func FuzzSplitItems(f *testing.F) {
+	for _, s := range []string{`[]`, `[{"a":1},{"error":"x"}]`, `[1,"s",null,true]`, `{"a":[]}`, `[{"\u0065rror":1}]`,
+		`[{"error":null,"warning_code":"w"}]`, ` [ [ {"error":1} ] , {"b":{"error_code":2}} ] `, `[{"a":"]},{"}]`, `[`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		want, wantErrs, ok := splitItemsRef(body)
+		got, gotErrs, err := splitItems(bytes.Clone(body))
+		if (err == nil) != ok {
+			t.Fatalf("splitItems(%q) err = %v, reference ok = %v", body, err, ok)
+		}
+		if !ok {
+			return
+		}
+		if len(got) != len(want) || gotErrs != wantErrs {
+			t.Fatalf("splitItems(%q) = %d items, %d errors; reference %d, %d", body, len(got), gotErrs, len(want), wantErrs)
+		}
+		for i := range got {
+			if string(got[i]) != want[i] {
+				t.Fatalf("splitItems(%q) item %d = %q, reference %q", body, i, got[i], want[i])
+			}
+		}
+	})
+}
+
+// BenchmarkSplitItems splits the simulator's pro_net profile fixture (the
+// body of make bench's end-to-end load), against gjson's validation alone.
+func BenchmarkSplitItems(b *testing.B) {
+	body, err := os.ReadFile("../../cmd/upstream-sim/fixtures/source_b/pro_net__profile.info.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("split", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if _, _, err := splitItems(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("validate-only", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			gjson.ValidBytes(body)
+		}
+	})
 }
