@@ -185,10 +185,7 @@ func (s *Store) settleTogether(group []*waiter) ([]store.SettleResult, error) {
 			if run.KeyID != "" {
 				keyID = &run.KeyID
 			}
-			b.Queue(`
-INSERT INTO runs (id, account_id, key_id, status, credits_used, created_at, doc)
-VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-				run.ID, run.AccountID, keyID, run.Status, int64(charged), run.CreatedAt, doc)
+			b.Queue(insertRunSQL, run.ID, run.AccountID, keyID, run.Status, int64(charged), run.CreatedAt, doc)
 			uk := usageKey{run.AccountID, store.PeriodStart(store.PeriodDay, p.Now), st.Offer, st.Platform}
 			u := usage[uk]
 			if u == nil {
@@ -232,21 +229,10 @@ RETURNING balance`, acct, total).QueryRow(func(row pgx.Row) error {
 		}
 		for _, uk := range usageOrder {
 			u := usage[uk]
-			b.Queue(`
-INSERT INTO usage_daily (account_id, day, offer, platform, requests, records, credits)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
-ON CONFLICT (account_id, day, offer, platform) DO UPDATE SET
-	requests = usage_daily.requests + EXCLUDED.requests,
-	records = usage_daily.records + EXCLUDED.records,
-	credits = usage_daily.credits + EXCLUDED.credits`,
-				uk.account, uk.day, uk.offer, uk.platform, u.requests, u.records, u.credits)
+			b.Queue(addUsageSQL, uk.account, uk.day, uk.offer, uk.platform, u.requests, u.records, u.credits)
 		}
 		for _, sk := range spendOrder {
-			b.Queue(`
-INSERT INTO key_spend (key_id, period, bucket, credits)
-VALUES ($1, $2, $3, $4)
-ON CONFLICT (key_id, period, bucket) DO UPDATE SET credits = key_spend.credits + EXCLUDED.credits`,
-				sk.key, sk.period, sk.bucket, spend[sk])
+			b.Queue(addKeySpendSQL, sk.key, sk.period, sk.bucket, spend[sk])
 		}
 		return tx.SendBatch(ctx, b).Close()
 	})

@@ -35,6 +35,25 @@ func (s *Store) Settle(ctx context.Context, st store.Settlement) (store.SettleRe
 	return res, err
 }
 
+// The statements a settle runs after locking its account, shared by the
+// one-run and the grouped transactions.
+const (
+	insertRunSQL = `
+INSERT INTO runs (id, account_id, key_id, status, credits_used, created_at, doc)
+VALUES ($1, $2, $3, $4, $5, $6, $7)`
+	addUsageSQL = `
+INSERT INTO usage_daily (account_id, day, offer, platform, requests, records, credits)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT (account_id, day, offer, platform) DO UPDATE SET
+	requests = usage_daily.requests + EXCLUDED.requests,
+	records = usage_daily.records + EXCLUDED.records,
+	credits = usage_daily.credits + EXCLUDED.credits`
+	addKeySpendSQL = `
+INSERT INTO key_spend (key_id, period, bucket, credits)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT (key_id, period, bucket) DO UPDATE SET credits = key_spend.credits + EXCLUDED.credits`
+)
+
 // settleOne settles one prepared run in its own transaction.
 func (s *Store) settleOne(ctx context.Context, p *settle.Prepared) (store.SettleResult, error) {
 	st := p.S
@@ -74,29 +93,15 @@ RETURNING balance`, run.AccountID, int64(charged)).QueryRow(func(row pgx.Row) er
 		if run.KeyID != "" {
 			keyID = &run.KeyID
 		}
-		b.Queue(`
-INSERT INTO runs (id, account_id, key_id, status, credits_used, created_at, doc)
-VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-			run.ID, run.AccountID, keyID, run.Status, int64(charged), run.CreatedAt, doc)
-		b.Queue(`
-INSERT INTO usage_daily (account_id, day, offer, platform, requests, records, credits)
-VALUES ($1, $2, $3, $4, 1, $5, $6)
-ON CONFLICT (account_id, day, offer, platform) DO UPDATE SET
-	requests = usage_daily.requests + 1,
-	records = usage_daily.records + EXCLUDED.records,
-	credits = usage_daily.credits + EXCLUDED.credits`,
-			run.AccountID, store.PeriodStart(store.PeriodDay, p.Now), st.Offer, st.Platform, int64(records), int64(charged))
+		b.Queue(insertRunSQL, run.ID, run.AccountID, keyID, run.Status, int64(charged), run.CreatedAt, doc)
+		b.Queue(addUsageSQL, run.AccountID, store.PeriodStart(store.PeriodDay, p.Now), st.Offer, st.Platform,
+			1, int64(records), int64(charged))
 		if run.KeyID != "" && charged > 0 {
-			// Rows in a fixed order, so concurrent settles on one key
-			// lock them in the same order and cannot deadlock.
-			b.Queue(`
-INSERT INTO key_spend (key_id, period, bucket, credits)
-VALUES ($1, 'hour', $2, $6), ($1, 'day', $3, $6), ($1, 'week', $4, $6), ($1, 'month', $5, $6)
-ON CONFLICT (key_id, period, bucket) DO UPDATE SET credits = key_spend.credits + EXCLUDED.credits`,
-				run.KeyID,
-				store.PeriodStart(store.PeriodHour, p.Now), store.PeriodStart(store.PeriodDay, p.Now),
-				store.PeriodStart(store.PeriodWeek, p.Now), store.PeriodStart(store.PeriodMonth, p.Now),
-				int64(charged))
+			// Rows in a fixed order (and under the account's lock, which
+			// every settle of the key takes first): no deadlock.
+			for _, per := range store.Periods {
+				b.Queue(addKeySpendSQL, run.KeyID, per, store.PeriodStart(per, p.Now), int64(charged))
+			}
 		}
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			if pgCode(err) == codeUniqueViolation {
