@@ -592,7 +592,7 @@ func TestFastPathHelpers(t *testing.T) {
 		`"Inf"`, `"-Inf"`, `"1e400"`, `"abc"`, `" 42 "`, `"9007199254740993"`, `"2024-05-06T07:08:09Z"`,
 		`"2024-05-06T07:08:09.123456789+02:00"`, `"2024-05-06T07:08:09"`, `"2024-05-06 07:08:09"`,
 		`"2024-05-06T07:08:09.000+0200"`, `"2024-05-06"`, `"Mon, 06 May 2024 07:08:09 +0200"`,
-		`"Mon, 06 May 2024 07:08:09 GMT"`, `"0001-01-01T00:00:00Z"`, `"2024-05-06T07:08:09.5"`, `"2024-05-06T07:08:09+0200"`, `"2024-05-06T07:08:09.000+0200"`, `"2024-05-06T07:08"`, `"2024-05-06 07:08"`, `"2024-05-06x"`, `"2024-13-45"`, `"1e3"`, `"-1e3"`, `"1e-3"`, `"+5"`, `"0x1p-2"`, `"infinity"`, `"1_000"`, `"12:30"`, `" 2024-05-06 "`, `"1700000000"`, `[]`, `[0]`, `{}`, `{"a":1}`,
+		`"Mon, 06 May 2024 07:08:09 GMT"`, `"0001-01-01T00:00:00Z"`, `"2024-05-06T07:08:09.5"`, `"2024-05-06T07:08:09+0200"`, `"2024-05-06T07:08:09.000+0200"`, `"2024-05-06T07:08"`, `"2024-05-06 07:08"`, `"2024-05-06x"`, `"2024-13-45"`, `"1e3"`, `"-1e3"`, `"1e-3"`, `"+5"`, `"0x1p-2"`, `"infinity"`, `"1_000"`, `"12:30"`, `" 2024-05-06 "`, `"1,234 followers"`, `"12.5K views"`, `"500+ connections"`, `"3 days ago"`, `"1 234"`, `"2 - 3 people"`, `"1.2 M"`, `"12 "`, `"no reviews"`, `"1700000000"`, `[]`, `[0]`, `{}`, `{"a":1}`,
 	}
 	for _, f := range []string{"toint", "tonum", "iso8601", "nonempty"} {
 		p := fpProgram(t, fmt.Sprintf("{v: (.[] | %s)}", f))
@@ -688,6 +688,30 @@ func TestFastPathConcurrent(t *testing.T) {
 	for range 8 {
 		if err := <-errs; err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+// TestParseNumString pins what toint and tonum read from strings (both
+// engines share parseNumString; TestFastPathHelpers holds them together).
+func TestParseNumString(t *testing.T) {
+	tests := []struct {
+		in   string
+		want float64
+		ok   bool
+	}{
+		{"12", 12, true}, {" 42 ", 42, true}, {"1,234", 1234, true}, {"10,001+", 10001, true},
+		{"1.2K", 1200, true}, {"10k+", 10000, true}, {"1.5M", 1.5e6, true}, {"2B", 2e9, true},
+		{"1,234 followers", 1234, true}, {"12.5K views", 12500, true}, {"500+ connections", 500, true},
+		{"1.2 M views", 1.2e6, true}, {"1.2 M", 1.2e6, true}, {"3 abonnés", 3, true},
+		{"", 0, false}, {"abc", 0, false}, {"no reviews", 0, false}, {"1 234", 0, false},
+		{"2 - 3 people", 0, false}, {"2024-05-06", 0, false}, {"12:30", 0, false}, {"1.2.3 views", 0, false},
+		{"NaN", 0, false}, {"1e400", 0, false}, {"K", 0, false}, {"5 views 3", 0, false},
+	}
+	for _, tc := range tests {
+		got, ok := parseNumString(tc.in)
+		if ok != tc.ok || (ok && got != tc.want) {
+			t.Errorf("parseNumString(%q) = %v, %v; want %v, %v", tc.in, got, ok, tc.want, tc.ok)
 		}
 	}
 }

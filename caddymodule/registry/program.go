@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/itchyny/gojq"
 )
@@ -176,11 +177,47 @@ func toNum(v any) any {
 }
 
 // parseNumString reads a number written for people: thousands commas, a
-// trailing "+", and K/M/B multipliers ("10,001+", "1.2K"). Shared by toNum
-// and the normalizer plan, so both engines read the same strings the same
-// way.
+// trailing "+", K/M/B multipliers and a trailing unit in words ("10,001+",
+// "1.2K", "1,234 followers", "12.5K views"). Shared by toNum and the
+// normalizer plan, so both engines read the same strings the same way.
 func parseNumString(x string) (float64, bool) {
 	s := strings.TrimSpace(strings.ReplaceAll(x, ",", ""))
+	if f, ok := parseNumToken(s); ok {
+		return f, true
+	}
+	// "<number> <words>": upstreams sometimes send a count as the text a
+	// page shows. Only letters may follow, so dates, times, ranges and
+	// numbers with spaces stay unread.
+	num, unit, ok := strings.Cut(s, " ")
+	if !ok {
+		return 0, false
+	}
+	unit = strings.TrimSpace(unit)
+	if m, rest, _ := strings.Cut(unit, " "); len(m) == 1 && strings.ContainsAny(m, "KkMmBb") {
+		num, unit = num+m, strings.TrimSpace(rest) // "1.2 M views"
+	}
+	if unit != "" && !isWords(unit) {
+		return 0, false
+	}
+	return parseNumToken(num)
+}
+
+// isWords reports whether s is letters and spaces only, with a letter.
+func isWords(s string) bool {
+	letter := false
+	for _, r := range s {
+		switch {
+		case unicode.IsLetter(r):
+			letter = true
+		case r != ' ':
+			return false
+		}
+	}
+	return letter
+}
+
+// parseNumToken is parseNumString for one token without commas.
+func parseNumToken(s string) (float64, bool) {
 	mult := 1.0
 	s = strings.TrimSuffix(s, "+")
 	switch {
