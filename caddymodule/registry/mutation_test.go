@@ -1,0 +1,103 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// mutatePaths calls f with a copy of v in which the value at one nested
+// path (objects and the first two elements of arrays, any depth) is
+// replaced by repl, for every such path.
+func mutatePaths(v any, repl any, f func(path string, mutated any)) {
+	var walk func(cur any, path string, set func(any) any)
+	walk = func(cur any, path string, set func(any) any) {
+		switch x := cur.(type) {
+		case map[string]any:
+			keys := make([]string, 0, len(x))
+			for k := range x {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				k := k
+				child := x[k]
+				rebuild := func(nv any) any {
+					m := make(map[string]any, len(x))
+					for kk, vv := range x {
+						m[kk] = vv
+					}
+					m[k] = nv
+					return set(m)
+				}
+				f(path+"."+k, rebuild(repl))
+				walk(child, path+"."+k, rebuild)
+			}
+		case []any:
+			for i := 0; i < len(x) && i < 2; i++ {
+				i := i
+				rebuild := func(nv any) any {
+					a := append([]any(nil), x...)
+					a[i] = nv
+					return set(a)
+				}
+				f(fmt.Sprintf("%s[%d]", path, i), rebuild(repl))
+				walk(x[i], fmt.Sprintf("%s[%d]", path, i), rebuild)
+			}
+		}
+	}
+	walk(v, "", func(nv any) any { return nv })
+}
+
+// TestNormalizersSurviveNestedMutations replaces every nested value of every
+// fixture item, one at a time, by null, a string, a number, an object and
+// an array: no normalizer may fail, and every record must validate.
+func TestNormalizersSurviveNestedMutations(t *testing.T) {
+	reg := declared(t)
+	failures := map[string]string{} // offer + schema field → first example
+	for _, r := range fixtureRuns(t, reg) {
+		seen := map[string]bool{}
+		for _, item := range readItems(t, r.file) {
+			var v any
+			if json.Unmarshal(item, &v) != nil {
+				continue
+			}
+			for _, repl := range []any{nil, "x", 7.5, map[string]any{"x": 1}, []any{"a", nil}, true} {
+				mutatePaths(v, repl, func(path string, m any) {
+					b, _ := json.Marshal(m)
+					rec, ok, err := r.offer.Normalize.NormalizeItem(context.Background(), b, firstInput(r.service), fixtureNow)
+					if err != nil {
+						key := r.offer.ID + " " + r.service.Key + " error"
+						if _, dup := failures[key]; !dup {
+							failures[key] = fmt.Sprintf("%s = %v: %v", path, repl, err)
+						}
+						return
+					}
+					if !ok || seen[string(rec)] {
+						return
+					}
+					seen[string(rec)] = true
+					if err := reg.ValidateRecord(r.service, rec); err != nil {
+						msg := err.Error()
+						field := strings.SplitN(msg, ":", 2)[0]
+						key := r.offer.ID + " " + r.service.Key + " " + field
+						if _, dup := failures[key]; !dup {
+							failures[key] = fmt.Sprintf("%s = %v", path, repl)
+						}
+					}
+				})
+			}
+		}
+	}
+	keys := make([]string, 0, len(failures))
+	for k := range failures {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		t.Errorf("%s (e.g. %s)", k, failures[k])
+	}
+}
