@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -89,6 +90,101 @@ func TestNormalizersSurviveNestedMutations(t *testing.T) {
 						}
 					}
 				})
+			}
+		}
+	}
+	keys := make([]string, 0, len(failures))
+	for k := range failures {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		t.Errorf("%s (e.g. %s)", k, failures[k])
+	}
+}
+
+// TestNormalizersSurviveAddedFields sets, on every fixture item, each
+// field name its normalizer mentions (whether the fixture has it or not)
+// to null, a string, a number, an object, an array and a boolean, at the
+// top level and inside every object of the item: no normalizer may fail,
+// and every record must validate. It reaches the alternative spellings and
+// optional fields no fixture carries.
+func TestNormalizersSurviveAddedFields(t *testing.T) {
+	reg := declared(t)
+	ident := regexp.MustCompile(`\.([A-Za-z_][A-Za-z0-9_]*)`)
+	failures := map[string]string{}
+	for _, r := range fixtureRuns(t, reg) {
+		names := map[string]bool{}
+		for _, m := range ident.FindAllStringSubmatch(r.offer.Normalize.Source, -1) {
+			names[m[1]] = true
+		}
+		seen := map[string]bool{}
+		for _, item := range readItems(t, r.file) {
+			var v any
+			if json.Unmarshal(item, &v) != nil {
+				continue
+			}
+			// The item itself and each object inside it, as paths to set on.
+			var objects []func(set func(map[string]any)) any
+			var collect func(cur any, rebuild func(any) any)
+			collect = func(cur any, rebuild func(any) any) {
+				switch x := cur.(type) {
+				case map[string]any:
+					objects = append(objects, func(set func(map[string]any)) any {
+						m := make(map[string]any, len(x)+1)
+						for k, vv := range x {
+							m[k] = vv
+						}
+						set(m)
+						return rebuild(m)
+					})
+					for k, child := range x {
+						collect(child, func(nv any) any {
+							m := make(map[string]any, len(x))
+							for kk, vv := range x {
+								m[kk] = vv
+							}
+							m[k] = nv
+							return rebuild(m)
+						})
+					}
+				case []any:
+					if len(x) > 0 {
+						collect(x[0], func(nv any) any {
+							a := append([]any(nil), x...)
+							a[0] = nv
+							return rebuild(a)
+						})
+					}
+				}
+			}
+			collect(v, func(nv any) any { return nv })
+			for name := range names {
+				for _, repl := range []any{nil, "x", 7.5, map[string]any{"x": 1}, []any{"a", nil}, true} {
+					for _, obj := range objects {
+						m := obj(func(o map[string]any) { o[name] = repl })
+						b, _ := json.Marshal(m)
+						rec, ok, err := r.offer.Normalize.NormalizeItem(context.Background(), b, firstInput(r.service), fixtureNow)
+						if err != nil {
+							key := r.offer.ID + " " + r.service.Key + " error"
+							if _, dup := failures[key]; !dup {
+								failures[key] = fmt.Sprintf("%s = %v: %v", name, repl, err)
+							}
+							continue
+						}
+						if !ok || seen[string(rec)] {
+							continue
+						}
+						seen[string(rec)] = true
+						if err := reg.ValidateRecord(r.service, rec); err != nil {
+							field := strings.SplitN(err.Error(), ":", 2)[0]
+							key := r.offer.ID + " " + r.service.Key + " " + field
+							if _, dup := failures[key]; !dup {
+								failures[key] = fmt.Sprintf("%s = %v", name, repl)
+							}
+						}
+					}
+				}
 			}
 		}
 	}
