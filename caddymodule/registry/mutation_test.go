@@ -53,54 +53,77 @@ func mutatePaths(v any, repl any, f func(path string, mutated any)) {
 	walk(v, "", func(nv any) any { return nv })
 }
 
+// oddValues are the replacements the mutation tests try: one of each JSON type.
+var oddValues = []any{nil, "x", 7.5, map[string]any{"x": 1}, []any{"a", nil}, true}
+
+// mutationCheck runs mutated items through an offer's normalizer and
+// collects, once per offer and failing schema field, an example of what
+// broke it.
+type mutationCheck struct {
+	reg      *Registry
+	failures map[string]string // offer + service + field (or "error") → example
+	seen     map[string]bool   // records already validated
+}
+
+func newMutationCheck(reg *Registry) *mutationCheck {
+	return &mutationCheck{reg: reg, failures: map[string]string{}, seen: map[string]bool{}}
+}
+
+// check normalizes the item m (described by what for the report): no error,
+// and a record, if any, valid against the service's schema.
+func (c *mutationCheck) check(r fixtureRun, m any, what string) {
+	b, _ := json.Marshal(m)
+	rec, ok, err := r.offer.Normalize.NormalizeItem(context.Background(), b, firstInput(r.service), fixtureNow)
+	note := func(field, example string) {
+		key := r.offer.ID + " " + r.service.Key + " " + field
+		if _, dup := c.failures[key]; !dup {
+			c.failures[key] = example
+		}
+	}
+	if err != nil {
+		note("error", fmt.Sprintf("%s: %v", what, err))
+		return
+	}
+	if !ok || c.seen[string(rec)] {
+		return
+	}
+	c.seen[string(rec)] = true
+	if err := c.reg.ValidateRecord(r.service, rec); err != nil {
+		note(strings.SplitN(err.Error(), ":", 2)[0], what)
+	}
+}
+
+// report fails t once per collected failure, in a stable order.
+func (c *mutationCheck) report(t *testing.T) {
+	keys := make([]string, 0, len(c.failures))
+	for k := range c.failures {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		t.Errorf("%s (e.g. %s)", k, c.failures[k])
+	}
+}
+
 // TestNormalizersSurviveNestedMutations replaces every nested value of every
 // fixture item, one at a time, by null, a string, a number, an object and
 // an array: no normalizer may fail, and every record must validate.
 func TestNormalizersSurviveNestedMutations(t *testing.T) {
-	reg := declared(t)
-	failures := map[string]string{} // offer + schema field → first example
-	for _, r := range fixtureRuns(t, reg) {
-		seen := map[string]bool{}
+	c := newMutationCheck(declared(t))
+	for _, r := range fixtureRuns(t, c.reg) {
 		for _, item := range readItems(t, r.file) {
 			var v any
 			if json.Unmarshal(item, &v) != nil {
 				continue
 			}
-			for _, repl := range []any{nil, "x", 7.5, map[string]any{"x": 1}, []any{"a", nil}, true} {
+			for _, repl := range oddValues {
 				mutatePaths(v, repl, func(path string, m any) {
-					b, _ := json.Marshal(m)
-					rec, ok, err := r.offer.Normalize.NormalizeItem(context.Background(), b, firstInput(r.service), fixtureNow)
-					if err != nil {
-						key := r.offer.ID + " " + r.service.Key + " error"
-						if _, dup := failures[key]; !dup {
-							failures[key] = fmt.Sprintf("%s = %v: %v", path, repl, err)
-						}
-						return
-					}
-					if !ok || seen[string(rec)] {
-						return
-					}
-					seen[string(rec)] = true
-					if err := reg.ValidateRecord(r.service, rec); err != nil {
-						msg := err.Error()
-						field := strings.SplitN(msg, ":", 2)[0]
-						key := r.offer.ID + " " + r.service.Key + " " + field
-						if _, dup := failures[key]; !dup {
-							failures[key] = fmt.Sprintf("%s = %v", path, repl)
-						}
-					}
+					c.check(r, m, fmt.Sprintf("%s = %v", path, repl))
 				})
 			}
 		}
 	}
-	keys := make([]string, 0, len(failures))
-	for k := range failures {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		t.Errorf("%s (e.g. %s)", k, failures[k])
-	}
+	c.report(t)
 }
 
 // TestNormalizersSurviveAddedFields sets, on every fixture item, each
@@ -110,15 +133,13 @@ func TestNormalizersSurviveNestedMutations(t *testing.T) {
 // and every record must validate. It reaches the alternative spellings and
 // optional fields no fixture carries.
 func TestNormalizersSurviveAddedFields(t *testing.T) {
-	reg := declared(t)
+	c := newMutationCheck(declared(t))
 	ident := regexp.MustCompile(`\.([A-Za-z_][A-Za-z0-9_]*)`)
-	failures := map[string]string{}
-	for _, r := range fixtureRuns(t, reg) {
+	for _, r := range fixtureRuns(t, c.reg) {
 		names := map[string]bool{}
 		for _, m := range ident.FindAllStringSubmatch(r.offer.Normalize.Source, -1) {
 			names[m[1]] = true
 		}
-		seen := map[string]bool{}
 		for _, item := range readItems(t, r.file) {
 			var v any
 			if json.Unmarshal(item, &v) != nil {
@@ -160,40 +181,13 @@ func TestNormalizersSurviveAddedFields(t *testing.T) {
 			}
 			collect(v, func(nv any) any { return nv })
 			for name := range names {
-				for _, repl := range []any{nil, "x", 7.5, map[string]any{"x": 1}, []any{"a", nil}, true} {
+				for _, repl := range oddValues {
 					for _, obj := range objects {
-						m := obj(func(o map[string]any) { o[name] = repl })
-						b, _ := json.Marshal(m)
-						rec, ok, err := r.offer.Normalize.NormalizeItem(context.Background(), b, firstInput(r.service), fixtureNow)
-						if err != nil {
-							key := r.offer.ID + " " + r.service.Key + " error"
-							if _, dup := failures[key]; !dup {
-								failures[key] = fmt.Sprintf("%s = %v: %v", name, repl, err)
-							}
-							continue
-						}
-						if !ok || seen[string(rec)] {
-							continue
-						}
-						seen[string(rec)] = true
-						if err := reg.ValidateRecord(r.service, rec); err != nil {
-							field := strings.SplitN(err.Error(), ":", 2)[0]
-							key := r.offer.ID + " " + r.service.Key + " " + field
-							if _, dup := failures[key]; !dup {
-								failures[key] = fmt.Sprintf("%s = %v", name, repl)
-							}
-						}
+						c.check(r, obj(func(o map[string]any) { o[name] = repl }), fmt.Sprintf("%s = %v", name, repl))
 					}
 				}
 			}
 		}
 	}
-	keys := make([]string, 0, len(failures))
-	for k := range failures {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		t.Errorf("%s (e.g. %s)", k, failures[k])
-	}
+	c.report(t)
 }
