@@ -715,3 +715,25 @@ func TestParseNumString(t *testing.T) {
 		}
 	}
 }
+
+// TestToISO pins what iso8601 reads (both engines share fromEpoch and the
+// layouts; TestFastPathHelpers holds them together): epoch seconds and
+// milliseconds from 1973 on, the declared layouts; a year, a count or 0
+// is no timestamp.
+func TestToISO(t *testing.T) {
+	tests := []struct {
+		in   any
+		want any
+	}{
+		{1700000000, "2023-11-14T22:13:20.000Z"}, {1700000000.5, "2023-11-14T22:13:20.500Z"},
+		{1700000000123.0, "2023-11-14T22:13:20.123Z"}, {"1700000000", "2023-11-14T22:13:20.000Z"},
+		{100000000, "1973-03-03T09:46:40.000Z"}, {"2024-05-06", "2024-05-06T00:00:00.000Z"},
+		{"2024-05-06T07:08:09+02:00", "2024-05-06T05:08:09.000Z"},
+		{"2021", nil}, {2021, nil}, {0, nil}, {"0", nil}, {99999999, nil}, {-5, nil}, {"10 months ago", nil}, {nil, nil},
+	}
+	for _, tc := range tests {
+		if got := toISO(tc.in); got != tc.want {
+			t.Errorf("toISO(%#v) = %#v, want %#v", tc.in, got, tc.want)
+		}
+	}
+}

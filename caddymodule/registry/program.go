@@ -277,9 +277,12 @@ func toISO(v any) any {
 }
 
 // fromEpoch reads seconds, or milliseconds when the number is too large to
-// be seconds of this era.
+// be seconds of this era. Below 1e8 seconds (March 1973) a number is not a
+// timestamp of anything scraped: a year ("2021"), a count or a 0 meaning
+// unknown; it reads as no time, so the field is left out rather than
+// dated 1970. Both engines call it, so they agree.
 func fromEpoch(f float64) time.Time {
-	if f <= 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+	if f < 1e8 || math.IsNaN(f) || math.IsInf(f, 0) {
 		return time.Time{}
 	}
 	if f > 1e11 {
