@@ -84,7 +84,7 @@ type run struct {
 func (rn *run) fail(f *batchFailure, handles []string) {
 	rn.mu.Lock()
 	if !rn.closed {
-		rn.handles = appendUnique(rn.handles, handles...)
+		rn.handles = sources.MergeHandles(rn.handles, handles...)
 		if rn.failure == nil && rn.actx.Err() == nil {
 			rn.failure = f
 		}
@@ -100,7 +100,7 @@ func (rn *run) succeed(i int, out batchOut, handles []string) {
 	if rn.closed {
 		return
 	}
-	rn.handles = appendUnique(rn.handles, handles...)
+	rn.handles = sources.MergeHandles(rn.handles, handles...)
 	out.done = true
 	rn.outs[i] = out
 }
@@ -409,20 +409,6 @@ func split(inputs []string, size int) [][]string {
 		inputs = inputs[size:]
 	}
 	return append(out, inputs)
-}
-
-// appendUnique appends the values of vals not already in list.
-func appendUnique(list []string, vals ...string) []string {
-next:
-	for _, v := range vals {
-		for _, have := range list {
-			if have == v {
-				continue next
-			}
-		}
-		list = append(list, v)
-	}
-	return list
 }
 
 // joinMsg joins two message parts with "; ", skipping empty ones.

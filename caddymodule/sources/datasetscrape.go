@@ -134,7 +134,7 @@ func (d *DatasetScrape) Do(ctx context.Context, c Call) (*Result, error) {
 
 	var all []string
 	for _, h := range handles {
-		all = appendUnique(all, h...)
+		all = MergeHandles(all, h...)
 	}
 	if firstErr != nil {
 		var e *Error
@@ -175,7 +175,7 @@ func (d *DatasetScrape) scrape(ctx context.Context, scrapeURL string, body []byt
 		if err != nil {
 			return nil, withHandles(err, append([]string{id}, ans.handles...))
 		}
-		r.Handles = appendUnique(append([]string{id}, ans.handles...), r.Handles...)
+		r.Handles = MergeHandles(append([]string{id}, ans.handles...), r.Handles...)
 		return r, nil
 	default:
 		if ans.status >= 200 && ans.status < 300 {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -177,22 +178,21 @@ func runIDHandles(h http.Header) []string {
 		}
 		for _, v := range vals {
 			if v = strings.TrimSpace(v); v != "" {
-				out = appendUnique(out, v)
+				out = MergeHandles(out, v)
 			}
 		}
 	}
 	return out
 }
 
-func appendUnique(list []string, vals ...string) []string {
-next:
-	for _, v := range vals {
-		for _, have := range list {
-			if have == v {
-				continue next
-			}
+// MergeHandles appends the upstream handles of more not already in list,
+// keeping first-seen order: one attempt's calls, or a run's attempts, may
+// report the same run or snapshot id more than once.
+func MergeHandles(list []string, more ...string) []string {
+	for _, v := range more {
+		if !slices.Contains(list, v) {
+			list = append(list, v)
 		}
-		list = append(list, v)
 	}
 	return list
 }
@@ -484,7 +484,7 @@ func malformed(a *answer, err error) *Error {
 func withHandles(err error, handles []string) error {
 	var e *Error
 	if errors.As(err, &e) {
-		e.Handles = appendUnique(append([]string(nil), handles...), e.Handles...)
+		e.Handles = MergeHandles(append([]string(nil), handles...), e.Handles...)
 	}
 	return err
 }
