@@ -24,7 +24,7 @@ type badgerConfig struct {
 // suggested: run documents (tens of KiB) in the value
 // log instead of the LSM tree, and small memtables and block cache.
 var badgerConfigs = []badgerConfig{
-	{"badger defaults + SyncWrites (the store before 9a2dfb8)", func(dir string) bdb.Options {
+	{"badger defaults + SyncWrites (the store before round 2)", func(dir string) bdb.Options {
 		return bdb.DefaultOptions(dir).WithSyncWrites(true).WithLogger(nil).WithMetricsEnabled(false)
 	}},
 	{"ValueThreshold 1 KiB, MemTableSize 16 MiB ×2, BlockCache 32 MiB", func(dir string) bdb.Options {
