@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -18,6 +17,7 @@ import (
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/router"
 	"socialrouter/caddymodule/store"
+	"socialrouter/internal/bufpool"
 )
 
 // newRunID returns "ext_" + a time-sortable ULID.
@@ -201,18 +201,10 @@ func (h *Handler) precheck(ctx context.Context, c *caller, offers []*registry.Of
 	return release, nil
 }
 
-// runBufs holds the buffers stored runs are read into: a run is tens of
-// KB, and a fresh buffer per look-up made the garbage collector the
-// largest cost of GET /v1/extractions/{id}.
-var runBufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
-
-// putRunBuf returns a buffer to runBufs, unless one very large run grew it:
-// the pool would keep that memory for every later look-up.
-func putRunBuf(b *[]byte) {
-	if cap(*b) <= 1<<20 {
-		runBufs.Put(b)
-	}
-}
+// runBufs holds the buffers runs are answered from (stored runs read by
+// GET /v1/extractions/{id}, runs encoded by writeRun): a fresh buffer per
+// look-up made the garbage collector that route's largest cost.
+var runBufs bufpool.Pool
 
 // getRun serves GET /v1/extractions/{id}, scoped to the caller's account.
 func (h *Handler) getRun(w http.ResponseWriter, r *http.Request, id string) {
@@ -228,8 +220,8 @@ func (h *Handler) getRun(w http.ResponseWriter, r *http.Request, id string) {
 		notFound()
 		return
 	}
-	buf := runBufs.Get().(*[]byte)
-	defer putRunBuf(buf)
+	buf := runBufs.Get(0)
+	defer runBufs.Put(buf)
 	b, err := h.app.store.GetRunJSON(r.Context(), (*buf)[:0], c.key.AccountID, id)
 	*buf = b
 	if errors.Is(err, store.ErrNotFound) {

@@ -12,8 +12,8 @@ import (
 func writeRun(w http.ResponseWriter, run *store.Run) {
 	hdr := *run
 	hdr.Data = nil
-	buf := runBufs.Get().(*[]byte)
-	defer putRunBuf(buf)
+	buf := runBufs.Get(0)
+	defer runBufs.Put(buf)
 	out, err := store.AppendRunJSON((*buf)[:0], &hdr, run.Data)
 	*buf = out
 	if err != nil {

@@ -57,11 +57,8 @@ type Result struct {
 // buffer is then left to the garbage collector.
 func (r *Result) Release() {
 	r.Items = nil
-	if b := r.buf; b != nil && cap(*b) <= maxPooledBody {
-		r.buf = nil
-		*b = (*b)[:0]
-		bodyBufs.Put(b)
-	}
+	bodyBufs.Put(r.buf)
+	r.buf = nil
 }
 
 // Outcomes of a failed call, as recorded in a run's attempts.

@@ -17,6 +17,8 @@ import (
 
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
+
+	"socialrouter/internal/bufpool"
 )
 
 // maxBodyBytes bounds one upstream answer so a runaway upstream cannot
@@ -293,12 +295,12 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 	return 0
 }
 
-// bodyBufs holds upstream body buffers between calls: a body is tens of
-// KB, read once, split in place and normalized into fresh records, so the
-// router hands it back (Result.Release) as soon as the records exist.
-var bodyBufs sync.Pool
+// bodyBufs holds upstream body buffers between calls: a body is read once,
+// split in place and normalized into fresh records, so the router hands it
+// back (Result.Release) as soon as the records exist.
+var bodyBufs bufpool.Pool
 
-// maxPooledBody is the largest buffer kept in bodyBufs.
+// maxPooledBody is the largest body read into a pooled buffer.
 const maxPooledBody = 1 << 20
 
 // readBody reads an upstream body of at most maxBodyBytes (one byte more
@@ -314,15 +316,7 @@ func readBody(r io.Reader, contentLength int64) (body []byte, buf *[]byte, err e
 	}
 	need := int(contentLength) + 1 // +1: reach EOF (or see a longer body) in the same read loop
 	if need <= maxPooledBody {
-		if b, _ := bodyBufs.Get().(*[]byte); b != nil && cap(*b) >= need {
-			buf = b
-		} else {
-			if b != nil {
-				bodyBufs.Put(b)
-			}
-			nb := make([]byte, 0, max(need, 64<<10))
-			buf = &nb
-		}
+		buf = bodyBufs.Get(need)
 		body = (*buf)[:need]
 	} else {
 		body = make([]byte, need)

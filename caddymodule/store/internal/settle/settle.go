@@ -10,11 +10,11 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"sync"
 	"time"
 
 	"socialrouter/caddymodule/credits"
 	"socialrouter/caddymodule/store"
+	"socialrouter/internal/bufpool"
 )
 
 // Check rejects a settlement no store could write correctly: no run, a
@@ -90,19 +90,14 @@ type Prepared struct {
 
 // docBufs holds the buffers run documents are rendered into: a document
 // is tens of KB and dead once its transaction has committed.
-var docBufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+var docBufs bufpool.Pool
 
 // Release hands the rendered document's buffer back for reuse. Call it
 // once the transaction that wrote the document has committed (both stores
 // copy a value by then) and Doc is not called again.
 func (p *Prepared) Release() {
-	if b := p.buf; b != nil {
-		p.buf, p.full = nil, nil
-		if cap(*b) <= 1<<20 {
-			*b = (*b)[:0]
-			docBufs.Put(b)
-		}
-	}
+	docBufs.Put(p.buf)
+	p.buf, p.full = nil, nil
 }
 
 // Prepare checks s and renders its run with every record kept.
@@ -115,7 +110,7 @@ func Prepare(s store.Settlement) (*Prepared, error) {
 	if s.Price > 0 && credits.Micros(n) > math.MaxInt64/s.Price {
 		return nil, fmt.Errorf("settling run %s: charge overflows", s.Run.ID)
 	}
-	buf := docBufs.Get().(*[]byte)
+	buf := docBufs.Get(0)
 	full, err := p.render((*buf)[:0], n, credits.Micros(n)*s.Price)
 	if err != nil {
 		return nil, err
