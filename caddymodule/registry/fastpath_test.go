@@ -25,8 +25,8 @@ const (
 )
 
 // fpFixtureDirs hold <source>/<platform>__<service>.json upstream payloads:
-// the shared fixtures and the simulator's embedded copy.
-var fpFixtureDirs = []string{"../../../shared/fixtures/upstream", "../../cmd/upstream-sim/fixtures"}
+// the simulator's copy of the shared fixtures (TestFixturesMatchShared).
+var fpFixtureDirs = []string{fixturesDir}
 
 // fpExtra feeds fixtures to offers whose service has none of its own name.
 var fpExtra = map[string][]string{

@@ -14,13 +14,35 @@ import (
 	"testing"
 )
 
-// The fixtures under shared/fixtures/upstream are real (or documented)
-// upstream payloads, one file per <source>/<platform>__<service>.json. Every
-// one goes through the normalizer of each offer of its source that serves
-// that service; every record must validate against the service's record
-// definition.
+// The fixtures are real (or documented) upstream payloads, one file per
+// <source>/<platform>__<service>.json: shared/fixtures/upstream, as the
+// simulator embeds them (TestFixturesMatchShared keeps the copy in step).
+// Reading the in-repository copy means a clone without shared/ beside it
+// runs these tests instead of skipping them. Every fixture goes through the
+// normalizer of each offer of its source that serves that service; every
+// record must validate against the service's record definition.
 
-const fixturesDir = "../../../shared/fixtures/upstream"
+const fixturesDir = "../../cmd/upstream-sim/fixtures"
+
+// sharedFixturesDir is where the fixtures come from, when it is there.
+const sharedFixturesDir = "../../../shared/fixtures/upstream"
+
+// TestFixturesMatchShared checks that the simulator's copies are the
+// shared fixtures, byte for byte, when shared/ sits beside the repository.
+func TestFixturesMatchShared(t *testing.T) {
+	shared, _ := filepath.Glob(filepath.Join(sharedFixturesDir, "*", "*.json"))
+	if len(shared) == 0 {
+		t.Skipf("no shared fixtures at %s: nothing to compare the simulator's copies with", sharedFixturesDir)
+	}
+	for _, p := range shared {
+		rel, _ := filepath.Rel(sharedFixturesDir, p)
+		want, _ := os.ReadFile(p)
+		got, err := os.ReadFile(filepath.Join(fixturesDir, rel))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: the simulator's copy differs from shared/ (copy it over): %v", rel, err)
+		}
+	}
+}
 
 const fixtureNow = "2026-01-02T03:04:05.000Z"
 
