@@ -4,11 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"socialrouter/caddymodule/runs"
 	"strings"
 	"testing"
 	"time"
-
-	"socialrouter/caddymodule/store"
 )
 
 func TestPercentile(t *testing.T) {
@@ -98,8 +97,8 @@ func TestSpliceRunMatchesEncodingJSON(t *testing.T) {
 		{json.RawMessage(`{"a":1}`), json.RawMessage(`{"b":"x\u0026y"}`)},
 		{},
 	} {
-		run := &store.Run{ID: "ext_1", Status: "completed", URL: "https://e/x", Data: data, CreatedAt: now, CompletedAt: now,
-			Pagination: store.Pagination{Total: len(data), Returned: len(data)}}
+		run := &runs.Run{ID: "ext_1", Status: "completed", URL: "https://e/x", Data: data, CreatedAt: now, CompletedAt: now,
+			Pagination: runs.Pagination{Total: len(data), Returned: len(data)}}
 		want, err := json.Marshal(run)
 		if err != nil {
 			t.Fatal(err)

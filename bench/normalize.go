@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"socialrouter/caddymodule/registry"
-	"socialrouter/caddymodule/store"
+	"socialrouter/caddymodule/runs"
 	"socialrouter/cmd/upstream-sim/sim"
 )
 
@@ -134,13 +134,13 @@ func (rep *report) experiments(ctx context.Context, cfg *config) error {
 
 	// The run answer: encoding/json re-validates and compacts every
 	// json.RawMessage record; the records are compact JSON already.
-	var run store.Run
+	var run runs.Run
 	var recs []json.RawMessage
 	for range 10 {
 		recs = append(recs, json.RawMessage(want))
 	}
-	run = store.Run{ID: "ext_01kbench", Status: "completed", Platform: "pro_net", Service: "profile.info", URL: input,
-		ServedBy: "source_b/pro_net", Data: recs, Pagination: store.Pagination{Total: 10, Returned: 10},
+	run = runs.Run{ID: "ext_01kbench", Status: "completed", Platform: "pro_net", Service: "profile.info", URL: input,
+		ServedBy: "source_b/pro_net", Data: recs, Pagination: runs.Pagination{Total: 10, Returned: 10},
 		CreatedAt: time.Now().UTC(), CompletedAt: time.Now().UTC()}
 	marshal := func() ([]byte, error) { return json.Marshal(&run) }
 	splice := func() ([]byte, error) { return spliceRun(&run) }
@@ -159,7 +159,7 @@ func (rep *report) experiments(ctx context.Context, cfg *config) error {
 	// GET /v1/extractions/{id}: the stored document is decoded into a Run
 	// and encoded again; it could be written as stored.
 	type storedRun struct {
-		store.Run
+		runs.Run
 		AccountID string `json:"account_id"`
 		KeyID     string `json:"key_id,omitempty"`
 	}
@@ -247,7 +247,7 @@ func pruneNulls(v any) any {
 
 // spliceRun renders a run as encoding/json does, but appends the records
 // as they are instead of re-validating each.
-func spliceRun(run *store.Run) ([]byte, error) {
+func spliceRun(run *runs.Run) ([]byte, error) {
 	head := *run
 	head.Data = nil
 	b, err := json.Marshal(&head)

@@ -17,6 +17,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
 	"socialrouter/caddymodule/store/badger"
 	"socialrouter/caddymodule/store/postgres"
@@ -87,12 +88,12 @@ func (st *settleSetup) settleOnce(ctx context.Context, account string) error {
 		data[i] = settleRecord
 	}
 	id := "ext_" + strings.ToLower(ulid.MustNew(ulid.Timestamp(now), rand.Reader).String())
-	run := &store.Run{
+	run := &runs.Run{
 		ID: id, Status: "completed", Platform: "pro_net", Service: "profile.info",
 		URL: "https://www.linkedin.com/in/rbranson", ServedBy: "source_b/pro_net",
-		Data: data, Pagination: store.Pagination{Total: settleRecords},
+		Data: data, Pagination: runs.Pagination{Total: settleRecords},
 		CreatedAt: now, CompletedAt: now,
-		Attempts:  []store.Attempt{{Offer: "source_b/pro_net", Outcome: "ok", Status: 200, DurationMS: 3, Records: settleRecords}},
+		Attempts:  []runs.Attempt{{Offer: "source_b/pro_net", Outcome: "ok", Status: 200, DurationMS: 3, Records: settleRecords}},
 		AccountID: account, KeyID: "key_" + account,
 	}
 	res, err := st.s.Settle(ctx, store.Settlement{Run: run, Price: settlePrice, Offer: "source_b/pro_net", Platform: "pro_net", Now: now})

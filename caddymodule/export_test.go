@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
 	badgerstore "socialrouter/caddymodule/store/badger"
 	pgstore "socialrouter/caddymodule/store/postgres"
@@ -73,7 +74,7 @@ func seedExportStore(t *testing.T, s store.Store) exportFixture {
 			}
 		}
 	}
-	run := &store.Run{ID: "ext_1", Status: "completed", AccountID: "acme", KeyID: f.limited,
+	run := &runs.Run{ID: "ext_1", Status: "completed", AccountID: "acme", KeyID: f.limited,
 		Data: []json.RawMessage{[]byte(`{"a":1}`), []byte(`{"a":2}`)}}
 	if _, err := s.Settle(ctx, store.Settlement{Run: run, Price: 1725, Offer: "o", Platform: "p", Now: exportBase}); err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"socialrouter/caddymodule/credits"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/router"
+	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
 	"socialrouter/internal/bufpool"
 )
@@ -56,7 +57,7 @@ func (h *Handler) extract(w http.ResponseWriter, r *http.Request, platform, serv
 	defer release()
 
 	now := time.Now().UTC()
-	run := &store.Run{
+	run := &runs.Run{
 		ID:        newRunID(now),
 		Platform:  svc.Platform,
 		Service:   svc.Name,
@@ -77,7 +78,7 @@ func (h *Handler) extract(w http.ResponseWriter, r *http.Request, platform, serv
 }
 
 // finish settles a routed run (success or failure) and answers.
-func (h *Handler) finish(w http.ResponseWriter, r *http.Request, run *store.Run, res *router.Result, err error, platform string) {
+func (h *Handler) finish(w http.ResponseWriter, r *http.Request, run *runs.Run, res *router.Result, err error, platform string) {
 	run.CompletedAt = time.Now().UTC()
 	// Settle even if the client went away: the upstream work is done and the
 	// run must not be lost.
@@ -87,14 +88,14 @@ func (h *Handler) finish(w http.ResponseWriter, r *http.Request, run *store.Run,
 		if !errors.As(err, &f) {
 			f = &router.Failure{Status: http.StatusBadGateway, Code: "provider_error", Type: typeProvider, Message: err.Error()}
 		}
-		run.Status = "failed"
-		run.Error = &store.RunError{Code: f.Code, Type: f.Type, Message: f.Message}
+		run.Status = runs.StatusFailed
+		run.Error = &runs.RunError{Code: f.Code, Type: f.Type, Message: f.Message}
 		run.Attempts = f.Attempts
 		offer := ""
 		if f.Offer != nil {
 			offer = f.Offer.ID
 			run.ServedBy = f.Offer.ID
-			if run.Kind == "search" {
+			if run.Kind == runs.KindSearch {
 				run.Provider = f.Offer.Source.ID
 			}
 		}
@@ -106,9 +107,9 @@ func (h *Handler) finish(w http.ResponseWriter, r *http.Request, run *store.Run,
 		e.write(w)
 		return
 	}
-	run.Status = "completed"
+	run.Status = runs.StatusCompleted
 	run.ServedBy = res.Offer.ID
-	if run.Kind == "search" {
+	if run.Kind == runs.KindSearch {
 		run.Provider = res.Offer.Source.ID
 		run.ServedBy = ""
 	}
@@ -132,9 +133,9 @@ func (h *Handler) finish(w http.ResponseWriter, r *http.Request, run *store.Run,
 	writeRun(w, run)
 }
 
-func nonNilAttempts(a []store.Attempt) []store.Attempt {
+func nonNilAttempts(a []runs.Attempt) []runs.Attempt {
 	if a == nil {
-		return []store.Attempt{}
+		return []runs.Attempt{}
 	}
 	return a
 }

@@ -4,27 +4,26 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"reflect"
+	"socialrouter/caddymodule/runs"
 	"testing"
 	"time"
-
-	"socialrouter/caddymodule/store"
 )
 
 func TestWriteRunMatchesEncodingJSON(t *testing.T) {
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name string
-		run  store.Run
+		run  runs.Run
 	}{
-		{"records", store.Run{ID: "ext_1", Status: "completed", Platform: "pro_net", Service: "company.info",
+		{"records", runs.Run{ID: "ext_1", Status: "completed", Platform: "pro_net", Service: "company.info",
 			URL: `https://x.example/"data":null,`, ServedBy: "source_b/pro_net", CreditsUsed: 3450,
 			Data:       []json.RawMessage{json.RawMessage(`{"name":"A & B <c>"}`), json.RawMessage(`{"n":1}`)},
-			Pagination: store.Pagination{Total: 2, Returned: 2}, CreatedAt: now, CompletedAt: now}},
-		{"empty", store.Run{ID: "ext_2", Status: "failed", Data: []json.RawMessage{}, CreatedAt: now, CompletedAt: now,
-			Error: &store.RunError{Code: "provider_error", Type: "provider", Message: "m"}}},
-		{"search", store.Run{ID: "ext_3", Kind: "search", Status: "completed", Queries: []string{"q"},
+			Pagination: runs.Pagination{Total: 2, Returned: 2}, CreatedAt: now, CompletedAt: now}},
+		{"empty", runs.Run{ID: "ext_2", Status: "failed", Data: []json.RawMessage{}, CreatedAt: now, CompletedAt: now,
+			Error: &runs.RunError{Code: "provider_error", Type: "provider", Message: "m"}}},
+		{"search", runs.Run{ID: "ext_3", Kind: "search", Status: "completed", Queries: []string{"q"},
 			Data: []json.RawMessage{json.RawMessage(`{"a":[1,2]}`)}, CreatedAt: now, CompletedAt: now,
-			Pagination: store.Pagination{NextCursor: json.RawMessage(`null`)}}},
+			Pagination: runs.Pagination{NextCursor: json.RawMessage(`null`)}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -45,7 +44,7 @@ func TestWriteRunMatchesEncodingJSON(t *testing.T) {
 
 func BenchmarkWriteRun(b *testing.B) {
 	rec := json.RawMessage(`{"name":"Richard Branson","profile_url":"https://www.linkedin.com/in/rbranson","source":"pro_net","extracted_at":"2026-11-21T12:00:00.000Z","about":"` + string(make([]byte, 0)) + `Founder of Virgin Group","follower_count":19000000}`)
-	run := store.Run{ID: "ext_1", Status: "completed", CreatedAt: time.Now(), CompletedAt: time.Now()}
+	run := runs.Run{ID: "ext_1", Status: "completed", CreatedAt: time.Now(), CompletedAt: time.Now()}
 	for range 10 {
 		run.Data = append(run.Data, rec)
 	}

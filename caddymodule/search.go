@@ -10,7 +10,7 @@ import (
 
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/router"
-	"socialrouter/caddymodule/store"
+	"socialrouter/caddymodule/runs"
 )
 
 // searchFields are the top-level keys of a search body.
@@ -147,8 +147,8 @@ func (h *Handler) search(w http.ResponseWriter, r *http.Request) {
 	defer release()
 
 	now := time.Now().UTC()
-	run := &store.Run{
-		ID: newRunID(now), Kind: "search", Source: svc.Platform, Type: svc.Name, URL: "",
+	run := &runs.Run{
+		ID: newRunID(now), Kind: runs.KindSearch, Source: svc.Platform, Type: svc.Name, URL: "",
 		Queries: queries, CreatedAt: now, AccountID: c.key.AccountID, KeyID: c.key.ID, Data: []json.RawMessage{},
 	}
 	req := router.Request{

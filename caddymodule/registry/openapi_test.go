@@ -18,7 +18,7 @@ import (
 	"socialrouter/caddymodule/credits"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/registry/openapitest"
-	"socialrouter/caddymodule/store"
+	"socialrouter/caddymodule/runs"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/openapi.golden.json")
@@ -515,14 +515,14 @@ func TestOpenAPIRequestBodies(t *testing.T) {
 }
 
 // sampleRun is an extract run of s as the HTTP layer renders it.
-func sampleRun(s *registry.Service, data ...json.RawMessage) store.Run {
+func sampleRun(s *registry.Service, data ...json.RawMessage) runs.Run {
 	at := time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC)
-	run := store.Run{
+	run := runs.Run{
 		ID: "ext_01HX0000000000000000000000", Status: "completed", Platform: s.Platform, Service: s.Name,
 		URL: s.Accepts[0].Example, CreditsUsed: credits.Micros(1725) * credits.Micros(len(data)),
-		Data: data, Pagination: store.Pagination{Total: len(data), Returned: len(data)},
+		Data: data, Pagination: runs.Pagination{Total: len(data), Returned: len(data)},
 		CreatedAt: at, CompletedAt: at.Add(1500 * time.Millisecond),
-		Attempts: []store.Attempt{{Offer: s.LiveOffers()[0].ID, Outcome: "ok", Status: 200, DurationMS: 812, Handles: []string{"s_1"}, Records: len(data)}},
+		Attempts: []runs.Attempt{{Offer: s.LiveOffers()[0].ID, Outcome: "ok", Status: 200, DurationMS: 812, Handles: []string{"s_1"}, Records: len(data)}},
 	}
 	if run.Data == nil {
 		run.Data = []json.RawMessage{}
@@ -537,7 +537,7 @@ func sampleRun(s *registry.Service, data ...json.RawMessage) store.Run {
 }
 
 // sampleSearchRun is a search run of s.
-func sampleSearchRun(s *registry.Service, data ...json.RawMessage) store.Run {
+func sampleSearchRun(s *registry.Service, data ...json.RawMessage) runs.Run {
 	run := sampleRun(s, data...)
 	run.Kind, run.Platform, run.Service, run.ServedBy = "search", "", "", ""
 	run.Source, run.Type, run.URL, run.Provider = s.Platform, s.Name, "", s.LiveOffers()[0].Source.ID
@@ -586,7 +586,7 @@ func TestOpenAPIResponses(t *testing.T) {
 		"employees": [{"name": "Ada", "title": null}, {"name": "Bob", "title": "CTO"}], "investors": ["x", {"y": 1}]}`)
 	failed := sampleRun(company)
 	failed.Status, failed.CreditsUsed = "failed", 0
-	failed.Error = &store.RunError{Code: "provider_error", Type: "provider", Message: "every offer failed"}
+	failed.Error = &runs.RunError{Code: "provider_error", Type: "provider", Message: "every offer failed"}
 	failedNoError := failed
 	failedNoError.Error = nil
 	wrongPlatform := sampleRun(company, companyRec)

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"socialrouter/caddymodule/registry"
+	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/sources"
-	"socialrouter/caddymodule/store"
 )
 
 // abandonGrace is how long an attempt whose context ended still waits for
@@ -23,7 +23,7 @@ const abandonGrace = time.Second
 // attempt is the outcome of one offer attempt.
 type attempt struct {
 	offer *registry.Offer
-	rec   store.Attempt
+	rec   runs.Attempt
 	// ok: served; records (limit applied) and total are set.
 	ok      bool
 	records []json.RawMessage
@@ -141,7 +141,7 @@ func (w *watchdog) watch(ctx context.Context, cancel context.CancelCauseFunc, st
 // attempt runs one offer over all the call's inputs.
 func (r *Router) attempt(ctx context.Context, o *registry.Offer, req Request, nowISO string) *attempt {
 	start := time.Now()
-	a := &attempt{offer: o, rec: store.Attempt{Offer: o.ID}}
+	a := &attempt{offer: o, rec: runs.Attempt{Offer: o.ID}}
 	defer func() { a.rec.DurationMS = time.Since(start).Milliseconds() }()
 
 	client := r.clients[o.Source.ID]

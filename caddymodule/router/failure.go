@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"socialrouter/caddymodule/registry"
+	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/sources"
-	"socialrouter/caddymodule/store"
 )
 
 // Failure is a call that no offer served. It carries everything the caller
@@ -28,7 +28,7 @@ type Failure struct {
 	// none was.
 	Offer *registry.Offer
 	// Attempts trace the walk.
-	Attempts []store.Attempt
+	Attempts []runs.Attempt
 
 	cause error
 }

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"socialrouter/caddymodule/registry"
+	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/sources"
-	"socialrouter/caddymodule/store"
 )
 
 // testCUE declares a tiny registry: profile.info (per_call) with two live
@@ -249,7 +249,7 @@ func names(t *testing.T, recs []json.RawMessage) []string {
 }
 
 // outcomes returns "<offer>:<outcome>" for every attempt.
-func outcomes(as []store.Attempt) []string {
+func outcomes(as []runs.Attempt) []string {
 	out := make([]string, len(as))
 	for i, a := range as {
 		out[i] = a.Offer + ":" + a.Outcome

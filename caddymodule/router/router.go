@@ -20,8 +20,8 @@ import (
 	"go.uber.org/zap"
 
 	"socialrouter/caddymodule/registry"
+	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/sources"
-	"socialrouter/caddymodule/store"
 )
 
 // Defaults of Config.
@@ -178,7 +178,7 @@ type Result struct {
 	// Total is the number of records produced before the limit.
 	Total int
 	// Attempts trace the walk, the serving attempt last.
-	Attempts []store.Attempt
+	Attempts []runs.Attempt
 	// More reports that some input (or the call) filled its whole window,
 	// so a next page may exist.
 	More bool
@@ -246,7 +246,7 @@ type walk struct {
 	req      Request
 	nowISO   string
 	pinned   bool
-	attempts []store.Attempt
+	attempts []runs.Attempt
 	tried    []*attempt
 	skipped  int
 }
@@ -258,7 +258,7 @@ func (w *walk) skip(o *registry.Offer) {
 		msg = "skipped: source marked down by an operator"
 	}
 	w.skipped++
-	w.attempts = append(w.attempts, store.Attempt{Offer: o.ID, Outcome: OutcomeCircuitOpen, Message: msg})
+	w.attempts = append(w.attempts, runs.Attempt{Offer: o.ID, Outcome: OutcomeCircuitOpen, Message: msg})
 	w.r.logger.Debug("offer skipped", zap.String("service", w.req.Service.Key), zap.String("offer", o.ID))
 }
 

@@ -7,11 +7,11 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
 	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/runs"
 )
 
 // Errors every implementation returns (wrapped or bare; test with errors.Is).
@@ -54,67 +54,11 @@ type Key struct {
 	CreditLimit *CreditLimit `json:"credit_limit,omitempty"`
 }
 
-// Pagination of a run.
-type Pagination struct {
-	Total    int `json:"total"`
-	Returned int `json:"returned"`
-	// NextCursor is set on search runs only: a JSON string, or the literal
-	// null when there is no next page (so it renders as null, not absent).
-	NextCursor json.RawMessage `json:"next_cursor,omitempty"`
-}
-
-// Attempt is one offer attempt of a run, for tracing paid upstream work.
-type Attempt struct {
-	Offer      string `json:"offer"`
-	Outcome    string `json:"outcome"`
-	Status     int    `json:"status,omitempty"`
-	DurationMS int64  `json:"duration_ms"`
-	// Handles are upstream run or snapshot ids of the attempt's calls.
-	Handles []string `json:"handles,omitempty"`
-	Message string   `json:"message,omitempty"`
-	Records int      `json:"records,omitempty"`
-}
-
-// RunError is the error of a failed run.
-type RunError struct {
-	Code    string `json:"code"`
-	Type    string `json:"type"`
-	Message string `json:"message"`
-}
-
-// Run is the stored result of one call; its JSON form is the Run (or Search
-// run) of the API.
-type Run struct {
-	ID       string `json:"id"`
-	Kind     string `json:"kind,omitempty"` // "search" for search runs
-	Status   string `json:"status"`         // "completed" or "failed"
-	Platform string `json:"platform,omitempty"`
-	Service  string `json:"service,omitempty"`
-	// Source and Type are set on search runs.
-	Source      string            `json:"source,omitempty"`
-	Type        string            `json:"type,omitempty"`
-	URL         string            `json:"url"`
-	Queries     []string          `json:"queries,omitempty"`
-	ServedBy    string            `json:"served_by,omitempty"`
-	Provider    string            `json:"provider,omitempty"`
-	CreditsUsed credits.Micros    `json:"credits_used"`
-	Data        []json.RawMessage `json:"data"`
-	Pagination  Pagination        `json:"pagination"`
-	CreatedAt   time.Time         `json:"created_at"`
-	CompletedAt time.Time         `json:"completed_at"`
-	Error       *RunError         `json:"error,omitempty"`
-	Attempts    []Attempt         `json:"attempts,omitempty"`
-
-	// AccountID and KeyID scope the run; they are stored but never rendered.
-	AccountID string `json:"-"`
-	KeyID     string `json:"-"`
-}
-
 // Settlement is the input of Settle.
 type Settlement struct {
 	// Run is the run to store. Settle truncates Run.Data to what the balance
 	// pays for, and sets Run.CreditsUsed and Run.Pagination.Returned.
-	Run *Run
+	Run *runs.Run
 	// Price is the price of one record of the serving offer (0 for a failed
 	// run, which is stored with no charge).
 	Price credits.Micros
@@ -181,7 +125,7 @@ type Store interface {
 	Settle(ctx context.Context, s Settlement) (SettleResult, error)
 	// GetRun returns a run of the account; ErrNotFound for an unknown id or
 	// another account's run.
-	GetRun(ctx context.Context, accountID, runID string) (Run, error)
+	GetRun(ctx context.Context, accountID, runID string) (runs.Run, error)
 	// GetRunJSON appends to dst a run of the account in its API form, the
 	// answer of GET /v1/extractions/{id}: the JSON of the Run GetRun
 	// returns (so without the account and key ids). Implementations serve

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
 	"socialrouter/caddymodule/store/badger"
 	"socialrouter/caddymodule/store/storetest"
@@ -45,7 +46,7 @@ func TestReopen(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	run := &store.Run{ID: "ext_1", Status: "completed", AccountID: "acme", KeyID: "key_1",
+	run := &runs.Run{ID: "ext_1", Status: "completed", AccountID: "acme", KeyID: "key_1",
 		Data: []json.RawMessage{json.RawMessage(`{"a":1}`), json.RawMessage(`{"a":2}`)}}
 	res, err := s.Settle(ctx, store.Settlement{Run: run, Price: 1725, Offer: "o", Platform: "p", Now: now})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	bdb "github.com/dgraph-io/badger/v4"
 
 	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
 	"socialrouter/caddymodule/store/storetest"
 )
@@ -258,7 +259,7 @@ func TestBalanceNeverStale(t *testing.T) {
 			for range 40 {
 				i := seq.Add(1)
 				n := (c + int(i)) % accounts
-				run := &store.Run{ID: fmt.Sprint("ext_", i), Status: "completed", AccountID: fmt.Sprint("acct_", n),
+				run := &runs.Run{ID: fmt.Sprint("ext_", i), Status: "completed", AccountID: fmt.Sprint("acct_", n),
 					Data: []json.RawMessage{json.RawMessage(`{"a":1}`), json.RawMessage(`{"a":2}`)}}
 				res, err := s.Settle(ctx, store.Settlement{Run: run, Price: price, Offer: "o", Platform: "p", Now: t0})
 				if err != nil {
@@ -341,7 +342,7 @@ func TestBalanceCacheWrites(t *testing.T) {
 		t.Fatal("overdrawing AddCredits succeeded")
 	}
 	check(t, "a refused AddCredits")
-	run := &store.Run{ID: "ext_1", Status: "completed", AccountID: "acme", Data: []json.RawMessage{json.RawMessage(`{}`)}}
+	run := &runs.Run{ID: "ext_1", Status: "completed", AccountID: "acme", Data: []json.RawMessage{json.RawMessage(`{}`)}}
 	if _, err := s.Settle(ctx, store.Settlement{Run: run, Price: 30, Offer: "o", Platform: "p", Now: t0}); err != nil {
 		t.Fatal(err)
 	}

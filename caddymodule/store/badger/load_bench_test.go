@@ -19,6 +19,7 @@ import (
 	bdb "github.com/dgraph-io/badger/v4"
 
 	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
 	"socialrouter/caddymodule/store/badger"
 )
@@ -53,18 +54,18 @@ var optionSets = []struct {
 }
 
 // docRun builds a completed 10-record run on an account.
-func docRun(id, account string) *store.Run {
+func docRun(id, account string) *runs.Run {
 	data := make([]json.RawMessage, docRecords)
 	for i := range data {
 		data[i] = docRecord
 	}
 	now := time.Now().UTC()
-	return &store.Run{
+	return &runs.Run{
 		ID: id, Status: "completed", Platform: "pro_net", Service: "profile.info",
 		URL: "https://www.linkedin.com/in/rbranson", ServedBy: "source_b/pro_net", Provider: "source_b",
-		Data: data, Pagination: store.Pagination{Total: docRecords},
+		Data: data, Pagination: runs.Pagination{Total: docRecords},
 		CreatedAt: now, CompletedAt: now,
-		Attempts:  []store.Attempt{{Offer: "source_b/pro_net", Outcome: "ok", Status: 200, DurationMS: 3, Records: docRecords}},
+		Attempts:  []runs.Attempt{{Offer: "source_b/pro_net", Outcome: "ok", Status: 200, DurationMS: 3, Records: docRecords}},
 		AccountID: account, KeyID: "key_" + account,
 	}
 }

@@ -12,6 +12,7 @@ import (
 	bdb "github.com/dgraph-io/badger/v4"
 
 	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
 	"socialrouter/caddymodule/store/internal/settle"
 )
@@ -306,12 +307,12 @@ func readUsage(txn *bdb.Txn, key []byte) (store.UsageRow, error) {
 
 // GetRun returns a run of the account; ErrNotFound for an unknown id or
 // another account's run.
-func (s *Store) GetRun(ctx context.Context, accountID, runID string) (store.Run, error) {
+func (s *Store) GetRun(ctx context.Context, accountID, runID string) (runs.Run, error) {
 	if err := ctx.Err(); err != nil {
-		return store.Run{}, err
+		return runs.Run{}, err
 	}
 	if !settle.ValidID(accountID) || !settle.ValidID(runID) {
-		return store.Run{}, fmt.Errorf("getting run %q: %w", runID, store.ErrNotFound)
+		return runs.Run{}, fmt.Errorf("getting run %q: %w", runID, store.ErrNotFound)
 	}
 	var doc []byte
 	err := s.db.View(func(txn *bdb.Txn) (err error) {
@@ -319,7 +320,7 @@ func (s *Store) GetRun(ctx context.Context, accountID, runID string) (store.Run,
 		return err
 	})
 	if err != nil {
-		return store.Run{}, fmt.Errorf("getting run %s: %w", runID, err)
+		return runs.Run{}, fmt.Errorf("getting run %s: %w", runID, err)
 	}
 	s.trim.note(len(doc))
 	return settle.DecodeRun(doc)

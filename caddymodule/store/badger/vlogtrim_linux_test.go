@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
 )
 
@@ -41,13 +42,13 @@ func vlogResident(t *testing.T, dir string) uint64 {
 }
 
 // bigRun is a run whose document (about 30 KiB) goes to the value log.
-func bigRun(i int) *store.Run {
+func bigRun(i int) *runs.Run {
 	rec := json.RawMessage(`{"about":"` + strings.Repeat(strconv.Itoa(i%10), 3000) + `"}`)
 	data := make([]json.RawMessage, 10)
 	for j := range data {
 		data[j] = rec
 	}
-	return &store.Run{ID: fmt.Sprint("ext_", i), Status: "completed", AccountID: "acme", KeyID: "key_1", Data: data}
+	return &runs.Run{ID: fmt.Sprint("ext_", i), Status: "completed", AccountID: "acme", KeyID: "key_1", Data: data}
 }
 
 // TestVlogTrim checks that trimming drops the value log's pages from the
@@ -76,7 +77,7 @@ func TestVlogTrim(t *testing.T) {
 	}
 	check := func(s *Store, n int) error {
 		for i := range n {
-			want, err := json.Marshal(func() store.Run { r := *bigRun(i); r.CreditsUsed = 10; r.Pagination.Returned = 10; return r }())
+			want, err := json.Marshal(func() runs.Run { r := *bigRun(i); r.CreditsUsed = 10; r.Pagination.Returned = 10; return r }())
 			if err != nil {
 				return err
 			}

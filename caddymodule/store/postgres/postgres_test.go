@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
 	"socialrouter/caddymodule/store/postgres"
 	"socialrouter/caddymodule/store/storetest"
@@ -182,7 +183,7 @@ func TestTwoNodesNeverOverdraw(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			run := &store.Run{ID: fmt.Sprintf("ext_%d", i), Status: "completed", AccountID: "acme",
+			run := &runs.Run{ID: fmt.Sprintf("ext_%d", i), Status: "completed", AccountID: "acme",
 				Data: []json.RawMessage{[]byte(`{"a":1}`), []byte(`{"a":2}`), []byte(`{"a":3}`)}}
 			results[i], errs[i] = nodes[i%2].Settle(t.Context(), store.Settlement{Run: run, Price: price, Offer: "o", Platform: "p", Now: now})
 		}()
@@ -238,7 +239,7 @@ func TestSettleGroups(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			run := &store.Run{ID: fmt.Sprintf("ext_group_%02d", i), Status: "completed", AccountID: account(i),
+			run := &runs.Run{ID: fmt.Sprintf("ext_group_%02d", i), Status: "completed", AccountID: account(i),
 				CreatedAt: now, CompletedAt: now, Data: []json.RawMessage{json.RawMessage(`{"i":1}`)}}
 			results[i], errs[i] = s.Settle(ctx, store.Settlement{Run: run, Price: price, Offer: "o", Platform: "p", Now: now})
 		}()

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
 	"socialrouter/caddymodule/store/internal/settle"
 )
@@ -121,14 +122,14 @@ RETURNING balance`, run.AccountID, int64(charged)).QueryRow(func(row pgx.Row) er
 
 // GetRun returns a run of the account; ErrNotFound for an unknown id or
 // another account's run.
-func (s *Store) GetRun(ctx context.Context, accountID, runID string) (store.Run, error) {
+func (s *Store) GetRun(ctx context.Context, accountID, runID string) (runs.Run, error) {
 	var doc []byte
 	err := s.pool.QueryRow(ctx, `SELECT doc FROM runs WHERE id = $1 AND account_id = $2`, runID, accountID).Scan(&doc)
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = store.ErrNotFound
 	}
 	if err != nil {
-		return store.Run{}, fmt.Errorf("getting run %s: %w", runID, err)
+		return runs.Run{}, fmt.Errorf("getting run %s: %w", runID, err)
 	}
 	return settle.DecodeRun(doc)
 }

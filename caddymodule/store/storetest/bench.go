@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
 )
 
@@ -50,8 +51,8 @@ func BenchSettle(b *testing.B, open func(b *testing.B) store.Store) {
 						if i > int64(b.N) {
 							return
 						}
-						run := &store.Run{ID: "ext_" + strconv.FormatInt(i, 10), Status: "completed", AccountID: account, KeyID: "key_" + account,
-							Data: append([]json.RawMessage(nil), data...), Pagination: store.Pagination{Total: len(data)}}
+						run := &runs.Run{ID: "ext_" + strconv.FormatInt(i, 10), Status: "completed", AccountID: account, KeyID: "key_" + account,
+							Data: append([]json.RawMessage(nil), data...), Pagination: runs.Pagination{Total: len(data)}}
 						if _, err := s.Settle(ctx, store.Settlement{Run: run, Price: 1725, Offer: "source_b/pro_net", Platform: "pro_net", Now: time.Now()}); err != nil {
 							b.Error(err)
 							return

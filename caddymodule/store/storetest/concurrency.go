@@ -7,24 +7,25 @@ import (
 	"testing"
 
 	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
 )
 
 // settled is one concurrent Settle's outcome.
 type settled struct {
-	run *store.Run
+	run *runs.Run
 	n   int // records produced
 	res store.SettleResult
 	err error
 }
 
 // settleAll runs the settlements concurrently, released together.
-func settleAll(t *testing.T, s store.Store, runs []*store.Run, p credits.Micros) []settled {
+func settleAll(t *testing.T, s store.Store, rs []*runs.Run, p credits.Micros) []settled {
 	t.Helper()
-	out := make([]settled, len(runs))
+	out := make([]settled, len(rs))
 	start := make(chan struct{})
 	var wg sync.WaitGroup
-	for i, r := range runs {
+	for i, r := range rs {
 		out[i] = settled{run: r, n: len(r.Data)}
 		wg.Add(1)
 		go func() {
@@ -72,13 +73,13 @@ func testConcurrentOverdraw(t *testing.T, open func(t *testing.T) store.Store) {
 	start := 100*price + price/2 // pays for exactly 100 records
 	mustAccount(t, s, "acme", start)
 	k := mustKey(t, s, "key_1", "acme")
-	runs := make([]*store.Run, 64)
+	batch := make([]*runs.Run, 64)
 	demand := 0
-	for i := range runs {
-		runs[i] = newRun("acme", k.ID, 1+i%7)
+	for i := range batch {
+		batch[i] = newRun("acme", k.ID, 1+i%7)
 		demand += 1 + i%7
 	}
-	out := settleAll(t, s, runs, price)
+	out := settleAll(t, s, batch, price)
 	records, charged, stored := checkSettled(t, s, out, price)
 
 	final := balanceOf(t, s, "acme")
@@ -109,13 +110,13 @@ func testConcurrentOneAccount(t *testing.T, open func(t *testing.T) store.Store)
 	start := cr(50)
 	mustAccount(t, s, "acme", start)
 	k := mustKey(t, s, "key_1", "acme")
-	runs := make([]*store.Run, 32)
+	batch := make([]*runs.Run, 32)
 	demand := 0
-	for i := range runs {
-		runs[i] = newRun("acme", k.ID, 1+i%5)
+	for i := range batch {
+		batch[i] = newRun("acme", k.ID, 1+i%5)
 		demand += 1 + i%5
 	}
-	out := settleAll(t, s, runs, price)
+	out := settleAll(t, s, batch, price)
 	records, charged, stored := checkSettled(t, s, out, price)
 	if records != demand || charged != credits.Micros(demand)*price {
 		t.Errorf("charged %d records (%s), want all %d", records, charged, demand)
@@ -213,22 +214,22 @@ func testConcurrentSomeFail(t *testing.T, open func(t *testing.T) store.Store) {
 	taken := newRun("acme", "", 1)
 	first := mustSettle(t, s, settlement(taken, price, base))
 
-	runs := make([]*store.Run, 32)
+	batch := make([]*runs.Run, 32)
 	want := make([]error, 32)
-	for i := range runs {
+	for i := range batch {
 		switch i % 4 {
 		case 0:
-			runs[i] = newRun("nobody", "", 2)
+			batch[i] = newRun("nobody", "", 2)
 			want[i] = store.ErrNotFound
 		case 1:
-			runs[i] = newRun("acme", "", 2)
-			runs[i].ID = taken.ID
+			batch[i] = newRun("acme", "", 2)
+			batch[i].ID = taken.ID
 			want[i] = store.ErrExists
 		default:
-			runs[i] = newRun("acme", "", 2)
+			batch[i] = newRun("acme", "", 2)
 		}
 	}
-	out := settleAll(t, s, runs, price)
+	out := settleAll(t, s, batch, price)
 	var charged credits.Micros
 	for i, o := range out {
 		if !errors.Is(o.err, want[i]) || (want[i] == nil) != (o.err == nil) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
 )
 
@@ -84,30 +85,30 @@ func testRunJSON(t *testing.T, open func(t *testing.T) store.Store) {
 		name    string
 		account string
 		key     string
-		mod     func(r *store.Run)
+		mod     func(r *runs.Run)
 	}{
-		{"completed run", "acme", "key_1", func(*store.Run) {}},
-		{"no key", "acme", "", func(*store.Run) {}},
-		{"quotes and backslashes in the scope ids", `ac"me\`, `k\"ey,"key_id":"x"}`, func(*store.Run) {}},
-		{"scope-like text in the records", "acme", "key_1", func(r *store.Run) {
+		{"completed run", "acme", "key_1", func(*runs.Run) {}},
+		{"no key", "acme", "", func(*runs.Run) {}},
+		{"quotes and backslashes in the scope ids", `ac"me\`, `k\"ey,"key_id":"x"}`, func(*runs.Run) {}},
+		{"scope-like text in the records", "acme", "key_1", func(r *runs.Run) {
 			r.Data = append(r.Data, json.RawMessage(`{"note":"\",\"account_id\":\"rival\"}","key_id":"x"}`))
 		}},
-		{"characters json.Marshal escapes", "acme", "key_1", func(r *store.Run) {
+		{"characters json.Marshal escapes", "acme", "key_1", func(r *runs.Run) {
 			r.URL = "https://example.com/a?b=<c>&d=\u2028"
 			r.Data = append(r.Data, json.RawMessage(`{"html":"<b>&amp;</b>","sep":"a`+"\u2028"+`b","uni":"é😀"}`))
 		}},
-		{"records with whitespace", "acme", "key_1", func(r *store.Run) {
+		{"records with whitespace", "acme", "key_1", func(r *runs.Run) {
 			r.Data = append(r.Data, json.RawMessage("{ \"b\" : 1,\n\t\"a\" : [ 1 , 2 ] }"))
 		}},
-		{"failed run", "acme", "key_1", func(r *store.Run) {
+		{"failed run", "acme", "key_1", func(r *runs.Run) {
 			r.Status, r.Data = "failed", nil
-			r.Error = &store.RunError{Code: "provider_error", Type: "provider", Message: "every offer failed"}
+			r.Error = &runs.RunError{Code: "provider_error", Type: "provider", Message: "every offer failed"}
 		}},
-		{"search run with a cursor", "acme", "key_1", func(r *store.Run) {
+		{"search run with a cursor", "acme", "key_1", func(r *runs.Run) {
 			r.Kind, r.Source, r.Type, r.Queries = "search", "pro_net", "people", []string{"ceo", "founder"}
 			r.Pagination.NextCursor = json.RawMessage(`"c_2"`)
 		}},
-		{"search run at the last page", "acme", "key_1", func(r *store.Run) {
+		{"search run at the last page", "acme", "key_1", func(r *runs.Run) {
 			r.Kind = "search"
 			r.Pagination.NextCursor = json.RawMessage(`null`)
 		}},
@@ -120,7 +121,7 @@ func testRunJSON(t *testing.T, open func(t *testing.T) store.Store) {
 		}
 	}
 	mustKey(t, s, "key_1", "acme")
-	var first *store.Run
+	var first *runs.Run
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			run := newRun(tc.account, tc.key, 3)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
 )
 
@@ -102,8 +103,8 @@ func testSettleFailedRun(t *testing.T, open func(t *testing.T) store.Store) {
 			run := newRun(account, k.ID, 0)
 			run.Status = "failed"
 			run.Data = tc.data
-			run.Error = &store.RunError{Code: "provider_error", Type: "provider", Message: "every offer failed"}
-			run.Attempts = []store.Attempt{
+			run.Error = &runs.RunError{Code: "provider_error", Type: "provider", Message: "every offer failed"}
+			run.Attempts = []runs.Attempt{
 				{Offer: "source_b/pro_net", Outcome: "upstream_5xx", Status: 503, DurationMS: 812, Handles: []string{"s_9"}},
 				{Offer: "source_a/actor_5", Outcome: "timeout", DurationMS: 120000, Message: "no answer"},
 			}
@@ -225,7 +226,7 @@ func testRunScope(t *testing.T, open func(t *testing.T) store.Store) {
 		account  string
 		id       string
 		wantErr  error
-		wantsRun *store.Run
+		wantsRun *runs.Run
 	}{
 		{"own run", "acme", run.ID, nil, run},
 		{"own run of the other account", "rival", rivalRun.ID, nil, rivalRun},

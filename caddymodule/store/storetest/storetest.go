@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
 )
 
@@ -82,13 +83,13 @@ func cr(n int64) credits.Micros { return credits.Micros(n * credits.PerCredit) }
 var runSeq atomic.Int64
 
 // newRun builds a completed run of n records for an account and key.
-func newRun(account, key string, n int) *store.Run {
+func newRun(account, key string, n int) *runs.Run {
 	id := "ext_" + strconv.FormatInt(runSeq.Add(1), 10)
 	data := make([]json.RawMessage, n)
 	for i := range data {
 		data[i] = json.RawMessage(fmt.Sprintf(`{"name":"record %d","n":%d}`, i, i))
 	}
-	return &store.Run{
+	return &runs.Run{
 		ID:          id,
 		Status:      "completed",
 		Platform:    "pro_net",
@@ -97,17 +98,17 @@ func newRun(account, key string, n int) *store.Run {
 		ServedBy:    "source_b/pro_net",
 		Provider:    "source_b",
 		Data:        data,
-		Pagination:  store.Pagination{Total: n},
+		Pagination:  runs.Pagination{Total: n},
 		CreatedAt:   base,
 		CompletedAt: base.Add(1500 * time.Millisecond),
-		Attempts:    []store.Attempt{{Offer: "source_b/pro_net", Outcome: "ok", Status: 200, DurationMS: 1500, Handles: []string{"s_1"}, Records: n}},
+		Attempts:    []runs.Attempt{{Offer: "source_b/pro_net", Outcome: "ok", Status: 200, DurationMS: 1500, Handles: []string{"s_1"}, Records: n}},
 		AccountID:   account,
 		KeyID:       key,
 	}
 }
 
 // settlement wraps a run with the suite's default offer and platform.
-func settlement(r *store.Run, p credits.Micros, now time.Time) store.Settlement {
+func settlement(r *runs.Run, p credits.Micros, now time.Time) store.Settlement {
 	return store.Settlement{Run: r, Price: p, Offer: "source_b/pro_net", Platform: "pro_net", Now: now}
 }
 
@@ -165,7 +166,7 @@ func checkTime(t *testing.T, what string, got, want time.Time) {
 }
 
 // sameRun compares two runs through their API form plus the scope fields.
-func sameRun(t *testing.T, got, want store.Run) {
+func sameRun(t *testing.T, got, want runs.Run) {
 	t.Helper()
 	gb, err := json.Marshal(got)
 	if err != nil {

@@ -33,8 +33,8 @@ var (
 // cutScope returns the API form of a stored run document, reusing doc's
 // memory. A run is stored as the JSON of the API form with the scope
 // members appended, `…,"account_id":"…"}` or `…,"account_id":"…","key_id":"…"}`
-// (json.Marshal of settle's storedRun, which embeds store.Run first), so
-// cutting those members off leaves the bytes json.Marshal(store.Run) gives.
+// (json.Marshal of settle's storedRun, which embeds runs.Run first), so
+// cutting those members off leaves the bytes json.Marshal(runs.Run) gives.
 // ok is false, and doc untouched, for a document of any other shape.
 //
 // It reads the document backwards over at most two JSON strings: in valid

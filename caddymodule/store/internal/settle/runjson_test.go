@@ -6,16 +6,17 @@ import (
 	"testing"
 
 	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
 )
 
 // TestCutScope checks that the documents Settle stores are served by
 // cutting their scope members off (not by the decoding fallback), giving
-// exactly the bytes the handler answers a run with (store.AppendRunJSON of
+// exactly the bytes the handler answers a run with (runs.AppendJSON of
 // the decoded run), and that any other shape
 // is refused untouched.
 func TestCutScope(t *testing.T) {
-	runs := []struct {
+	cases := []struct {
 		name       string
 		account    string
 		key        string
@@ -28,10 +29,10 @@ func TestCutScope(t *testing.T) {
 		{"scope-like records", "acme", "key_1", []json.RawMessage{json.RawMessage(`{"x":"\",\"key_id\":\"k\"}","account_id":"y"}`)}, json.RawMessage(`null`)},
 		{"HTML and separators", "acme<&>", "key\u2028", []json.RawMessage{json.RawMessage(`{"h":"<a>&","s":"` + "\u2029" + `"}`)}, json.RawMessage(`"c"`)},
 	}
-	for _, tc := range runs {
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			run := &store.Run{ID: "ext_1", Status: "completed", URL: "https://e.com/?a=<b>", AccountID: tc.account, KeyID: tc.key,
-				Data: tc.data, Pagination: store.Pagination{Total: len(tc.data), NextCursor: tc.nextCursor}}
+			run := &runs.Run{ID: "ext_1", Status: "completed", URL: "https://e.com/?a=<b>", AccountID: tc.account, KeyID: tc.key,
+				Data: tc.data, Pagination: runs.Pagination{Total: len(tc.data), NextCursor: tc.nextCursor}}
 			p, err := Prepare(store.Settlement{Run: run, Price: 1})
 			if err != nil {
 				t.Fatal(err)
@@ -48,7 +49,7 @@ func TestCutScope(t *testing.T) {
 				}
 				head := decoded
 				head.Data = nil
-				want, err := store.AppendRunJSON(nil, &head, decoded.Data)
+				want, err := runs.AppendJSON(nil, &head, decoded.Data)
 				if err != nil {
 					t.Fatal(err)
 				}

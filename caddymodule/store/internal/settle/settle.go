@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
 	"socialrouter/internal/bufpool"
 )
@@ -72,7 +73,7 @@ func Now(s store.Settlement) time.Time {
 // storedRun is a run as the stores keep it: the API form plus the scope
 // fields the API never renders.
 type storedRun struct {
-	store.Run
+	runs.Run
 	AccountID string `json:"account_id"`
 	KeyID     string `json:"key_id,omitempty"`
 }
@@ -134,7 +135,7 @@ func (p *Prepared) render(dst []byte, records int, charged credits.Micros) ([]by
 	r.Data = nil
 	r.CreditsUsed = charged
 	r.Pagination.Returned = records
-	b, err := store.AppendRunJSON(dst, storedRun{Run: r, AccountID: r.AccountID, KeyID: r.KeyID}, kept(p.Data, records))
+	b, err := runs.AppendJSON(dst, storedRun{Run: r, AccountID: r.AccountID, KeyID: r.KeyID}, kept(p.Data, records))
 	if err != nil {
 		return nil, fmt.Errorf("encoding run %s: %v", r.ID, err)
 	}
@@ -157,10 +158,10 @@ func kept(data []json.RawMessage, records int) []json.RawMessage {
 }
 
 // DecodeRun reads a stored run back, scope fields included.
-func DecodeRun(b []byte) (store.Run, error) {
+func DecodeRun(b []byte) (runs.Run, error) {
 	var sr storedRun
 	if err := json.Unmarshal(b, &sr); err != nil {
-		return store.Run{}, fmt.Errorf("decoding run: %v", err)
+		return runs.Run{}, fmt.Errorf("decoding run: %v", err)
 	}
 	r := sr.Run
 	r.AccountID, r.KeyID = sr.AccountID, sr.KeyID

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
 )
 
@@ -40,8 +41,8 @@ func TestPlan(t *testing.T) {
 }
 
 func TestCheck(t *testing.T) {
-	run := func(mod func(r *store.Run)) *store.Run {
-		r := &store.Run{ID: "ext_1", AccountID: "acme"}
+	run := func(mod func(r *runs.Run)) *runs.Run {
+		r := &runs.Run{ID: "ext_1", AccountID: "acme"}
 		mod(r)
 		return r
 	}
@@ -50,13 +51,13 @@ func TestCheck(t *testing.T) {
 		s       store.Settlement
 		wantErr string
 	}{
-		{"valid", store.Settlement{Run: run(func(*store.Run) {}), Price: 1}, ""},
+		{"valid", store.Settlement{Run: run(func(*runs.Run) {}), Price: 1}, ""},
 		{"no run", store.Settlement{}, "no run"},
-		{"no id", store.Settlement{Run: run(func(r *store.Run) { r.ID = "" })}, "invalid run id"},
-		{"NUL in account", store.Settlement{Run: run(func(r *store.Run) { r.AccountID = "a\x00b" })}, "invalid account id"},
-		{"NUL in key", store.Settlement{Run: run(func(r *store.Run) { r.KeyID = "k\x00" })}, "invalid key id"},
-		{"negative price", store.Settlement{Run: run(func(*store.Run) {}), Price: -1}, "negative price"},
-		{"NUL in offer", store.Settlement{Run: run(func(*store.Run) {}), Offer: "a\x00"}, "NUL"},
+		{"no id", store.Settlement{Run: run(func(r *runs.Run) { r.ID = "" })}, "invalid run id"},
+		{"NUL in account", store.Settlement{Run: run(func(r *runs.Run) { r.AccountID = "a\x00b" })}, "invalid account id"},
+		{"NUL in key", store.Settlement{Run: run(func(r *runs.Run) { r.KeyID = "k\x00" })}, "invalid key id"},
+		{"negative price", store.Settlement{Run: run(func(*runs.Run) {}), Price: -1}, "negative price"},
+		{"NUL in offer", store.Settlement{Run: run(func(*runs.Run) {}), Offer: "a\x00"}, "NUL"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -71,7 +72,7 @@ func TestCheck(t *testing.T) {
 // TestDocRoundTrip checks the stored form keeps the scope fields the API
 // form leaves out, and that truncation is rendered.
 func TestDocRoundTrip(t *testing.T) {
-	r := &store.Run{ID: "ext_1", Status: "completed", AccountID: "acme", KeyID: "key_1",
+	r := &runs.Run{ID: "ext_1", Status: "completed", AccountID: "acme", KeyID: "key_1",
 		Data: []json.RawMessage{json.RawMessage(`{"b":1,"a":2}`), json.RawMessage(`{"c":3}`)}}
 	p, err := Prepare(store.Settlement{Run: r, Price: 10})
 	if err != nil {

@@ -1,4 +1,4 @@
-package store
+package runs
 
 import (
 	"bytes"
@@ -15,12 +15,12 @@ var dataNull = []byte(`,"data":null,`)
 // headBufs holds the buffers run headers are encoded into.
 var headBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// AppendRunJSON appends the JSON of head, a run (or a struct embedding
+// AppendJSON appends the JSON of head, a run (or a struct embedding
 // one) whose Data is nil, with records spliced in as its "data" array.
 // Records are JSON our normalizers produced; json.Marshal would validate
 // and compact every one of them again, which on a 10-record run costs more
 // than normalizing them did. HTML characters are not escaped.
-func AppendRunJSON(dst []byte, head any, records []json.RawMessage) ([]byte, error) {
+func AppendJSON(dst []byte, head any, records []json.RawMessage) ([]byte, error) {
 	buf := headBufs.Get().(*bytes.Buffer)
 	defer func() {
 		if buf.Cap() <= 64<<10 {

@@ -1,4 +1,4 @@
-package store
+package runs
 
 import (
 	"encoding/json"
@@ -7,11 +7,11 @@ import (
 	"time"
 )
 
-// TestAppendRunJSON checks that splicing the records into the header gives
+// TestAppendJSON checks that splicing the records into the header gives
 // the same JSON value as json.Marshal of the whole run, whatever the
 // records and header strings hold, and that a head with no data member is
 // refused rather than answered without its records.
-func TestAppendRunJSON(t *testing.T) {
+func TestAppendJSON(t *testing.T) {
 	now := time.Date(2026, 11, 22, 1, 2, 3, 4, time.UTC)
 	runs := []Run{
 		{ID: "ext_1", Status: "completed", URL: "https://e.com/?a=<b>&c", CreatedAt: now, Data: []json.RawMessage{}},
@@ -23,7 +23,7 @@ func TestAppendRunJSON(t *testing.T) {
 		t.Run(run.ID, func(t *testing.T) {
 			head := run
 			head.Data = nil
-			got, err := AppendRunJSON([]byte("prefix:"), &head, run.Data)
+			got, err := AppendJSON([]byte("prefix:"), &head, run.Data)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,7 +45,7 @@ func TestAppendRunJSON(t *testing.T) {
 			}
 		})
 	}
-	if _, err := AppendRunJSON(nil, struct{ ID string }{"x"}, nil); err == nil {
+	if _, err := AppendJSON(nil, struct{ ID string }{"x"}, nil); err == nil {
 		t.Error("a head without a data member was accepted")
 	}
 }
