@@ -248,14 +248,8 @@ func serveAdmin(w http.ResponseWriter, r *http.Request) error {
 }
 
 func checkLimit(l *store.CreditLimit) error {
-	if l == nil {
-		return nil
-	}
-	if !store.ValidPeriod(l.Period) {
-		return apiErr(http.StatusBadRequest, "credit_limit.period must be hour, day, week or month")
-	}
-	if l.Credits <= 0 {
-		return apiErr(http.StatusBadRequest, "credit_limit.credits must be above 0")
+	if err := l.Validate(); err != nil {
+		return apiErr(http.StatusBadRequest, "%v", err)
 	}
 	return nil
 }

@@ -20,8 +20,7 @@ import (
 	"socialrouter/caddymodule/router"
 	"socialrouter/caddymodule/sources"
 	"socialrouter/caddymodule/store"
-	badgerstore "socialrouter/caddymodule/store/badger"
-	pgstore "socialrouter/caddymodule/store/postgres"
+	"socialrouter/caddymodule/store/backend"
 )
 
 func init() {
@@ -37,7 +36,7 @@ type App struct {
 	Services string `json:"services,omitempty"`
 	// Storage selects the account store. Default: badger in
 	// {caddy.AppDataDir}/social_router/badger.
-	Storage *StorageConfig `json:"storage,omitempty"`
+	Storage *backend.Config `json:"storage,omitempty"`
 	// KeyPrefix is the short prefix of API keys (keys are
 	// <prefix>_live_…). Default: "sdr".
 	KeyPrefix string `json:"key_prefix,omitempty"`
@@ -62,14 +61,6 @@ type App struct {
 	storeKey string
 	router   *router.Router
 	logger   *zap.Logger
-}
-
-// StorageConfig selects the store: "badger" with a directory (one process)
-// or "postgres" with a URL (several gateway nodes).
-type StorageConfig struct {
-	Type string `json:"type"`
-	Dir  string `json:"dir,omitempty"`
-	URL  string `json:"url,omitempty"`
 }
 
 // SourceConfig is where a source lives and how to authenticate to it.
@@ -129,9 +120,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 		a.MaxConcurrentRuns = 16
 	}
 	if a.Storage == nil {
-		a.Storage = &StorageConfig{Type: "badger"}
+		a.Storage = &backend.Config{Type: backend.Badger}
 	}
-	if a.Storage.Type == "badger" && a.Storage.Dir == "" {
+	if a.Storage.Type == backend.Badger && a.Storage.Dir == "" {
 		a.Storage.Dir = filepath.Join(caddy.AppDataDir(), "social_router", "badger")
 	}
 
@@ -170,52 +161,29 @@ func (a *App) Provision(ctx caddy.Context) error {
 		SoftTimeout:    time.Duration(a.SoftTimeout),
 	}, clients, breakers, a.logger.Named("router"))
 
-	if err := a.openStore(ctx); err != nil {
+	if err := a.openStore(); err != nil {
 		return err
 	}
 	return nil
 }
 
-func (a *App) openStore(ctx caddy.Context) error {
-	switch a.Storage.Type {
-	case "badger":
-		dir, err := filepath.Abs(a.Storage.Dir)
-		if err != nil {
-			return fmt.Errorf("resolving storage directory: %v", err)
-		}
-		a.storeKey = "badger:" + dir
-		v, _, err := stores.LoadOrNew(a.storeKey, func() (caddy.Destructor, error) {
-			s, err := badgerstore.Open(dir, badgerstore.Options{})
-			if err != nil {
-				return nil, err
-			}
-			return storeHandle{s}, nil
-		})
-		if err != nil {
-			return fmt.Errorf("opening badger store: %v", err)
-		}
-		a.store = v.(storeHandle).Store
-	case "postgres":
-		if a.Storage.URL == "" {
-			return fmt.Errorf("opening postgres store: storage postgres needs a URL")
-		}
-		a.storeKey = "postgres:" + a.Storage.URL
-		v, _, err := stores.LoadOrNew(a.storeKey, func() (caddy.Destructor, error) {
-			cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			s, err := pgstore.Open(cctx, a.Storage.URL)
-			if err != nil {
-				return nil, err
-			}
-			return storeHandle{s}, nil
-		})
-		if err != nil {
-			return fmt.Errorf("opening postgres store: %v", err)
-		}
-		a.store = v.(storeHandle).Store
-	default:
-		return fmt.Errorf("opening store: unknown storage type %q (use badger or postgres)", a.Storage.Type)
+func (a *App) openStore() error {
+	key, err := a.Storage.Key()
+	if err != nil {
+		return err
 	}
+	v, _, err := stores.LoadOrNew(key, func() (caddy.Destructor, error) {
+		s, err := a.Storage.Open(context.Background())
+		if err != nil {
+			return nil, err
+		}
+		return storeHandle{s}, nil
+	})
+	if err != nil {
+		return err
+	}
+	a.storeKey = key
+	a.store = v.(storeHandle).Store
 	return nil
 }
 

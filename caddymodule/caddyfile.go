@@ -10,6 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"socialrouter/caddymodule/registry"
+	"socialrouter/caddymodule/store/backend"
 )
 
 func init() {
@@ -66,14 +67,11 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if !d.AllArgs(&typ, &loc) {
 				return d.ArgErr()
 			}
-			switch typ {
-			case "badger":
-				a.Storage = &StorageConfig{Type: typ, Dir: loc}
-			case "postgres":
-				a.Storage = &StorageConfig{Type: typ, URL: loc}
-			default:
-				return d.Errf("unknown storage %q: use badger <dir> or postgres <url>", typ)
+			cfg, err := backend.Parse(typ, loc)
+			if err != nil {
+				return d.Err(err.Error())
 			}
+			a.Storage = &cfg
 		case "source":
 			var id string
 			if !d.Args(&id) {

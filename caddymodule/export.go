@@ -19,8 +19,7 @@ import (
 
 	"socialrouter/caddymodule/credits"
 	"socialrouter/caddymodule/store"
-	badgerstore "socialrouter/caddymodule/store/badger"
-	pgstore "socialrouter/caddymodule/store/postgres"
+	"socialrouter/caddymodule/store/backend"
 )
 
 // The export format is JSON lines: first one object per account, then one
@@ -89,6 +88,9 @@ func (l keyLine) key() (store.Key, error) {
 		return store.Key{}, fmt.Errorf("sha256 %q is not a hex SHA-256 digest (64 hex digits)", l.SHA256)
 	}
 	copy(k.Hash[:], h)
+	if err := k.CreditLimit.Validate(); err != nil {
+		return store.Key{}, err
+	}
 	return k, nil
 }
 
@@ -302,42 +304,43 @@ func keyDiff(have, want store.Key) []string {
 	return d
 }
 
-// storeFlags are the flags that select the store of export and import.
-type storeFlags struct {
-	typ, loc, schema string
-}
-
 func addStoreFlags(c *cobra.Command) {
 	c.Flags().String("storage", "", "Store type: badger (give its directory) or postgres (give its URL, default $DATABASE_URL)")
 	c.Flags().String("schema", "", "postgres only: the schema holding the tables (default: the URL's search_path, normally public)")
 }
 
-func readStoreFlags(c *cobra.Command, args []string) (storeFlags, error) {
-	f := storeFlags{}
-	f.typ, _ = c.Flags().GetString("storage")
-	f.schema, _ = c.Flags().GetString("schema")
+// readStoreFlags reads the store of export and import from --storage,
+// --schema and the location argument.
+func readStoreFlags(c *cobra.Command, args []string) (backend.Config, error) {
+	typ, _ := c.Flags().GetString("storage")
+	schema, _ := c.Flags().GetString("schema")
+	loc := ""
 	if len(args) == 1 {
-		f.loc = args[0]
+		loc = args[0]
 	}
-	switch f.typ {
-	case "badger":
-		if f.loc == "" {
+	if typ == "" {
+		return backend.Config{}, errors.New("give the store: --storage badger <dir> or --storage postgres <url>")
+	}
+	f, err := backend.Parse(typ, loc)
+	if err != nil {
+		return f, fmt.Errorf("unknown --storage %q: use badger <dir> or postgres <url>", typ)
+	}
+	switch f.Type {
+	case backend.Badger:
+		if f.Dir == "" {
 			return f, errors.New("--storage badger needs the store's directory: --storage badger <dir>")
 		}
-		if f.schema != "" {
+		if schema != "" {
 			return f, errors.New("--schema is for --storage postgres only")
 		}
-	case "postgres":
-		if f.loc == "" {
-			f.loc = os.Getenv("DATABASE_URL")
+	case backend.Postgres:
+		if f.URL == "" {
+			f.URL = os.Getenv("DATABASE_URL")
 		}
-		if f.loc == "" {
+		if f.URL == "" {
 			return f, errors.New("--storage postgres needs a URL: --storage postgres <url>, or set DATABASE_URL")
 		}
-	case "":
-		return f, errors.New("give the store: --storage badger <dir> or --storage postgres <url>")
-	default:
-		return f, fmt.Errorf("unknown --storage %q: use badger <dir> or postgres <url>", f.typ)
+		f.Schema = schema
 	}
 	return f, nil
 }
@@ -346,39 +349,17 @@ func readStoreFlags(c *cobra.Command, args []string) (storeFlags, error) {
 // already hold a store when it is exported from (a mistyped path would
 // otherwise export an empty new store), and badger refuses a directory a
 // running gateway holds.
-func openOffline(ctx context.Context, f storeFlags, mustExist bool) (store.Store, error) {
-	switch f.typ {
-	case "badger":
-		if mustExist {
-			if _, err := os.Stat(filepath.Join(f.loc, "MANIFEST")); err != nil {
-				return nil, fmt.Errorf("%s does not hold a badger store: %v", f.loc, err)
-			}
+func openOffline(ctx context.Context, f backend.Config, mustExist bool) (store.Store, error) {
+	if f.Type == backend.Badger && mustExist {
+		if _, err := os.Stat(filepath.Join(f.Dir, "MANIFEST")); err != nil {
+			return nil, fmt.Errorf("%s does not hold a badger store: %v", f.Dir, err)
 		}
-		s, err := badgerstore.Open(f.loc, badgerstore.Options{})
-		if err != nil {
-			return nil, fmt.Errorf("%v (a badger directory is opened by one process at a time: stop the gateway that uses it first)", err)
-		}
-		return s, nil
-	case "postgres":
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		var opts []pgstore.Option
-		if f.schema != "" {
-			opts = append(opts, pgstore.WithSchema(f.schema))
-		}
-		return pgstore.Open(cctx, f.loc, opts...)
 	}
-	return nil, fmt.Errorf("unknown storage %q", f.typ)
-}
-
-func (f storeFlags) String() string {
-	if f.typ == "badger" {
-		return "badger store in " + f.loc
+	s, err := f.Open(ctx)
+	if err != nil && f.Type == backend.Badger {
+		return nil, fmt.Errorf("%v (a badger directory is opened by one process at a time: stop the gateway that uses it first)", err)
 	}
-	if f.schema != "" {
-		return "postgres store (schema " + f.schema + ")"
-	}
-	return "postgres store" // never the URL: it may hold a password
+	return s, err
 }
 
 func cmdContext(c *cobra.Command) context.Context {

@@ -230,6 +230,7 @@ func TestExportImportBadger(t *testing.T) {
 			`{"kind":"account","id":"y","balance":1,"created_at":"2025-03-12T10:30:15Z","extra":1}`,
 			`{"kind":"key","id":"key_bad","account":"acme","name":"","sha256":"abcd","display":"d","created_at":"2025-03-12T10:30:15Z","revoked_at":null,"credit_limit":null}`,
 			`{"kind":"key","id":"key_orphan","account":"nobody","name":"","sha256":"` + strings.Repeat("ab", 32) + `","display":"d","created_at":"2025-03-12T10:30:15Z","revoked_at":null,"credit_limit":null}`,
+			`{"kind":"key","id":"key_zero","account":"acme","name":"","sha256":"` + strings.Repeat("cd", 32) + `","display":"d","created_at":"2025-03-12T10:30:15Z","revoked_at":null,"credit_limit":{"period":"day","credits":0}}`,
 			`not json`,
 			``,
 		}, "\n")
@@ -238,7 +239,7 @@ func TestExportImportBadger(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := importStats{accounts: 1, sameAccounts: 2, sameKeys: 3, conflicts: 3, invalid: 4, failures: 1}
+		want := importStats{accounts: 1, sameAccounts: 2, sameKeys: 3, conflicts: 3, invalid: 5, failures: 1}
 		if st != want {
 			t.Errorf("stats %s, want %s", st, want)
 		}
@@ -250,7 +251,8 @@ func TestExportImportBadger(t *testing.T) {
 			`line 11: account: json: unknown field "extra"`,
 			`line 12: key "key_bad": sha256 "abcd" is not a hex SHA-256 digest`,
 			"line 13: key key_orphan: account nobody is not in the store",
-			"line 14: not a JSON object",
+			`line 14: key "key_zero": credit_limit.credits must be above 0`,
+			"line 15: not a JSON object",
 		} {
 			if !strings.Contains(report.String(), s) {
 				t.Errorf("report lacks %q:\n%s", s, report.String())

@@ -41,6 +41,23 @@ type CreditLimit struct {
 	Credits credits.Micros `json:"credits"`
 }
 
+// Validate is the one check of a credit limit, applied by the admin API,
+// the stores and the importer alike: one of the four periods and credits
+// above 0 (a limit of 0 would refuse every call; revoke the key instead).
+// A nil limit (no limit) is valid.
+func (l *CreditLimit) Validate() error {
+	if l == nil {
+		return nil
+	}
+	if !ValidPeriod(l.Period) {
+		return errors.New("credit_limit.period must be hour, day, week or month")
+	}
+	if l.Credits <= 0 {
+		return errors.New("credit_limit.credits must be above 0")
+	}
+	return nil
+}
+
 // Key is an API key. The secret itself is never stored: only its SHA-256
 // digest, and a display form (prefix + last four characters).
 type Key struct {

@@ -65,7 +65,7 @@ func (s *Store) CreateKey(ctx context.Context, k store.Key) error {
 	if !settle.ValidID(k.ID) {
 		return fmt.Errorf("creating key: invalid id %q", k.ID)
 	}
-	if err := settle.CheckLimit(k.CreditLimit); err != nil {
+	if err := k.CreditLimit.Validate(); err != nil {
 		return fmt.Errorf("creating key %s: %v", k.ID, err)
 	}
 	k.CreatedAt = settle.Time(k.CreatedAt)
@@ -215,7 +215,7 @@ func (s *Store) modifyKey(ctx context.Context, id string, fn func(k *store.Key))
 
 // SetKeyLimit sets (or with nil clears) a key's credit limit.
 func (s *Store) SetKeyLimit(ctx context.Context, id string, limit *store.CreditLimit) (store.Key, error) {
-	if err := settle.CheckLimit(limit); err != nil {
+	if err := limit.Validate(); err != nil {
 		return store.Key{}, fmt.Errorf("setting limit of key %s: %v", id, err)
 	}
 	k, err := s.modifyKey(ctx, id, func(k *store.Key) {

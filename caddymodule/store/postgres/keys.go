@@ -56,7 +56,7 @@ func (s *Store) CreateKey(ctx context.Context, k store.Key) error {
 	if !settle.ValidID(k.ID) {
 		return fmt.Errorf("creating key: invalid id %q", k.ID)
 	}
-	if err := settle.CheckLimit(k.CreditLimit); err != nil {
+	if err := k.CreditLimit.Validate(); err != nil {
 		return fmt.Errorf("creating key %s: %v", k.ID, err)
 	}
 	var revoked *time.Time
@@ -114,7 +114,7 @@ func (s *Store) ListKeys(ctx context.Context, accountID string) ([]store.Key, er
 
 // SetKeyLimit sets (or with nil clears) a key's credit limit.
 func (s *Store) SetKeyLimit(ctx context.Context, id string, limit *store.CreditLimit) (store.Key, error) {
-	if err := settle.CheckLimit(limit); err != nil {
+	if err := limit.Validate(); err != nil {
 		return store.Key{}, fmt.Errorf("setting limit of key %s: %v", id, err)
 	}
 	period, amount := limitColumns(limit)

@@ -135,6 +135,7 @@ func testKeyLimits(t *testing.T, open func(t *testing.T) store.Store) {
 		{"replace with month", &store.CreditLimit{Period: store.PeriodMonth, Credits: 1_500_000}, &store.CreditLimit{Period: store.PeriodMonth, Credits: 1_500_000}, false},
 		{"invalid period", &store.CreditLimit{Period: "fortnight", Credits: cr(1)}, &store.CreditLimit{Period: store.PeriodMonth, Credits: 1_500_000}, true},
 		{"negative credits", &store.CreditLimit{Period: store.PeriodHour, Credits: -1}, &store.CreditLimit{Period: store.PeriodMonth, Credits: 1_500_000}, true},
+		{"zero credits", &store.CreditLimit{Period: store.PeriodHour, Credits: 0}, &store.CreditLimit{Period: store.PeriodMonth, Credits: 1_500_000}, true},
 		{"clear", nil, nil, false},
 		{"set hour", &store.CreditLimit{Period: store.PeriodHour, Credits: 1}, &store.CreditLimit{Period: store.PeriodHour, Credits: 1}, false},
 		{"set week", &store.CreditLimit{Period: store.PeriodWeek, Credits: cr(7)}, &store.CreditLimit{Period: store.PeriodWeek, Credits: cr(7)}, false},

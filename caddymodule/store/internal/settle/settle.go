@@ -171,21 +171,6 @@ func DecodeRun(b []byte) (runs.Run, error) {
 	return r, nil
 }
 
-// CheckLimit rejects a credit limit with an unknown period or a negative
-// amount; nil (no limit) is valid.
-func CheckLimit(l *store.CreditLimit) error {
-	if l == nil {
-		return nil
-	}
-	if !store.ValidPeriod(l.Period) {
-		return fmt.Errorf("invalid credit limit period %q", l.Period)
-	}
-	if l.Credits < 0 {
-		return fmt.Errorf("negative credit limit %s", l.Credits)
-	}
-	return nil
-}
-
 // Time normalizes a stored timestamp: UTC at microsecond precision, the
 // precision of PostgreSQL, so both stores return the same instants.
 func Time(t time.Time) time.Time {
