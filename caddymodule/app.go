@@ -1,21 +1,21 @@
-// Package caddymodule wires Social Data Router into Caddy: the
-// social_router app (shared state: registry, store, source clients,
-// breakers), the HTTP handler that serves /v1, the admin routes under /sdr/
-// and the `caddy sdr` subcommands. It is thin: the work is done by the
-// packages beneath it (registry, router, sources, store, ratelimit).
+// Package caddymodule wires Social Data Router into Caddy and holds only
+// that wiring: the social_router app (registry, store, source clients,
+// router and the state shared across reloads), the http.handlers module
+// that serves the api package on /v1, the admin.api module that serves the
+// admin package on /sdr/, the Caddyfile and the `caddy sdr` commands.
 package caddymodule
 
 import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"socialrouter/caddymodule/admin"
+	"socialrouter/caddymodule/api"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/router"
 	"socialrouter/caddymodule/sources"
@@ -59,6 +59,7 @@ type App struct {
 	reg      *registry.Registry
 	store    store.Store
 	storeKey string
+	shared   *shared
 	router   *router.Router
 	logger   *zap.Logger
 }
@@ -78,20 +79,24 @@ func (App) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// stores shares one open store per storage location across config
-// generations: a reload provisions the new config before the old one is
-// cleaned up, and badger refuses a second open of the same directory.
+// stores holds what outlives a config generation: one open store per
+// storage location (a reload provisions the new config before the old one
+// is cleaned up, and badger refuses a second open of the same directory)
+// and the shared state under sharedKey.
 var stores = caddy.NewUsagePool()
 
-// breakers outlive reloads so a reload does not forget a failing offer.
-var breakers = router.NewBreakers()
+// sharedKey names the usage-pool entry of the state every config generation
+// shares: the breakers (a reload must not forget a failing offer) and the
+// per-account in-flight counts (a reload must not reset the cap while runs
+// are under way).
+const sharedKey = "social_router.shared"
 
-// current is the running app, for the admin routes (which run in a fresh
-// module instance). Start sets it; Stop clears it only if still its own.
-var current atomic.Pointer[App]
+type shared struct {
+	breakers *router.Breakers
+	inflight *api.InFlight
+}
 
-// inflight counts runs in flight per account, across config generations.
-var inflight sync.Map // account id → *atomic.Int64
+func (shared) Destruct() error { return nil }
 
 type storeHandle struct{ store.Store }
 
@@ -126,6 +131,11 @@ func (a *App) Provision(ctx caddy.Context) error {
 		a.Storage.Dir = filepath.Join(caddy.AppDataDir(), "social_router", "badger")
 	}
 
+	v, _, _ := stores.LoadOrNew(sharedKey, func() (caddy.Destructor, error) {
+		return &shared{breakers: router.NewBreakers(), inflight: api.NewInFlight()}, nil
+	})
+	a.shared = v.(*shared)
+
 	start := time.Now()
 	reg, err := registry.Load(a.Services)
 	if err != nil {
@@ -159,7 +169,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.router = router.New(router.Config{
 		AttemptTimeout: time.Duration(a.AttemptTimeout),
 		SoftTimeout:    time.Duration(a.SoftTimeout),
-	}, clients, breakers, a.logger.Named("router"))
+	}, clients, a.shared.breakers, a.logger.Named("router"))
 
 	if err := a.openStore(); err != nil {
 		return err
@@ -198,21 +208,19 @@ func (a *App) Validate() error {
 	return nil
 }
 
-// Start publishes the app for the admin routes.
-func (a *App) Start() error {
-	current.Store(a)
-	return nil
-}
+// Start does nothing: the handler and the admin routes find the app
+// through their caddy.Context.
+func (a *App) Start() error { return nil }
 
-// Stop withdraws the app from the admin routes if a newer config has not
-// already replaced it.
-func (a *App) Stop() error {
-	current.CompareAndSwap(a, nil)
-	return nil
-}
+// Stop does nothing: Cleanup releases what Provision took.
+func (a *App) Stop() error { return nil }
 
-// Cleanup releases this config's reference to the shared store.
+// Cleanup releases this config's references to the shared store and the
+// shared state.
 func (a *App) Cleanup() error {
+	if a.shared != nil {
+		_, _ = stores.Delete(sharedKey)
+	}
 	if a.storeKey != "" {
 		if _, err := stores.Delete(a.storeKey); err != nil {
 			return fmt.Errorf("closing store: %v", err)
@@ -239,19 +247,32 @@ func (a *App) sourceStatus(id string) string {
 			}
 		}
 	}
-	return breakers.SourceStatus(id, offers, src.Status)
+	return a.shared.breakers.SourceStatus(id, offers, src.Status)
 }
 
-// acquireRun counts a run in flight for the account; false when the
-// account already has MaxConcurrentRuns in flight.
-func (a *App) acquireRun(account string) (release func(), ok bool) {
-	v, _ := inflight.LoadOrStore(account, new(atomic.Int64))
-	n := v.(*atomic.Int64)
-	if n.Add(1) > int64(a.MaxConcurrentRuns) {
-		n.Add(-1)
-		return nil, false
-	}
-	return func() { n.Add(-1) }, true
+// API builds the /v1 API of this config generation.
+func (a *App) API(logger *zap.Logger) *api.API {
+	return api.New(api.Config{
+		Registry:          a.reg,
+		Store:             a.store,
+		Router:            a.router,
+		KeyPrefix:         a.KeyPrefix,
+		MaxConcurrentRuns: a.MaxConcurrentRuns,
+		InFlight:          a.shared.inflight,
+		SourceStatus:      a.sourceStatus,
+		Logger:            logger,
+	})
+}
+
+// admin builds the /sdr admin routes of this config generation.
+func (a *App) admin() *admin.Handler {
+	return admin.New(admin.Config{
+		Store:             a.store,
+		Registry:          a.reg,
+		KeyPrefix:         a.KeyPrefix,
+		SetSourceOverride: a.shared.breakers.SetOverride,
+		SourceStatus:      a.sourceStatus,
+	})
 }
 
 // Interface guards

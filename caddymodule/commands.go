@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"socialrouter/caddymodule/registry"
+	"socialrouter/caddymodule/transfer"
 )
 
 func init() {
@@ -141,7 +142,7 @@ func buildSDRCommand(cmd *cobra.Command) {
 		},
 	}
 	cmd.AddCommand(account, key, check, openapi)
-	addStoreCommands(cmd)
+	transfer.AddCommands(cmd)
 }
 
 func rawJSON(s string) []byte { return []byte(s) }

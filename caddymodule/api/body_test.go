@@ -1,4 +1,4 @@
-package caddymodule
+package api
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 
 func loadRegistry(t testing.TB) *registry.Registry {
 	t.Helper()
-	reg, err := registry.Load("../services")
+	reg, err := registry.Load("../../services")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,14 +44,14 @@ func FuzzParseExtract(f *testing.F) {
 		}
 		m, apiErr := parseObject([]byte(body))
 		if apiErr != nil {
-			if apiErr.status != 400 || apiErr.typ != typeValidation {
-				t.Fatalf("parseObject error %d %s", apiErr.status, apiErr.typ)
+			if apiErr.Status != 400 || apiErr.Type != typeValidation {
+				t.Fatalf("parseObject error %d %s", apiErr.Status, apiErr.Type)
 			}
 			return
 		}
 		out, apiErr := parseExtract(svc, m)
 		if apiErr != nil {
-			if apiErr.status != 400 || apiErr.typ != typeValidation || apiErr.code == "" || apiErr.message == "" {
+			if apiErr.Status != 400 || apiErr.Type != typeValidation || apiErr.Code == "" || apiErr.Message == "" {
 				t.Fatalf("undocumented refusal %+v", apiErr)
 			}
 			return
@@ -102,7 +102,7 @@ func TestParseExtract(t *testing.T) {
 			}
 			out, apiErr := parseExtract(svc, m)
 			switch {
-			case tt.code != "" && (apiErr == nil || apiErr.code != tt.code):
+			case tt.code != "" && (apiErr == nil || apiErr.Code != tt.code):
 				t.Fatalf("got %v, want %s", apiErr, tt.code)
 			case tt.code == "" && apiErr != nil:
 				t.Fatalf("refused: %v", apiErr)

@@ -1,4 +1,4 @@
-package caddymodule
+package api
 
 import (
 	"encoding/json"

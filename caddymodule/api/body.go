@@ -1,4 +1,4 @@
-package caddymodule
+package api
 
 import (
 	"bytes"
@@ -30,7 +30,7 @@ type extractBody struct {
 }
 
 // readObject reads a JSON object body of at most maxBody bytes.
-func readObject(w http.ResponseWriter, r *http.Request) (map[string]json.RawMessage, *apiError) {
+func readObject(w http.ResponseWriter, r *http.Request) (map[string]json.RawMessage, *Error) {
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -45,7 +45,7 @@ func readObject(w http.ResponseWriter, r *http.Request) (map[string]json.RawMess
 
 // parseObject decodes a JSON object, refusing anything else (and duplicate
 // keys are resolved by the last, as encoding/json does).
-func parseObject(b []byte) (map[string]json.RawMessage, *apiError) {
+func parseObject(b []byte) (map[string]json.RawMessage, *Error) {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 {
 		return nil, newError(http.StatusBadRequest, "invalid_json", typeValidation,
@@ -73,7 +73,7 @@ func jsonProblem(err error) string {
 
 // parseExtract validates an extract body against the service, before any
 // routing or billing.
-func parseExtract(svc *registry.Service, m map[string]json.RawMessage) (*extractBody, *apiError) {
+func parseExtract(svc *registry.Service, m map[string]json.RawMessage) (*extractBody, *Error) {
 	if apiErr := checkFields(m, extractFields); apiErr != nil {
 		return nil, apiErr
 	}
@@ -188,7 +188,7 @@ func parseExtract(svc *registry.Service, m map[string]json.RawMessage) (*extract
 // matchInputs normalizes every input against the service's accepted
 // formats, or refuses them all with invalid_input_format listing each bad
 // input (index and value) and the accepted formats with examples.
-func matchInputs(svc *registry.Service, inputs []string) ([]string, *apiError) {
+func matchInputs(svc *registry.Service, inputs []string) ([]string, *Error) {
 	out := make([]string, len(inputs))
 	var bad []map[string]any
 	var shown []string
@@ -216,7 +216,7 @@ func matchInputs(svc *registry.Service, inputs []string) ([]string, *apiError) {
 		with("invalid_inputs", bad).with("accepts", formats)
 }
 
-func optionError(svc *registry.Service, msg string, problems []registry.OptionProblem) *apiError {
+func optionError(svc *registry.Service, msg string, problems []registry.OptionProblem) *Error {
 	valid := []map[string]any{}
 	var names []string
 	for _, o := range svc.Options {
@@ -240,7 +240,7 @@ func optionError(svc *registry.Service, msg string, problems []registry.OptionPr
 }
 
 // checkFields refuses top-level keys outside allowed with unknown_field.
-func checkFields(m map[string]json.RawMessage, allowed []string) *apiError {
+func checkFields(m map[string]json.RawMessage, allowed []string) *Error {
 	var unknown []string
 	for k := range m {
 		if !contains(allowed, k) {

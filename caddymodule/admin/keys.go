@@ -1,4 +1,4 @@
-package caddymodule
+package admin
 
 import (
 	"crypto/rand"
@@ -17,9 +17,9 @@ const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 // secretLen is the number of random base62 characters of a key (≈ 238 bits).
 const secretLen = 40
 
-// newKey makes a key "<prefix>_live_<40 base62 chars>" from crypto/rand and
+// NewKey makes a key "<prefix>_live_<40 base62 chars>" from crypto/rand and
 // its stored form (digest and display only; the secret is returned once).
-func newKey(prefix, accountID, name string, limit *store.CreditLimit, now time.Time) (secret string, k store.Key, err error) {
+func NewKey(prefix, accountID, name string, limit *store.CreditLimit, now time.Time) (secret string, k store.Key, err error) {
 	var b strings.Builder
 	b.WriteString(prefix + "_live_")
 	max := big.NewInt(int64(len(base62)))

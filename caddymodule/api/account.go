@@ -1,4 +1,4 @@
-package caddymodule
+package api
 
 import (
 	"fmt"
@@ -12,16 +12,16 @@ import (
 )
 
 // balance serves GET /v1/account/balance.
-func (h *Handler) balance(w http.ResponseWriter, r *http.Request) {
-	c, apiErr := h.authenticate(r)
+func (a *API) balance(w http.ResponseWriter, r *http.Request) {
+	key, apiErr := a.Authenticate(r)
 	if apiErr != nil {
 		apiErr.write(w)
 		return
 	}
-	acct, err := h.app.store.GetAccount(r.Context(), c.key.AccountID)
+	acct, err := a.Store.GetAccount(r.Context(), key.AccountID)
 	if err != nil {
-		h.logger.Error("reading account", zap.Error(err))
-		newError(http.StatusServiceUnavailable, "store_unavailable", "internal", "the account store is unavailable; retry shortly").write(w)
+		a.Logger.Error("reading account", zap.Error(err))
+		storeUnavailable().write(w)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"balance": acct.Balance, "currency": "USD"})
@@ -35,8 +35,8 @@ type usageTotals struct {
 }
 
 // usage serves GET /v1/account/usage?days=N from the daily rollups.
-func (h *Handler) usage(w http.ResponseWriter, r *http.Request) {
-	c, apiErr := h.authenticate(r)
+func (a *API) usage(w http.ResponseWriter, r *http.Request) {
+	key, apiErr := a.Authenticate(r)
 	if apiErr != nil {
 		apiErr.write(w)
 		return
@@ -53,10 +53,10 @@ func (h *Handler) usage(w http.ResponseWriter, r *http.Request) {
 	}
 	now := time.Now().UTC()
 	since := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC).AddDate(0, 0, -(days - 1))
-	rows, err := h.app.store.Usage(r.Context(), c.key.AccountID, since)
+	rows, err := a.Store.Usage(r.Context(), key.AccountID, since)
 	if err != nil {
-		h.logger.Error("reading usage", zap.Error(err))
-		newError(http.StatusServiceUnavailable, "store_unavailable", "internal", "the account store is unavailable; retry shortly").write(w)
+		a.Logger.Error("reading usage", zap.Error(err))
+		storeUnavailable().write(w)
 		return
 	}
 	var total usageTotals

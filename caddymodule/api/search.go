@@ -1,6 +1,7 @@
-package caddymodule
+package api
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/router"
 	"socialrouter/caddymodule/runs"
+	"socialrouter/caddymodule/store"
 )
 
 // searchFields are the top-level keys of a search body.
@@ -39,51 +41,58 @@ func decodeCursor(s string) (searchCursor, bool) {
 }
 
 // search serves POST /v1/search.
-func (h *Handler) search(w http.ResponseWriter, r *http.Request) {
-	reg := h.app.reg
-	c, m, ok := h.authenticatedBody(w, r)
+func (a *API) search(w http.ResponseWriter, r *http.Request) {
+	key, body, ok := a.authenticatedBody(w, r)
 	if !ok {
 		return
 	}
-	if apiErr := checkFields(m, searchFields); apiErr != nil {
+	run, apiErr := a.Search(r.Context(), key, body)
+	if apiErr != nil {
 		apiErr.write(w)
 		return
 	}
+	writeRun(w, run)
+}
+
+// Search is one search call for an authenticated key with a decoded JSON
+// object body: validate, pre-check billing, route (with fallback unless
+// refused), settle, and return the settled run with its next cursor. A
+// failed run is settled and returned as the Error, as in Extract.
+func (a *API) Search(ctx context.Context, key store.Key, m map[string]json.RawMessage) (*runs.Run, *Error) {
+	reg := a.Registry
+	if apiErr := checkFields(m, searchFields); apiErr != nil {
+		return nil, apiErr
+	}
 	var queries []string
 	if raw, ok := m["queries"]; !ok || json.Unmarshal(raw, &queries) != nil || len(queries) == 0 {
-		newError(http.StatusBadRequest, "missing_queries", typeValidation,
-			`queries must be a non-empty array of strings, e.g. {"queries": ["coffee in Lisbon"], "provider": "source_a/maps/place.search"}`).write(w)
-		return
+		return nil, newError(http.StatusBadRequest, "missing_queries", typeValidation,
+			`queries must be a non-empty array of strings, e.g. {"queries": ["coffee in Lisbon"], "provider": "source_a/maps/place.search"}`)
 	}
 	slugs := reg.SearchSlugs()
 	var slug string
 	if raw, ok := m["provider"]; !ok || json.Unmarshal(raw, &slug) != nil || slug == "" {
-		newError(http.StatusBadRequest, "missing_provider", typeValidation,
+		return nil, newError(http.StatusBadRequest, "missing_provider", typeValidation,
 			"provider is required: a slug <source>/<platform>/<type>; valid slugs: "+strings.Join(slugs, ", ")).
-			with("valid_providers", slugs).write(w)
-		return
+			with("valid_providers", slugs)
 	}
 	svc, offer, apiErr := resolveSlug(reg, slug, slugs)
 	if apiErr != nil {
-		apiErr.write(w)
-		return
+		return nil, apiErr
 	}
 
 	limit := 100
 	if raw, ok := m["limit"]; ok {
 		var f float64
 		if err := json.Unmarshal(raw, &f); err != nil || f != float64(int(f)) || f < 1 {
-			newError(http.StatusBadRequest, "invalid_limit", typeValidation,
-				"limit must be a positive integer (records per query; default 100, capped at 1000)").write(w)
-			return
+			return nil, newError(http.StatusBadRequest, "invalid_limit", typeValidation,
+				"limit must be a positive integer (records per query; default 100, capped at 1000)")
 		}
 		limit = min(int(f), 1000)
 	}
 	fallback := true
 	if raw, ok := m["fallback"]; ok {
 		if err := json.Unmarshal(raw, &fallback); err != nil {
-			newError(http.StatusBadRequest, "invalid_field", typeValidation, "fallback must be true or false").write(w)
-			return
+			return nil, newError(http.StatusBadRequest, "invalid_field", typeValidation, "fallback must be true or false")
 		}
 	}
 	offset := 0
@@ -92,22 +101,19 @@ func (h *Handler) search(w http.ResponseWriter, r *http.Request) {
 		_ = json.Unmarshal(raw, &s)
 		cur, ok := decodeCursor(s)
 		if !ok || cur.Provider != slug || strings.Join(cur.Queries, "\x00") != strings.Join(queries, "\x00") {
-			newError(http.StatusBadRequest, "invalid_cursor", typeValidation,
-				"cursor does not belong to this search: send it with the same provider and queries as the search that returned it").write(w)
-			return
+			return nil, newError(http.StatusBadRequest, "invalid_cursor", typeValidation,
+				"cursor does not belong to this search: send it with the same provider and queries as the search that returned it")
 		}
 		offset = cur.Offset
 	}
 
 	inputs, apiErr := matchInputs(svc, queries)
 	if apiErr != nil {
-		apiErr.write(w)
-		return
+		return nil, apiErr
 	}
 	if len(inputs) > offer.MaxInputs && !fallback {
-		newError(http.StatusBadRequest, "too_many_inputs", typeValidation,
-			fmt.Sprintf("%d queries sent; %s takes at most %d per call", len(inputs), slug, offer.MaxInputs)).write(w)
-		return
+		return nil, newError(http.StatusBadRequest, "too_many_inputs", typeValidation,
+			fmt.Sprintf("%d queries sent; %s takes at most %d per call", len(inputs), slug, offer.MaxInputs))
 	}
 
 	// Options are per-offer input overrides: unknown keys (and values of the
@@ -116,8 +122,7 @@ func (h *Handler) search(w http.ResponseWriter, r *http.Request) {
 	if raw, ok := m["options"]; ok && string(raw) != "null" {
 		var in map[string]json.RawMessage
 		if json.Unmarshal(raw, &in) != nil {
-			newError(http.StatusBadRequest, "invalid_option", typeValidation, "options must be a JSON object").write(w)
-			return
+			return nil, newError(http.StatusBadRequest, "invalid_option", typeValidation, "options must be a JSON object")
 		}
 		for k, v := range in {
 			if vals, problems := svc.ValidateOptions(map[string]json.RawMessage{k: v}); len(problems) == 0 {
@@ -139,17 +144,16 @@ func (h *Handler) search(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	release, apiErr := h.precheck(r.Context(), c, chain)
+	release, apiErr := a.precheck(ctx, key, chain)
 	if apiErr != nil {
-		apiErr.write(w)
-		return
+		return nil, apiErr
 	}
 	defer release()
 
 	now := time.Now().UTC()
 	run := &runs.Run{
 		ID: newRunID(now), Kind: runs.KindSearch, Source: svc.Platform, Type: svc.Name, URL: "",
-		Queries: queries, CreatedAt: now, AccountID: c.key.AccountID, KeyID: c.key.ID, Data: []json.RawMessage{},
+		Queries: queries, CreatedAt: now, AccountID: key.AccountID, KeyID: key.ID, Data: []json.RawMessage{},
 	}
 	req := router.Request{
 		Service: svc, Inputs: inputs, Options: opts, Limit: limit, Now: now,
@@ -160,18 +164,18 @@ func (h *Handler) search(w http.ResponseWriter, r *http.Request) {
 	} else {
 		req.Pin = offer
 	}
-	res, err := h.app.router.Run(r.Context(), req)
+	res, err := a.Router.Run(ctx, req)
 	run.Pagination.NextCursor = json.RawMessage("null")
 	if err == nil && res.More {
 		b, _ := json.Marshal(encodeCursor(searchCursor{Provider: slug, Queries: queries, Offset: offset + limit}))
 		run.Pagination.NextCursor = b
 	}
-	h.finish(w, r, run, res, err, svc.Platform)
+	return a.settle(ctx, run, res, err, svc.Platform)
 }
 
 // resolveSlug maps <source>/<platform>/<type>[:<tag>] to a search type and
 // the offer of that source (the tag, when given, names the offer).
-func resolveSlug(reg *registry.Registry, slug string, slugs []string) (*registry.Service, *registry.Offer, *apiError) {
+func resolveSlug(reg *registry.Registry, slug string, slugs []string) (*registry.Service, *registry.Offer, *Error) {
 	base, tag, _ := strings.Cut(slug, ":")
 	parts := strings.Split(base, "/")
 	unknown := newError(http.StatusBadRequest, "unknown_provider", typeValidation,

@@ -1,0 +1,308 @@
+// Package admin is the administration API of accounts, keys and source
+// overrides (the /sdr/… routes of Caddy's admin endpoint) as a plain
+// handler over a store and a registry. Caddy's admin module adapts it;
+// errors are returned, as Caddy's admin handlers return them, with the
+// HTTP status they answer with.
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/registry"
+	"socialrouter/caddymodule/store"
+	"socialrouter/internal/httpjson"
+)
+
+// Config is what the admin routes work with; every field is required.
+type Config struct {
+	Store     store.Store
+	Registry  *registry.Registry
+	KeyPrefix string
+	// SetSourceOverride sets (or with "" clears) a source's status override.
+	SetSourceOverride func(sourceID, status string)
+	// SourceStatus is the live status of a source.
+	SourceStatus func(sourceID string) string
+}
+
+// Error is an admin answer other than success: an HTTP status and what
+// went wrong.
+type Error struct {
+	Status int
+	Err    error
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+func apiErr(status int, format string, args ...any) error {
+	return &Error{Status: status, Err: fmt.Errorf(format, args...)}
+}
+
+// Handler serves /sdr/…. Build it with New.
+type Handler struct {
+	Config
+	mux *http.ServeMux
+}
+
+// New builds the admin routes.
+func New(c Config) *Handler {
+	h := &Handler{Config: c, mux: http.NewServeMux()}
+	h.route("/sdr/accounts", h.createAccount, http.MethodPost)
+	h.route("/sdr/accounts/{id}", h.getAccount, http.MethodGet)
+	h.route("/sdr/accounts/{id}/credits", h.addCredits, http.MethodPost)
+	h.route("/sdr/accounts/{id}/keys", h.createKey, http.MethodPost)
+	h.route("/sdr/keys/{id}", h.key, http.MethodPatch, http.MethodDelete)
+	h.route("/sdr/sources/{id}/status", h.setSourceStatus, http.MethodPut)
+	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		errOf(r).err = apiErr(http.StatusNotFound, "no admin route %s %s", r.Method, pathOf(r))
+	})
+	return h
+}
+
+// result carries a route's error out of the mux to Serve.
+type result struct {
+	err  error
+	path string
+}
+
+type resultKey struct{}
+
+func errOf(r *http.Request) *result { return r.Context().Value(resultKey{}).(*result) }
+
+func pathOf(r *http.Request) string { return errOf(r).path }
+
+// route registers a path for the given methods; any other method is a 405
+// with Allow.
+func (h *Handler) route(pattern string, fn func(http.ResponseWriter, *http.Request) error, methods ...string) {
+	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		res := errOf(r)
+		for _, m := range methods {
+			if r.Method == m {
+				res.err = fn(w, r)
+				return
+			}
+		}
+		w.Header().Set("Allow", strings.Join(methods, ", "))
+		res.err = apiErr(http.StatusMethodNotAllowed, "method %s not allowed; use %s", r.Method, strings.Join(methods, " or "))
+	})
+}
+
+// Serve answers an /sdr/ request, or returns the error to answer. Leading
+// and trailing slashes of the path are ignored.
+func (h *Handler) Serve(w http.ResponseWriter, r *http.Request) error {
+	res := &result{path: r.URL.Path}
+	seg := strings.Trim(strings.TrimPrefix(r.URL.Path, "/sdr"), "/")
+	r = r.WithContext(context.WithValue(r.Context(), resultKey{}, res))
+	if canon := "/sdr/" + seg; canon != r.URL.Path || r.URL.RawPath != "" {
+		u := *r.URL
+		u.Path, u.RawPath = canon, ""
+		r.URL = &u
+	}
+	h.mux.ServeHTTP(w, r)
+	return res.err
+}
+
+var accountIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
+func storeErr(err error, what string) error {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return apiErr(http.StatusNotFound, "%s not found", what)
+	case errors.Is(err, store.ErrExists):
+		return apiErr(http.StatusConflict, "%s already exists", what)
+	case errors.Is(err, store.ErrInsufficient):
+		return apiErr(http.StatusConflict, "the balance cannot go below zero")
+	}
+	return apiErr(http.StatusInternalServerError, "%s: %v", what, err)
+}
+
+func decode(r *http.Request, v any) error {
+	b, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		return apiErr(http.StatusBadRequest, "reading body: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return apiErr(http.StatusBadRequest, "invalid JSON body: %v", err)
+	}
+	return nil
+}
+
+// createAccount serves POST /sdr/accounts.
+func (h *Handler) createAccount(w http.ResponseWriter, r *http.Request) error {
+	var body struct {
+		ID      string          `json:"id"`
+		Balance *credits.Micros `json:"balance"`
+	}
+	if err := decode(r, &body); err != nil {
+		return err
+	}
+	if !accountIDRE.MatchString(body.ID) {
+		return apiErr(http.StatusBadRequest, "id must be 1-64 characters of letters, digits, '_', '.', '-'")
+	}
+	bal := credits.Micros(0)
+	if body.Balance != nil {
+		bal = *body.Balance
+	}
+	if bal < 0 {
+		return apiErr(http.StatusBadRequest, "balance must not be negative")
+	}
+	acct, err := h.Store.CreateAccount(r.Context(), body.ID, bal, time.Now().UTC())
+	if err != nil {
+		return storeErr(err, "account "+body.ID)
+	}
+	return writeJSON(w, http.StatusCreated, acct)
+}
+
+// getAccount serves GET /sdr/accounts/{id}.
+func (h *Handler) getAccount(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	acct, err := h.Store.GetAccount(r.Context(), id)
+	if err != nil {
+		return storeErr(err, "account "+id)
+	}
+	keys, err := h.Store.ListKeys(r.Context(), id)
+	if err != nil {
+		return storeErr(err, "keys of "+id)
+	}
+	if keys == nil {
+		keys = []store.Key{}
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{
+		"id": acct.ID, "balance": acct.Balance, "created_at": acct.CreatedAt, "keys": keys,
+	})
+}
+
+// addCredits serves POST /sdr/accounts/{id}/credits.
+func (h *Handler) addCredits(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	var body struct {
+		Amount *credits.Micros `json:"amount"`
+	}
+	if err := decode(r, &body); err != nil {
+		return err
+	}
+	if body.Amount == nil || *body.Amount == 0 {
+		return apiErr(http.StatusBadRequest, "amount must be a non-zero number of credits")
+	}
+	acct, err := h.Store.AddCredits(r.Context(), id, *body.Amount)
+	if err != nil {
+		return storeErr(err, "account "+id)
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"id": acct.ID, "balance": acct.Balance})
+}
+
+// createKey serves POST /sdr/accounts/{id}/keys: the only answer that
+// shows the key's secret.
+func (h *Handler) createKey(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	var body struct {
+		Name        string             `json:"name"`
+		CreditLimit *store.CreditLimit `json:"credit_limit"`
+	}
+	if err := decode(r, &body); err != nil {
+		return err
+	}
+	if err := checkLimit(body.CreditLimit); err != nil {
+		return err
+	}
+	if _, err := h.Store.GetAccount(r.Context(), id); err != nil {
+		return storeErr(err, "account "+id)
+	}
+	secret, k, err := NewKey(h.KeyPrefix, id, body.Name, body.CreditLimit, time.Now().UTC())
+	if err != nil {
+		return apiErr(http.StatusInternalServerError, "generating key: %v", err)
+	}
+	if err := h.Store.CreateKey(r.Context(), k); err != nil {
+		return storeErr(err, "key")
+	}
+	return writeJSON(w, http.StatusCreated, map[string]any{
+		"id": k.ID, "key": secret, "account_id": k.AccountID, "name": k.Name,
+		"display": k.Display, "credit_limit": k.CreditLimit, "created_at": k.CreatedAt,
+	})
+}
+
+// key serves PATCH (set or clear the credit limit) and DELETE (revoke)
+// /sdr/keys/{id}.
+func (h *Handler) key(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	if r.Method == http.MethodDelete {
+		if _, err := h.Store.RevokeKey(r.Context(), id, time.Now().UTC()); err != nil {
+			return storeErr(err, "key "+id)
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	var body struct {
+		CreditLimit json.RawMessage `json:"credit_limit"`
+	}
+	if err := decode(r, &body); err != nil {
+		return err
+	}
+	if body.CreditLimit == nil {
+		return apiErr(http.StatusBadRequest, `send {"credit_limit": {"period": "day", "credits": 2}} or {"credit_limit": null}`)
+	}
+	var lim *store.CreditLimit
+	if string(body.CreditLimit) != "null" {
+		lim = new(store.CreditLimit)
+		if err := json.Unmarshal(body.CreditLimit, lim); err != nil {
+			return apiErr(http.StatusBadRequest, "invalid credit_limit: %v", err)
+		}
+		if err := checkLimit(lim); err != nil {
+			return err
+		}
+	}
+	k, err := h.Store.SetKeyLimit(r.Context(), id, lim)
+	if err != nil {
+		return storeErr(err, "key "+id)
+	}
+	return writeJSON(w, http.StatusOK, k)
+}
+
+// setSourceStatus serves PUT /sdr/sources/{id}/status.
+func (h *Handler) setSourceStatus(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	src, ok := h.Registry.Source(id)
+	if !ok {
+		return apiErr(http.StatusNotFound, "source %s not found", id)
+	}
+	var body struct {
+		Status *string `json:"status"`
+	}
+	if err := decode(r, &body); err != nil {
+		return err
+	}
+	st := ""
+	if body.Status != nil {
+		st = *body.Status
+		switch st {
+		case "active", "degraded", "down", "coming_soon":
+		default:
+			return apiErr(http.StatusBadRequest, "status must be active, degraded, down, coming_soon or null")
+		}
+	}
+	h.SetSourceOverride(src.ID, st)
+	return writeJSON(w, http.StatusOK, h.Registry.Provider(src, h.SourceStatus))
+}
+
+func checkLimit(l *store.CreditLimit) error {
+	if err := l.Validate(); err != nil {
+		return apiErr(http.StatusBadRequest, "%v", err)
+	}
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	httpjson.Write(w, status, v)
+	return nil
+}

@@ -1,0 +1,114 @@
+package admin
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"socialrouter/caddymodule/registry"
+	badgerstore "socialrouter/caddymodule/store/badger"
+)
+
+func newTestHandler(t *testing.T) (*Handler, map[string]string) {
+	t.Helper()
+	s, err := badgerstore.Open(t.TempDir(), badgerstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	reg, err := registry.Load("../../services")
+	if err != nil {
+		t.Fatal(err)
+	}
+	overrides := map[string]string{}
+	return New(Config{
+		Store: s, Registry: reg, KeyPrefix: "sdr",
+		SetSourceOverride: func(id, st string) { overrides[id] = st },
+		SourceStatus:      func(id string) string { return overrides[id] },
+	}), overrides
+}
+
+// serve answers one request: the status (from the returned Error when
+// there is one), the body, and the Allow header.
+func serve(t *testing.T, h *Handler, method, path, body string) (int, string, string) {
+	t.Helper()
+	var rd io.Reader = strings.NewReader(body)
+	rec := httptest.NewRecorder()
+	err := h.Serve(rec, httptest.NewRequest(method, path, rd))
+	if err != nil {
+		var e *Error
+		if !errors.As(err, &e) {
+			t.Fatalf("%s %s: untyped error %v", method, path, err)
+		}
+		return e.Status, e.Error(), rec.Header().Get("Allow")
+	}
+	return rec.Code, rec.Body.String(), rec.Header().Get("Allow")
+}
+
+func TestAdminRoutes(t *testing.T) {
+	h, overrides := newTestHandler(t)
+	tests := []struct {
+		method, path, body string
+		status             int
+		contains, allow    string
+	}{
+		{"POST", "/sdr/accounts", `{"id": "acme", "balance": 10}`, 201, `"balance":10`, ""},
+		{"POST", "/sdr/accounts/", `{"id": "acme"}`, 409, "account acme already exists", ""},
+		{"POST", "/sdr/accounts", `{"id": "a b"}`, 400, "id must be 1-64 characters", ""},
+		{"POST", "/sdr/accounts", `{"id": "x", "extra": 1}`, 400, "invalid JSON body", ""},
+		{"GET", "/sdr/accounts", "", 405, "method GET not allowed; use POST", "POST"},
+		{"GET", "/sdr/accounts/acme", "", 200, `"keys":[]`, ""},
+		{"GET", "/sdr/accounts/nope", "", 404, "account nope not found", ""},
+		{"POST", "/sdr/accounts/acme/credits", `{"amount": 2.5}`, 200, `"balance":12.5`, ""},
+		{"POST", "/sdr/accounts/acme/credits", `{"amount": -20}`, 409, "the balance cannot go below zero", ""},
+		{"POST", "/sdr/accounts/acme/credits", `{"amount": 0}`, 400, "amount must be a non-zero number", ""},
+		{"POST", "/sdr/accounts/acme/keys", `{"name": "b", "credit_limit": {"period": "day", "credits": 0}}`, 400, "credit_limit.credits must be above 0", ""},
+		{"POST", "/sdr/accounts/acme/keys", `{"name": "b", "credit_limit": {"period": "year", "credits": 1}}`, 400, "credit_limit.period must be hour, day, week or month", ""},
+		{"POST", "/sdr/accounts/nope/keys", `{}`, 404, "account nope not found", ""},
+		{"GET", "/sdr/keys/key_x", "", 405, "method GET not allowed; use PATCH or DELETE", "PATCH, DELETE"},
+		{"PATCH", "/sdr/keys/key_x", `{}`, 400, `send {"credit_limit"`, ""},
+		{"DELETE", "/sdr/keys/key_x", "", 404, "key key_x not found", ""},
+		{"PUT", "/sdr/sources/nope/status", `{"status": "down"}`, 404, "source nope not found", ""},
+		{"PUT", "/sdr/sources/source_a/status", `{"status": "broken"}`, 400, "status must be active", ""},
+		{"PUT", "/sdr/sources/source_a/status", `{"status": "down"}`, 200, `"status":"down"`, ""},
+		{"GET", "/sdr/nope", "", 404, "no admin route GET /sdr/nope", ""},
+	}
+	for _, tt := range tests {
+		status, body, allow := serve(t, h, tt.method, tt.path, tt.body)
+		if status != tt.status || !strings.Contains(body, tt.contains) || allow != tt.allow {
+			t.Errorf("%s %s: %d %s (Allow %q), want %d containing %q (Allow %q)", tt.method, tt.path, status, body, allow, tt.status, tt.contains, tt.allow)
+		}
+	}
+	if overrides["source_a"] != "down" {
+		t.Errorf("override not set: %v", overrides)
+	}
+}
+
+// TestKeyLifecycle: a key is shown once with its secret, limited, cleared
+// and revoked.
+func TestKeyLifecycle(t *testing.T) {
+	h, _ := newTestHandler(t)
+	serve(t, h, "POST", "/sdr/accounts", `{"id": "acme"}`)
+	status, body, _ := serve(t, h, "POST", "/sdr/accounts/acme/keys", `{"name": "backend", "credit_limit": {"period": "day", "credits": 2}}`)
+	var k struct {
+		ID, Key, Display string
+	}
+	if err := json.Unmarshal([]byte(body), &k); err != nil || status != 201 || !strings.HasPrefix(k.Key, "sdr_live_") || len(k.Key) != len("sdr_live_")+40 {
+		t.Fatalf("create: %d %s", status, body)
+	}
+	if k.Display != "sdr_live_…"+k.Key[len(k.Key)-4:] {
+		t.Errorf("display %q", k.Display)
+	}
+	if status, body, _ := serve(t, h, "PATCH", "/sdr/keys/"+k.ID, `{"credit_limit": null}`); status != 200 || strings.Contains(body, "credit_limit") {
+		t.Errorf("clear: %d %s", status, body)
+	}
+	if status, body, _ := serve(t, h, "DELETE", "/sdr/keys/"+k.ID, ""); status != 204 || body != "" {
+		t.Errorf("revoke: %d %s", status, body)
+	}
+	if _, body, _ := serve(t, h, "GET", "/sdr/accounts/acme", ""); !strings.Contains(body, `"revoked_at"`) || strings.Contains(body, k.Key) {
+		t.Errorf("account after revoke: %s", body)
+	}
+}

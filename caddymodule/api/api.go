@@ -1,0 +1,138 @@
+// Package api is the /v1 HTTP API of Social Data Router as a plain
+// http.Handler: routing, authentication, validation, the billing
+// pre-check, calling the router, settling and rendering the answers. It
+// knows nothing of Caddy: the caller hands it the registry, store, router
+// and shared in-flight counts of one config generation (Config). Extract
+// and Search are the calls without the HTTP around them, for front-ends
+// that authenticate and decode bodies their own way.
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"socialrouter/caddymodule/registry"
+	"socialrouter/caddymodule/router"
+	"socialrouter/caddymodule/store"
+)
+
+// Config is what the API works with; every field is required.
+type Config struct {
+	Registry *registry.Registry
+	Store    store.Store
+	Router   *router.Router
+	// KeyPrefix is the prefix of API keys (<prefix>_live_…).
+	KeyPrefix string
+	// MaxConcurrentRuns caps the runs in flight per account, counted in
+	// InFlight (which outlives the config generation).
+	MaxConcurrentRuns int
+	InFlight          *InFlight
+	// SourceStatus is the live status of a source (admin override,
+	// declared coming_soon or the breakers' view).
+	SourceStatus func(sourceID string) string
+	Logger       *zap.Logger
+}
+
+// API serves /v1. Build it with New; it is safe for concurrent use.
+type API struct {
+	Config
+	mux *http.ServeMux
+}
+
+// New builds the API and its routes.
+func New(c Config) *API {
+	a := &API{Config: c, mux: http.NewServeMux()}
+	a.route(http.MethodGet, "/v1/services", a.catalogue)
+	a.route(http.MethodGet, "/v1/services/{platform}", a.platform)
+	a.route(http.MethodGet, "/v1/services/{platform}/{service}", a.entry)
+	a.route(http.MethodGet, "/v1/providers", a.providers)
+	a.route(http.MethodGet, "/v1/providers/{id}", a.provider)
+	a.route(http.MethodGet, "/v1/openapi.json", a.openapi)
+	a.route(http.MethodPost, "/v1/extract/{platform}/{service}", a.extract)
+	a.route(http.MethodPost, "/v1/search", a.search)
+	a.route(http.MethodGet, "/v1/extractions/{id}", a.getRun)
+	a.route(http.MethodGet, "/v1/account/balance", a.balance)
+	a.route(http.MethodGet, "/v1/account/usage", a.usage)
+	// The alias /v1/{platform}/{service} of the OpenAPI operations; every
+	// route above is more specific, so it only takes what they leave.
+	a.route(http.MethodPost, "/v1/{platform}/{service}", a.extract)
+	a.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		path, _ := r.Context().Value(pathKey{}).(string)
+		if path == "" {
+			path = r.URL.Path
+		}
+		notFound(w, r.Method, path)
+	})
+	return a
+}
+
+// route registers a path for one method (GET also answers HEAD). The
+// pattern carries no method so that another method gets the API's JSON 405
+// with Allow, not ServeMux's plain-text one.
+func (a *API) route(method, pattern string, h http.HandlerFunc) {
+	a.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != method && !(method == http.MethodGet && r.Method == http.MethodHead) {
+			w.Header().Set("Allow", method)
+			newError(http.StatusMethodNotAllowed, "method_not_allowed", typeValidation,
+				"this endpoint accepts "+method+" only").write(w)
+			return
+		}
+		h(w, r)
+	})
+}
+
+// pathKey holds the request path as sent when ServeHTTP routes a
+// canonical form of it, for the 404 message.
+type pathKey struct{}
+
+// ServeHTTP answers a /v1 request; any other path is a JSON 404 (the Caddy
+// handler passes those to the next handler before they get here).
+//
+// Segments are what the path holds between slashes, leading and trailing
+// slashes ignored, as the API has always read them. ServeMux would answer
+// a path it cleans with a redirect, so the mux sees the canonical form
+// /v1/<seg>/…; a path with an empty, "." or ".." segment, which no route
+// takes, is a 404 here.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.Path
+	seg, ok := segments(path)
+	if !ok {
+		notFound(w, r.Method, path)
+		return
+	}
+	if canon := "/v1/" + strings.Join(seg, "/"); canon != path || r.URL.RawPath != "" {
+		u := *r.URL
+		u.Path, u.RawPath = canon, ""
+		r = r.WithContext(context.WithValue(r.Context(), pathKey{}, path))
+		r.URL = &u
+	}
+	a.mux.ServeHTTP(w, r)
+}
+
+// segments splits a /v1 path; ok is false outside /v1 and for a segment
+// that is empty, "." or "..".
+func segments(path string) (seg []string, ok bool) {
+	if path != "/v1" && !strings.HasPrefix(path, "/v1/") {
+		return nil, false
+	}
+	rest := strings.Trim(strings.TrimPrefix(path, "/v1"), "/")
+	if rest == "" {
+		return nil, true
+	}
+	seg = strings.Split(rest, "/")
+	for _, s := range seg {
+		if s == "" || s == "." || s == ".." {
+			return nil, false
+		}
+	}
+	return seg, true
+}
+
+func notFound(w http.ResponseWriter, method, path string) {
+	newError(http.StatusNotFound, "not_found", typeNotFound,
+		fmt.Sprintf("no endpoint %s %s; GET /v1/openapi.json describes the API", method, path)).write(w)
+}

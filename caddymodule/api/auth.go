@@ -1,0 +1,43 @@
+package api
+
+import (
+	"crypto/sha256"
+	"errors"
+	"net/http"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"socialrouter/caddymodule/store"
+)
+
+// Authenticate checks the request's bearer key: missing → missing_api_key,
+// malformed or unknown → invalid_api_key, revoked → revoked_api_key (all
+// 401), a store failure → 503 store_unavailable.
+func (a *API) Authenticate(r *http.Request) (store.Key, *Error) {
+	hdr := r.Header.Get("Authorization")
+	if hdr == "" {
+		return store.Key{}, newError(http.StatusUnauthorized, "missing_api_key", typeAuthentication,
+			"no API key: send it as Authorization: Bearer "+a.KeyPrefix+"_live_…")
+	}
+	scheme, secret, ok := strings.Cut(hdr, " ")
+	secret = strings.TrimSpace(secret)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || !strings.HasPrefix(secret, a.KeyPrefix+"_live_") {
+		return store.Key{}, newError(http.StatusUnauthorized, "invalid_api_key", typeAuthentication,
+			"malformed Authorization header: expected Authorization: Bearer "+a.KeyPrefix+"_live_…")
+	}
+	k, err := a.Store.KeyByHash(r.Context(), sha256.Sum256([]byte(secret)))
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Key{}, newError(http.StatusUnauthorized, "invalid_api_key", typeAuthentication,
+			"unknown API key; check that it was copied whole, or create a new one")
+	}
+	if err != nil {
+		a.Logger.Error("looking up api key", zap.Error(err))
+		return store.Key{}, storeUnavailable()
+	}
+	if k.RevokedAt != nil {
+		return store.Key{}, newError(http.StatusUnauthorized, "revoked_api_key", typeAuthentication,
+			"this API key was revoked on "+k.RevokedAt.UTC().Format("2006-01-02T15:04:05Z")+"; create a new key")
+	}
+	return k, nil
+}

@@ -1,0 +1,47 @@
+package api
+
+import (
+	"net/http/httptest"
+	"testing"
+	"time"
+)
+
+func TestAuthenticate(t *testing.T) {
+	a := newTestAPI(t, 0)
+	tests := []struct {
+		name, header, code string
+	}{
+		{"missing", "", "missing_api_key"},
+		{"not bearer", "Basic " + a.secret, "invalid_api_key"},
+		{"other prefix", "Bearer xyz_live_abc", "invalid_api_key"},
+		{"unknown", "Bearer sdr_live_" + "b", "invalid_api_key"},
+		{"valid", "bearer  " + a.secret, ""},
+	}
+	for _, tt := range tests {
+		r := httptest.NewRequest("GET", "/v1/account/balance", nil)
+		if tt.header != "" {
+			r.Header.Set("Authorization", tt.header)
+		}
+		k, e := a.Authenticate(r)
+		switch {
+		case tt.code == "" && (e != nil || k.ID != a.key.ID):
+			t.Errorf("%s: %+v, %+v", tt.name, k, e)
+		case tt.code != "" && (e == nil || e.Code != tt.code || e.Status != 401):
+			t.Errorf("%s: %+v, want 401 %s", tt.name, e, tt.code)
+		}
+	}
+	rec := httptest.NewRecorder()
+	a.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/account/balance", nil))
+	if got := rec.Header().Get("WWW-Authenticate"); got != `Bearer realm="social_router"` {
+		t.Errorf("401 without WWW-Authenticate: %q", got)
+	}
+
+	if _, err := a.store.RevokeKey(t.Context(), a.key.ID, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest("GET", "/v1/account/balance", nil)
+	r.Header.Set("Authorization", "Bearer "+a.secret)
+	if _, e := a.Authenticate(r); e == nil || e.Code != "revoked_api_key" || e.Message != "this API key was revoked on 2026-01-02T03:04:05Z; create a new key" {
+		t.Errorf("revoked: %+v", e)
+	}
+}

@@ -1,0 +1,67 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Error types of the envelope.
+const (
+	typeValidation     = "validation"
+	typeAuthentication = "authentication"
+	typeBilling        = "billing"
+	typeRateLimit      = "rate_limit"
+	typeNotFound       = "not_found"
+	typeTimeout        = "timeout"
+	typeProvider       = "provider"
+	typeInternal       = "internal"
+)
+
+// Error is a client-facing error: the envelope
+// {"error": {"code", "message", "type", …Extra}} with an HTTP status and,
+// for the rate-limit and provider errors, a Retry-After. Front-ends other
+// than HTTP render the same fields.
+type Error struct {
+	Status     int
+	Code       string
+	Type       string
+	Message    string
+	Extra      map[string]any
+	RetryAfter time.Duration
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+func newError(status int, code, typ, msg string) *Error {
+	return &Error{Status: status, Code: code, Type: typ, Message: msg}
+}
+
+// storeUnavailable is the 503 of a failed store read.
+func storeUnavailable() *Error {
+	return newError(http.StatusServiceUnavailable, "store_unavailable", typeInternal, "the account store is unavailable; retry shortly")
+}
+
+// with adds an extra field to the error object.
+func (e *Error) with(k string, v any) *Error {
+	if e.Extra == nil {
+		e.Extra = map[string]any{}
+	}
+	e.Extra[k] = v
+	return e
+}
+
+func (e *Error) write(w http.ResponseWriter) {
+	body := map[string]any{"code": e.Code, "message": e.Message, "type": e.Type}
+	for k, v := range e.Extra {
+		body[k] = v
+	}
+	if e.RetryAfter > 0 {
+		secs := int((e.RetryAfter + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+	}
+	if e.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="social_router"`)
+	}
+	writeJSON(w, e.Status, map[string]any{"error": body})
+}

@@ -1,0 +1,161 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"go.uber.org/zap"
+
+	"socialrouter/caddymodule/registry"
+	"socialrouter/caddymodule/router"
+	"socialrouter/caddymodule/runs"
+	"socialrouter/caddymodule/store"
+)
+
+// newRunID returns "ext_" + a time-sortable ULID.
+func newRunID(now time.Time) string {
+	return "ext_" + strings.ToLower(ulid.MustNew(ulid.Timestamp(now), rand.Reader).String())
+}
+
+// extract serves POST /v1/extract/{platform}/{service} (and its alias), in
+// the order of DESIGN.md section 4: route, authenticate, read the body,
+// then Extract.
+func (a *API) extract(w http.ResponseWriter, r *http.Request) {
+	svc, apiErr := a.Service(r.PathValue("platform"), r.PathValue("service"))
+	if apiErr != nil {
+		apiErr.write(w)
+		return
+	}
+	key, body, ok := a.authenticatedBody(w, r)
+	if !ok {
+		return
+	}
+	run, apiErr := a.Extract(r.Context(), key, svc, body)
+	if apiErr != nil {
+		apiErr.write(w)
+		return
+	}
+	writeRun(w, run)
+}
+
+// Extract is one extraction call for an authenticated key with a decoded
+// JSON object body: validate the body against the service, pre-check
+// billing, route to the offers, settle, and return the settled run. A
+// failed run is settled too (uncharged) and returned as the Error, which
+// then carries its run_id and attempts. Settling outlives ctx: the
+// upstream work is done and the run must not be lost.
+func (a *API) Extract(ctx context.Context, key store.Key, svc *registry.Service, body map[string]json.RawMessage) (*runs.Run, *Error) {
+	in, apiErr := parseExtract(svc, body)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	offers := svc.LiveOffers()
+	if in.Pin != nil {
+		offers = []*registry.Offer{in.Pin}
+	}
+	release, apiErr := a.precheck(ctx, key, offers)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	defer release()
+
+	now := time.Now().UTC()
+	run := &runs.Run{
+		ID:        newRunID(now),
+		Platform:  svc.Platform,
+		Service:   svc.Name,
+		URL:       in.Inputs[0],
+		CreatedAt: now,
+		AccountID: key.AccountID,
+		KeyID:     key.ID,
+		Data:      []json.RawMessage{},
+	}
+	if svc.InputKind == registry.KindQuery {
+		run.Queries = in.Raw
+		run.URL = in.Raw[0]
+	}
+	res, err := a.Router.Run(ctx, router.Request{
+		Service: svc, Inputs: in.Inputs, Options: in.Options, Limit: in.Limit, Pin: in.Pin, Now: now,
+	})
+	return a.settle(ctx, run, res, err, svc.Platform)
+}
+
+// settle stores a routed run (success or failure) and returns it, or the
+// error to answer.
+func (a *API) settle(ctx context.Context, run *runs.Run, res *router.Result, err error, platform string) (*runs.Run, *Error) {
+	run.CompletedAt = time.Now().UTC()
+	ctx = context.WithoutCancel(ctx)
+	if err != nil {
+		var f *router.Failure
+		if !errors.As(err, &f) {
+			f = &router.Failure{Status: http.StatusBadGateway, Code: "provider_error", Type: typeProvider, Message: err.Error()}
+		}
+		run.Status = runs.StatusFailed
+		run.Error = &runs.RunError{Code: f.Code, Type: f.Type, Message: f.Message}
+		run.Attempts = f.Attempts
+		offer := ""
+		if f.Offer != nil {
+			offer = f.Offer.ID
+			run.ServedBy = f.Offer.ID
+			if run.Kind == runs.KindSearch {
+				run.Provider = f.Offer.Source.ID
+			}
+		}
+		if _, serr := a.Store.Settle(ctx, store.Settlement{Run: run, Offer: offer, Platform: platform, Now: run.CompletedAt}); serr != nil {
+			a.Logger.Error("storing failed run", zap.String("run_id", run.ID), zap.Error(serr))
+		}
+		e := newError(f.Status, f.Code, f.Type, f.Message).with("run_id", run.ID).with("attempts", nonNilAttempts(f.Attempts))
+		e.RetryAfter = f.RetryAfter
+		return nil, e
+	}
+	run.Status = runs.StatusCompleted
+	run.ServedBy = res.Offer.ID
+	if run.Kind == runs.KindSearch {
+		run.Provider = res.Offer.Source.ID
+		run.ServedBy = ""
+	}
+	run.Attempts = res.Attempts
+	run.Data = res.Records
+	if run.Data == nil {
+		run.Data = []json.RawMessage{}
+	}
+	run.Pagination.Total = res.Total
+	sr, serr := a.Store.Settle(ctx, store.Settlement{
+		Run: run, Price: res.Offer.Price, Offer: res.Offer.ID, Platform: platform, Now: run.CompletedAt,
+	})
+	if serr != nil {
+		a.Logger.Error("settling run", zap.String("run_id", run.ID), zap.Error(serr))
+		return nil, newError(http.StatusServiceUnavailable, "store_unavailable", typeInternal,
+			"the run could not be recorded, so nothing was charged; retry shortly").with("run_id", run.ID)
+	}
+	a.Logger.Debug("run settled", zap.String("run_id", run.ID), zap.String("offer", res.Offer.ID),
+		zap.Int("records", sr.Records), zap.Stringer("charged", sr.Charged))
+	return run, nil
+}
+
+func nonNilAttempts(a []runs.Attempt) []runs.Attempt {
+	if a == nil {
+		return []runs.Attempt{}
+	}
+	return a
+}
+
+// authenticatedBody authenticates the caller and reads the JSON object
+// body, answering the error itself when either fails.
+func (a *API) authenticatedBody(w http.ResponseWriter, r *http.Request) (store.Key, map[string]json.RawMessage, bool) {
+	key, apiErr := a.Authenticate(r)
+	if apiErr == nil {
+		var m map[string]json.RawMessage
+		if m, apiErr = readObject(w, r); apiErr == nil {
+			return key, m, true
+		}
+	}
+	apiErr.write(w)
+	return store.Key{}, nil, false
+}
