@@ -439,8 +439,8 @@ func (rep *report) blocking(ctx context.Context, w io.Writer, e *env, cfg *confi
 		if kind == "sync" {
 			// Idle connections and server loops wait too; keep the
 			// extraction handler's goroutines, without Caddy's frames.
-			args = []string{"-top", "-cum", "-nodecount=22", "-focus=caddymodule.\\(\\*Handler\\).extract",
-				"-hide=caddyhttp|net/http|ratelimit|Handler..route|Handler..ServeHTTP", prof}
+			args = []string{"-top", "-cum", "-nodecount=22", "-focus=api.\\(\\*API\\).extract",
+				"-hide=caddyhttp|net/http|ratelimit|Handler..ServeHTTP|API..ServeHTTP|API..route", prof}
 			note = "the extraction handler's goroutines only"
 		}
 		top, err := pprofTop(ctx, args...)

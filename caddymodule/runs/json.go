@@ -12,7 +12,8 @@ import (
 // quote is escaped), so the sequence cannot occur inside a string value.
 var dataNull = []byte(`,"data":null,`)
 
-// headBufs holds the buffers run headers are encoded into.
+// headBufs holds the buffers run headers are encoded into; package-level
+// because it holds only free buffers, no config state.
 var headBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // AppendJSON appends the JSON of head, a run (or a struct embedding
