@@ -1,4 +1,4 @@
-package registry
+package normalize_test
 
 import (
 	"context"
@@ -26,7 +26,7 @@ func BenchmarkNormalize(b *testing.B) {
 		var items [][]byte
 		size := 0
 		for _, item := range o.ownItems(files) {
-			if _, ok, err := p.normalizeGojq(context.Background(), item, input, fpNow); ok && err == nil {
+			if _, ok, err := p.NormalizeGojq(context.Background(), item, input, fpNow); ok && err == nil {
 				items = append(items, item)
 				size += len(item)
 			}
@@ -43,7 +43,7 @@ func BenchmarkNormalize(b *testing.B) {
 				return err
 			}},
 			{"gojq", func(item []byte) error {
-				_, _, err := p.normalizeGojq(context.Background(), item, input, fpNow)
+				_, _, err := p.NormalizeGojq(context.Background(), item, input, fpNow)
 				return err
 			}},
 			{"roundtrip", fpRoundTrip},
