@@ -211,28 +211,7 @@ func bFirst(e *env, v value) (value, error) { return e.indexAt(v, 0) }
 func bLast(e *env, v value) (value, error)  { return e.indexAt(v, -1) }
 
 func bKeys(e *env, v value) (value, error) {
-	if v.pruned() {
-		return vNull, errBail
-	}
-	buf := e.getBuf()
-	defer e.putBuf(buf)
-	switch v.k {
-	case kObj:
-		ps := e.sortedPairs(v)
-		for _, p := range ps {
-			buf = append(buf, strValue(p.key))
-		}
-		e.releasePairs(ps)
-	case kArr:
-		n := len(e.elems(v, buf))
-		buf = buf[:0]
-		for i := range n {
-			buf = append(buf, intValue(i))
-		}
-	default:
-		return vNull, errJQ
-	}
-	return e.newArr(buf), nil
+	return mapKeys(e, v, func(_ *env, k, _ value) value { return k })
 }
 
 var entryKeys = []string{"key", "value"}
@@ -245,7 +224,10 @@ func entry(e *env, k, v value) value {
 }
 
 // toEntries is to_entries: [keys[] as $k | {key: $k, value: .[$k]}].
-func toEntries(e *env, v value) (value, error) {
+func toEntries(e *env, v value) (value, error) { return mapKeys(e, v, entry) }
+
+// mapKeys is [keys[] as $k | f($k; .[$k])] for an object or array v.
+func mapKeys(e *env, v value, f func(e *env, k, x value) value) (value, error) {
 	if v.pruned() {
 		return vNull, errBail
 	}
@@ -255,13 +237,13 @@ func toEntries(e *env, v value) (value, error) {
 	case kObj:
 		ps := e.sortedPairs(v)
 		for _, p := range ps {
-			buf = append(buf, entry(e, strValue(p.key), p.val))
+			buf = append(buf, f(e, strValue(p.key), p.val))
 		}
 		e.releasePairs(ps)
 	case kArr:
 		els := e.elems(v, e.getBuf())
 		for i, x := range els {
-			buf = append(buf, entry(e, intValue(i), x))
+			buf = append(buf, f(e, intValue(i), x))
 		}
 		e.putBuf(els)
 	default:
@@ -412,26 +394,19 @@ func bJoin(e *env, v, sep value) (value, error) {
 	return strValue(e.keep(b)), nil
 }
 
-func bLtrimstr(_ *env, v, a value) (value, error) {
-	s, t, err := strArgs(v, a)
-	if err != nil {
-		return vNull, err
-	}
-	if !strings.HasPrefix(s, t) {
-		return v, nil
-	}
-	return strValue(s[len(t):]), nil
-}
+func bLtrimstr(_ *env, v, a value) (value, error) { return trimStr(v, a, strings.CutPrefix) }
+func bRtrimstr(_ *env, v, a value) (value, error) { return trimStr(v, a, strings.CutSuffix) }
 
-func bRtrimstr(_ *env, v, a value) (value, error) {
+// trimStr is ltrimstr or rtrimstr, as cut removes the prefix or suffix.
+func trimStr(v, a value, cut func(s, t string) (string, bool)) (value, error) {
 	s, t, err := strArgs(v, a)
 	if err != nil {
 		return vNull, err
 	}
-	if !strings.HasSuffix(s, t) {
-		return v, nil
+	if r, ok := cut(s, t); ok {
+		return strValue(r), nil
 	}
-	return strValue(s[:len(s)-len(t)]), nil
+	return v, nil
 }
 
 func bStartswith(_ *env, v, a value) (value, error) {

@@ -94,6 +94,4 @@ func (n *subNode) one(e *env, in value) (value, error) {
 	return strValue(e.concat(s[:m[0]], n.repl, s[m[1]:])), nil
 }
 
-func (n *subNode) eval(e *env, in value, out []value) ([]value, error) {
-	return evalOne(n, e, in, out)
-}
+func (n *subNode) eval(e *env, in value, out []value) ([]value, error) { return evalOne(n, e, in, out) }

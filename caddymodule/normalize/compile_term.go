@@ -152,12 +152,9 @@ func (c *planCompiler) index(base *gojq.Term, x *gojq.Index, in *site) (node, er
 	if err != nil {
 		return nil, err
 	}
-	bo, bok := asOne(b)
-	ko, kok := asOne(k)
-	if bok && kok {
-		return &indexDyn1Node{bo, ko}, nil
-	}
-	return &indexDynNode{b, k}, nil
+	// base[key] is a binary operator on base and key (the key's outputs
+	// in the outer loop, as gojq does).
+	return mkBin((*env).indexBy, b, k), nil
 }
 
 func numberConst(s string) (value, error) {

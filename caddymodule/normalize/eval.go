@@ -42,6 +42,30 @@ func evalOpt(n opter, e *env, in value, out []value) ([]value, error) {
 	return out, err
 }
 
+// each is the stream loop of the nodes that feed every output of src (on
+// in) to f, which appends to out: a src with one output runs without a
+// scratch buffer; f's first error stops the loop, src's own error (raised
+// after its outputs) comes last. The one-output forms of those nodes
+// (pipe1Node, if1Node, …) are each with src and f both single-valued.
+func each(e *env, src node, in value, out []value, f func(v value, out []value) ([]value, error)) ([]value, error) {
+	if o, ok := src.(oner); ok {
+		v, err := o.one(e, in)
+		if err != nil {
+			return out, err
+		}
+		return f(v, out)
+	}
+	buf, serr := src.eval(e, in, e.getBuf())
+	defer e.putBuf(buf)
+	for _, v := range buf {
+		var err error
+		if out, err = f(v, out); err != nil {
+			return out, err
+		}
+	}
+	return out, serr
+}
+
 // optOne adapts a oner to opter.
 type optOne struct{ oner }
 
@@ -138,6 +162,8 @@ func (n *selectOptNode) eval(e *env, in value, out []value) ([]value, error) {
 	return evalOpt(n, e, in, out)
 }
 
+// tryOptNode is try body (or body?) for a body with at most one output:
+// a jq error is no output.
 type tryOptNode struct{ body opter }
 
 func (n *tryOptNode) opt(e *env, in value) (value, bool, error) {
@@ -152,6 +178,8 @@ func (n *tryOptNode) eval(e *env, in value, out []value) ([]value, error) {
 	return evalOpt(n, e, in, out)
 }
 
+// bindOptNode is src as $var | body with one source output and at most one
+// body output.
 type bindOptNode struct {
 	src  oner
 	body opter

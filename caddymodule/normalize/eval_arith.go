@@ -80,17 +80,37 @@ func numbers(l, r value) (li, ri int, lf, rf float64, ints bool) {
 	return 0, 0, l.float(), r.float(), false
 }
 
+// arith applies an operator to two numbers: iop to ints, which reports
+// false on overflow (gojq would go to a big integer: the plan bails), fop
+// to float64s.
+func arith(l, r value, iop func(a, b int) (int, bool), fop func(a, b float64) float64) (value, error) {
+	li, ri, lf, rf, ints := numbers(l, r)
+	if !ints {
+		return floatValue(fop(lf, rf)), nil
+	}
+	if v, ok := iop(li, ri); ok {
+		return intValue(v), nil
+	}
+	return vNull, errBail
+}
+
+func addInt(a, b int) (int, bool)   { v := a + b; return v, (v >= a) == (b >= 0) }
+func addFloat(a, b float64) float64 { return a + b }
+func subInt(a, b int) (int, bool)   { v := a - b; return v, (v <= a) == (b >= 0) }
+func subFloat(a, b float64) float64 { return a - b }
+func mulFloat(a, b float64) float64 { return a * b }
+func mulInt(a, b int) (int, bool) {
+	if b == -1 {
+		return -a, a != math.MinInt
+	}
+	v := a * b
+	return v, b == 0 || v/b == a
+}
+
 func opAdd(e *env, l, r value) (value, error) {
 	switch {
 	case l.k == kNum && r.k == kNum:
-		li, ri, lf, rf, ints := numbers(l, r)
-		if ints {
-			if v := li + ri; (v >= li) == (ri >= 0) {
-				return intValue(v), nil
-			}
-			return vNull, errBail
-		}
-		return floatValue(lf + rf), nil
+		return arith(l, r, addInt, addFloat)
 	case l.k == kStr && r.k == kStr:
 		return strValue(e.concat(l.str(), r.str())), nil
 	case l.k == kNull:
@@ -111,45 +131,27 @@ func opAdd(e *env, l, r value) (value, error) {
 	return vNull, errJQ
 }
 
-func opSub(_ *env, l, r value) (value, error) {
-	switch {
-	case l.k == kNum && r.k == kNum:
-		li, ri, lf, rf, ints := numbers(l, r)
-		if ints {
-			if v := li - ri; (v <= li) == (ri >= 0) {
-				return intValue(v), nil
-			}
+// numOp is an operator of numbers (arith with iop and fop). Other
+// operands are a jq error, or bail where gojq gives them a meaning the
+// plan does not model (array difference, string repetition, object merge).
+func numOp(iop func(a, b int) (int, bool), fop func(a, b float64) float64, bail func(l, r value) bool) binop {
+	return func(_ *env, l, r value) (value, error) {
+		switch {
+		case l.k == kNum && r.k == kNum:
+			return arith(l, r, iop, fop)
+		case bail(l, r):
 			return vNull, errBail
 		}
-		return floatValue(lf - rf), nil
-	case l.k == kArr && r.k == kArr:
-		return vNull, errBail
+		return vNull, errJQ
 	}
-	return vNull, errJQ
 }
 
-func opMul(_ *env, l, r value) (value, error) {
-	switch {
-	case l.k == kNum && r.k == kNum:
-		li, ri, lf, rf, ints := numbers(l, r)
-		if ints {
-			if ri == -1 {
-				if li == math.MinInt {
-					return vNull, errBail
-				}
-				return intValue(-li), nil
-			}
-			if v := li * ri; ri == 0 || v/ri == li {
-				return intValue(v), nil
-			}
-			return vNull, errBail
-		}
-		return floatValue(lf * rf), nil
-	case l.k == kStr && r.k == kNum, l.k == kNum && r.k == kStr, l.k == kObj && r.k == kObj:
-		return vNull, errBail
-	}
-	return vNull, errJQ
-}
+var (
+	opSub = numOp(subInt, subFloat, func(l, r value) bool { return l.k == kArr && r.k == kArr })
+	opMul = numOp(mulInt, mulFloat, func(l, r value) bool {
+		return l.k == kStr && r.k == kNum || l.k == kNum && r.k == kStr || l.k == kObj && r.k == kObj
+	})
+)
 
 func opDiv(_ *env, l, r value) (value, error) {
 	switch {
@@ -207,16 +209,13 @@ func opMod(_ *env, l, r value) (value, error) {
 type negNode struct{ x node }
 
 func (n *negNode) eval(e *env, in value, out []value) ([]value, error) {
-	buf, err := n.x.eval(e, in, e.getBuf())
-	defer e.putBuf(buf)
-	for _, v := range buf {
+	return each(e, n.x, in, out, func(v value, out []value) ([]value, error) {
 		w, err := negate(v)
 		if err != nil {
 			return out, err
 		}
-		out = append(out, w)
-	}
-	return out, err
+		return append(out, w), nil
+	})
 }
 
 func negate(v value) (value, error) {

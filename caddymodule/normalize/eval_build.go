@@ -176,30 +176,12 @@ func (n *bindNode) bind(e *env, v value) bool {
 }
 
 func (n *bindNode) eval(e *env, in value, out []value) ([]value, error) {
-	if s, ok := n.src.(oner); ok {
-		v, err := s.one(e, in)
-		if err != nil {
-			return out, err
-		}
+	return each(e, n.src, in, out, func(v value, out []value) ([]value, error) {
 		if n.bind(e, v) {
 			defer e.popFrame()
 		}
 		return n.body.eval(e, in, out)
-	}
-	buf, serr := n.src.eval(e, in, e.getBuf())
-	defer e.putBuf(buf)
-	for _, v := range buf {
-		pushed := n.bind(e, v)
-		var err error
-		out, err = n.body.eval(e, in, out)
-		if pushed {
-			e.popFrame()
-		}
-		if err != nil {
-			return out, err
-		}
-	}
-	return out, serr
+	})
 }
 
 type bind1Node struct {
@@ -226,21 +208,12 @@ func (n *bind1Node) eval(e *env, in value, out []value) ([]value, error) {
 type selectNode struct{ cond node }
 
 func (n *selectNode) eval(e *env, in value, out []value) ([]value, error) {
-	if c, ok := n.cond.(oner); ok {
-		v, err := c.one(e, in)
-		if err == nil && v.truthy() {
+	return each(e, n.cond, in, out, func(c value, out []value) ([]value, error) {
+		if c.truthy() {
 			out = append(out, in)
 		}
-		return out, err
-	}
-	buf, err := n.cond.eval(e, in, e.getBuf())
-	for _, v := range buf {
-		if v.truthy() {
-			out = append(out, in)
-		}
-	}
-	e.putBuf(buf)
-	return out, err
+		return out, nil
+	})
 }
 
 // typeNode is objects, strings, … : select by type.
@@ -260,10 +233,8 @@ type fn0Node struct {
 	f func(e *env, v value) (value, error)
 }
 
-func (n *fn0Node) one(e *env, in value) (value, error) { return n.f(e, in) }
-func (n *fn0Node) eval(e *env, in value, out []value) ([]value, error) {
-	return evalOne(n, e, in, out)
-}
+func (n *fn0Node) one(e *env, in value) (value, error)                 { return n.f(e, in) }
+func (n *fn0Node) eval(e *env, in value, out []value) ([]value, error) { return evalOne(n, e, in, out) }
 
 // fn1Node is a builtin of one $-argument, computed from the input.
 type fn1Node struct {
@@ -320,9 +291,7 @@ func (n *mapNode) one(e *env, in value) (value, error) {
 	return e.newArr(res), nil
 }
 
-func (n *mapNode) eval(e *env, in value, out []value) ([]value, error) {
-	return evalOne(n, e, in, out)
-}
+func (n *mapNode) eval(e *env, in value, out []value) ([]value, error) { return evalOne(n, e, in, out) }
 
 // withEntriesNode is with_entries(f): to_entries | map(f) | from_entries.
 type withEntriesNode struct{ f node }

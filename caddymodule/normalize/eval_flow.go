@@ -3,23 +3,9 @@ package normalize
 type pipeNode struct{ l, r node }
 
 func (n *pipeNode) eval(e *env, in value, out []value) ([]value, error) {
-	if l, ok := n.l.(oner); ok {
-		v, err := l.one(e, in)
-		if err != nil {
-			return out, err
-		}
+	return each(e, n.l, in, out, func(v value, out []value) ([]value, error) {
 		return n.r.eval(e, v, out)
-	}
-	buf, lerr := n.l.eval(e, in, e.getBuf())
-	var err error
-	for _, v := range buf {
-		if out, err = n.r.eval(e, v, out); err != nil {
-			e.putBuf(buf)
-			return out, err
-		}
-	}
-	e.putBuf(buf)
-	return out, lerr
+	})
 }
 
 type pipe1Node struct{ l, r oner }
@@ -239,30 +225,12 @@ func mkAlt(l, r node) node {
 type ifNode struct{ cond, then, els node }
 
 func (n *ifNode) eval(e *env, in value, out []value) ([]value, error) {
-	if c, ok := n.cond.(oner); ok {
-		v, err := c.one(e, in)
-		if err != nil {
-			return out, err
-		}
-		if v.truthy() {
+	return each(e, n.cond, in, out, func(c value, out []value) ([]value, error) {
+		if c.truthy() {
 			return n.then.eval(e, in, out)
 		}
 		return n.els.eval(e, in, out)
-	}
-	buf, cerr := n.cond.eval(e, in, e.getBuf())
-	var err error
-	for _, v := range buf {
-		br := n.els
-		if v.truthy() {
-			br = n.then
-		}
-		if out, err = br.eval(e, in, out); err != nil {
-			e.putBuf(buf)
-			return out, err
-		}
-	}
-	e.putBuf(buf)
-	return out, cerr
+	})
 }
 
 type if1Node struct{ cond, then, els oner }
@@ -278,9 +246,7 @@ func (n *if1Node) one(e *env, in value) (value, error) {
 	return n.els.one(e, in)
 }
 
-func (n *if1Node) eval(e *env, in value, out []value) ([]value, error) {
-	return evalOne(n, e, in, out)
-}
+func (n *if1Node) eval(e *env, in value, out []value) ([]value, error) { return evalOne(n, e, in, out) }
 
 // andNode and orNode are jq's short-circuit boolean operators.
 type andNode struct {
@@ -289,23 +255,14 @@ type andNode struct {
 }
 
 func (n *andNode) eval(e *env, in value, out []value) ([]value, error) {
-	ls, lerr := n.l.eval(e, in, e.getBuf())
-	defer e.putBuf(ls)
-	for _, l := range ls {
+	return each(e, n.l, in, out, func(l value, out []value) ([]value, error) {
 		if l.truthy() == n.or {
-			out = append(out, boolValue(n.or))
-			continue
+			return append(out, boolValue(n.or)), nil
 		}
-		rs, rerr := n.r.eval(e, in, e.getBuf())
-		for _, r := range rs {
-			out = append(out, boolValue(r.truthy()))
-		}
-		e.putBuf(rs)
-		if rerr != nil {
-			return out, rerr
-		}
-	}
-	return out, lerr
+		return each(e, n.r, in, out, func(r value, out []value) ([]value, error) {
+			return append(out, boolValue(r.truthy())), nil
+		})
+	})
 }
 
 type and1Node struct {

@@ -157,50 +157,6 @@ func (e *env) indexBy(v, key value) (value, error) {
 	return vNull, errJQ
 }
 
-// indexDynNode is base[key] with key computed from the input.
-type indexDynNode struct{ base, key node }
-
-func (n *indexDynNode) eval(e *env, in value, out []value) ([]value, error) {
-	keys, kerr := n.key.eval(e, in, e.getBuf())
-	defer e.putBuf(keys)
-	if len(keys) == 0 {
-		return out, kerr
-	}
-	bases, berr := n.base.eval(e, in, e.getBuf())
-	defer e.putBuf(bases)
-	for _, k := range keys {
-		for _, b := range bases {
-			v, err := e.indexBy(b, k)
-			if err != nil {
-				return out, err
-			}
-			out = append(out, v)
-		}
-		if berr != nil {
-			return out, berr
-		}
-	}
-	return out, kerr
-}
-
-type indexDyn1Node struct{ base, key oner }
-
-func (n *indexDyn1Node) one(e *env, in value) (value, error) {
-	k, err := n.key.one(e, in)
-	if err != nil {
-		return vNull, err
-	}
-	b, err := n.base.one(e, in)
-	if err != nil {
-		return vNull, err
-	}
-	return e.indexBy(b, k)
-}
-
-func (n *indexDyn1Node) eval(e *env, in value, out []value) ([]value, error) {
-	return evalOne(n, e, in, out)
-}
-
 // iterNode is .[]: array elements, or object values in key order.
 type iterNode struct{}
 
