@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/itchyny/gojq"
+
+	"socialrouter/internal/jsonscan"
 )
 
 // appendToString appends tostring of v. Arrays and objects are written by
@@ -60,7 +62,7 @@ func toAny(v value) (any, error) {
 		}
 		if v.raw() {
 			for i := 1; ; {
-				el, next, ok := nextElem(v.s, i)
+				el, next, ok := jsonscan.NextElem(v.s, i)
 				if !ok {
 					break
 				}
@@ -89,7 +91,7 @@ func toAny(v value) (any, error) {
 	}
 	if v.raw() {
 		for i := 1; ; {
-			k, val, next, ok := nextMember(v.s, i)
+			k, val, next, ok := jsonscan.NextMember(v.s, i)
 			if !ok {
 				break
 			}
@@ -270,7 +272,7 @@ func has(v value, key string) bool {
 		return slices.Contains(v.c.keys, key)
 	}
 	for i := 1; ; {
-		k, _, next, ok := nextMember(v.s, i)
+		k, _, next, ok := jsonscan.NextMember(v.s, i)
 		if !ok {
 			return false
 		}

@@ -1,6 +1,10 @@
 package normalize
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"socialrouter/internal/jsonscan"
+)
 
 // env is the per-run state: variables, indexed objects, scratch buffers
 // and arenas. Pooled per plan.
@@ -175,7 +179,7 @@ func (e *env) pushFrame(s *site, raw string) {
 	for {
 		var k, v string
 		var ok bool
-		k, v, i, ok = nextMember(raw, i)
+		k, v, i, ok = jsonscan.NextMember(raw, i)
 		if !ok {
 			break
 		}

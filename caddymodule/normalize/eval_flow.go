@@ -1,5 +1,7 @@
 package normalize
 
+import "socialrouter/internal/jsonscan"
+
 type pipeNode struct{ l, r node }
 
 func (n *pipeNode) eval(e *env, in value, out []value) ([]value, error) {
@@ -114,7 +116,7 @@ func (n *iterMapNode) eval(e *env, in value, out []value) ([]value, error) {
 			return out, nil
 		}
 		for i := 1; ; {
-			el, next, ok := nextElem(v.s, i)
+			el, next, ok := jsonscan.NextElem(v.s, i)
 			if !ok {
 				return out, nil
 			}

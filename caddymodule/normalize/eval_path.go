@@ -3,6 +3,8 @@ package normalize
 import (
 	"math"
 	"unicode/utf8"
+
+	"socialrouter/internal/jsonscan"
 )
 
 // fieldNode is .key; site and slot locate the key in an index of the
@@ -95,7 +97,7 @@ func (e *env) indexAt(v value, i int) (value, error) {
 			}
 		}
 		for j, p := 0, 1; ; j++ {
-			el, next, ok := nextElem(v.s, p)
+			el, next, ok := jsonscan.NextElem(v.s, p)
 			if !ok {
 				return vNull, nil
 			}

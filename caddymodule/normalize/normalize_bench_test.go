@@ -17,7 +17,7 @@ import (
 // The two are timed in alternating passes over the items after the
 // benchmark loop, so that a machine whose load drifts slows both alike.
 //
-//	go test -run '^$' -bench BenchmarkNormalize -benchmem ./caddymodule/registry/
+//	go test -run '^$' -bench BenchmarkNormalize -benchmem ./caddymodule/normalize/
 func BenchmarkNormalize(b *testing.B) {
 	files := fpLoadFixtures(b)
 	for _, o := range fpOffers(b) {

@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"github.com/itchyny/gojq"
+
+	"socialrouter/internal/jsonscan"
 )
 
 // The normalize fast path (issue 6 item 2).
@@ -122,7 +124,7 @@ func (pl *plan) run(item []byte, input, now string) (rec []byte, ok bool, err er
 	}
 	e.src = src
 	e.vars[0], e.vars[1] = strValue(input), strValue(now)
-	root := rawValue(trimWS(src))
+	root := rawValue(jsonscan.TrimSpace(src))
 	if root.k == kObj && pl.rootSite.reads >= indexThreshold {
 		e.pushFrame(pl.rootSite, root.s)
 	}

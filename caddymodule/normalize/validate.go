@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"socialrouter/internal/jsonscan"
 )
 
 var strStop = func() (t [256]bool) {
@@ -58,12 +60,12 @@ type keySpan struct{ s string }
 // without numbers beyond float64 and nested at most 10000 deep. (Outside
 // strings, a byte beyond ASCII is a syntax error.)
 func (e *env) validate(s string) bool {
-	i := skipWS(s, 0)
+	i := jsonscan.SkipSpace(s, 0)
 	if i == len(s) {
 		return false
 	}
 	i = e.validValue(s, i, 0)
-	return i >= 0 && skipWS(s, i) == len(s)
+	return i >= 0 && jsonscan.SkipSpace(s, i) == len(s)
 }
 
 func (e *env) validValue(s string, i, depth int) int {
@@ -79,7 +81,7 @@ func (e *env) validValue(s string, i, depth int) int {
 			return -1
 		}
 		start := len(e.keys)
-		i = skipWS(s, i+1)
+		i = jsonscan.SkipSpace(s, i+1)
 		if i < len(s) && s[i] == '}' {
 			return i + 1
 		}
@@ -93,18 +95,18 @@ func (e *env) validValue(s string, i, depth int) int {
 			}
 			key := s[i+1 : end-1]
 			if esc {
-				key = unquoteJSON(key)
+				key = jsonscan.Unquote(key)
 			}
 			e.keys = append(e.keys, keySpan{key})
-			i = skipWS(s, end)
+			i = jsonscan.SkipSpace(s, end)
 			if i >= len(s) || s[i] != ':' {
 				return -1
 			}
-			i = e.validValue(s, skipWS(s, i+1), depth+1)
+			i = e.validValue(s, jsonscan.SkipSpace(s, i+1), depth+1)
 			if i < 0 {
 				return -1
 			}
-			i = skipWS(s, i)
+			i = jsonscan.SkipSpace(s, i)
 			if i >= len(s) {
 				return -1
 			}
@@ -119,13 +121,13 @@ func (e *env) validValue(s string, i, depth int) int {
 			if s[i] != ',' {
 				return -1
 			}
-			i = skipWS(s, i+1)
+			i = jsonscan.SkipSpace(s, i+1)
 		}
 	case '[':
 		if depth >= 10000 {
 			return -1
 		}
-		i = skipWS(s, i+1)
+		i = jsonscan.SkipSpace(s, i+1)
 		if i < len(s) && s[i] == ']' {
 			return i + 1
 		}
@@ -134,7 +136,7 @@ func (e *env) validValue(s string, i, depth int) int {
 			if i < 0 {
 				return -1
 			}
-			i = skipWS(s, i)
+			i = jsonscan.SkipSpace(s, i)
 			if i >= len(s) {
 				return -1
 			}
@@ -144,7 +146,7 @@ func (e *env) validValue(s string, i, depth int) int {
 			if s[i] != ',' {
 				return -1
 			}
-			i = skipWS(s, i+1)
+			i = jsonscan.SkipSpace(s, i+1)
 		}
 	case 't':
 		if strings.HasPrefix(s[i:], "true") {
@@ -198,7 +200,7 @@ func validString(s string, i int) (int, bool) {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
-				if getu4(s[i:]) < 0 {
+				if jsonscan.DecodeU4(s[i:]) < 0 {
 					return -1, esc
 				}
 				i += 6

@@ -4,6 +4,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"socialrouter/internal/jsonscan"
 )
 
 type kind uint8
@@ -93,7 +95,7 @@ func (v value) str() string {
 	if strings.IndexByte(body, '\\') < 0 {
 		return body
 	}
-	return unquoteJSON(body)
+	return jsonscan.Unquote(body)
 }
 
 // float is a number as float64.

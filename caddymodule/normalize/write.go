@@ -8,6 +8,8 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
+
+	"socialrouter/internal/jsonscan"
 )
 
 // writeTop writes the record object, without its null members (the
@@ -37,7 +39,7 @@ func (e *env) write(b []byte, v value, prune bool) ([]byte, error) {
 		first := true
 		if v.raw() {
 			for i := 1; ; {
-				el, next, ok := nextElem(v.s, i)
+				el, next, ok := jsonscan.NextElem(v.s, i)
 				if !ok {
 					break
 				}
@@ -200,10 +202,10 @@ func appendRawString(b []byte, body string) []byte {
 		case 't':
 			r = '\t'
 		case 'u':
-			r = getu4(body[i:])
+			r = jsonscan.DecodeU4(body[i:])
 			i += 4
 			if utf16.IsSurrogate(r) {
-				if dec := utf16.DecodeRune(r, getu4(body[i+2:])); dec != unicode.ReplacementChar {
+				if dec := utf16.DecodeRune(r, jsonscan.DecodeU4(body[i+2:])); dec != unicode.ReplacementChar {
 					r = dec
 					i += 6
 				} else {
