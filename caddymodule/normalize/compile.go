@@ -99,11 +99,7 @@ func (c *planCompiler) query(q *gojq.Query, in *site) (node, error) {
 			return n, err
 		}
 	}
-	l, err := c.query(q.Left, in)
-	if err != nil {
-		return nil, err
-	}
-	r, err := c.query(q.Right, rin)
+	l, r, err := c.query2(q.Left, in, q.Right, rin)
 	if err != nil {
 		return nil, err
 	}
@@ -139,6 +135,16 @@ func (c *planCompiler) query(q *gojq.Query, in *site) (node, error) {
 		return nil, unsupported("operator " + q.Op.String())
 	}
 	return mkBin(op, l, r), nil
+}
+
+// query2 compiles a on site ain, then b on site bin.
+func (c *planCompiler) query2(a *gojq.Query, ain *site, b *gojq.Query, bin *site) (node, node, error) {
+	l, err := c.query(a, ain)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := c.query(b, bin)
+	return l, r, err
 }
 
 // equality compiles type == "name" and x == constant (and !=) to

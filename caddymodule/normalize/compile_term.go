@@ -227,11 +227,7 @@ func (c *planCompiler) str(s *gojq.String, in *site) (node, error) {
 }
 
 func (c *planCompiler) ifq(x *gojq.If, in *site) (node, error) {
-	cond, err := c.query(x.Cond, in)
-	if err != nil {
-		return nil, err
-	}
-	then, err := c.query(x.Then, in)
+	cond, then, err := c.query2(x.Cond, in, x.Then, in)
 	if err != nil {
 		return nil, err
 	}
@@ -449,10 +445,9 @@ func (c *planCompiler) fn(f *gojq.Func, in *site) (node, error) {
 			if err != nil {
 				return nil, err
 			}
-			if a, ok := asOne(arg); ok {
-				return &fn11Node{a, b}, nil
-			}
-			return &fn1Node{arg, b}, nil
+			// f($a) is a binary operator on the input and $a: one
+			// output per output of the argument.
+			return mkBin(b, identNode{}, arg), nil
 		}
 	case 2:
 		if name == "sub" {

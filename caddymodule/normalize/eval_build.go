@@ -236,42 +236,6 @@ type fn0Node struct {
 func (n *fn0Node) one(e *env, in value) (value, error)                 { return n.f(e, in) }
 func (n *fn0Node) eval(e *env, in value, out []value) ([]value, error) { return evalOne(n, e, in, out) }
 
-// fn1Node is a builtin of one $-argument, computed from the input.
-type fn1Node struct {
-	arg node
-	f   func(e *env, v, a value) (value, error)
-}
-
-func (n *fn1Node) eval(e *env, in value, out []value) ([]value, error) {
-	buf, aerr := n.arg.eval(e, in, e.getBuf())
-	defer e.putBuf(buf)
-	for _, a := range buf {
-		v, err := n.f(e, in, a)
-		if err != nil {
-			return out, err
-		}
-		out = append(out, v)
-	}
-	return out, aerr
-}
-
-type fn11Node struct {
-	arg oner
-	f   func(e *env, v, a value) (value, error)
-}
-
-func (n *fn11Node) one(e *env, in value) (value, error) {
-	a, err := n.arg.one(e, in)
-	if err != nil {
-		return vNull, err
-	}
-	return n.f(e, in, a)
-}
-
-func (n *fn11Node) eval(e *env, in value, out []value) ([]value, error) {
-	return evalOne(n, e, in, out)
-}
-
 // mapNode is map(f): [.[] | f].
 type mapNode struct{ f node }
 

@@ -68,6 +68,20 @@ func (e *env) validate(s string) bool {
 	return i >= 0 && jsonscan.SkipSpace(s, i) == len(s)
 }
 
+// validMember validates the value of an object member or array element at
+// s[i] and the space after it, and returns the index of the byte that
+// follows (a comma or the closing bracket when valid), or -1.
+func (e *env) validMember(s string, i, depth int) int {
+	i = e.validValue(s, i, depth)
+	if i < 0 {
+		return -1
+	}
+	if i = jsonscan.SkipSpace(s, i); i >= len(s) {
+		return -1
+	}
+	return i
+}
+
 func (e *env) validValue(s string, i, depth int) int {
 	if i >= len(s) {
 		return -1
@@ -102,12 +116,7 @@ func (e *env) validValue(s string, i, depth int) int {
 			if i >= len(s) || s[i] != ':' {
 				return -1
 			}
-			i = e.validValue(s, jsonscan.SkipSpace(s, i+1), depth+1)
-			if i < 0 {
-				return -1
-			}
-			i = jsonscan.SkipSpace(s, i)
-			if i >= len(s) {
+			if i = e.validMember(s, jsonscan.SkipSpace(s, i+1), depth+1); i < 0 {
 				return -1
 			}
 			if s[i] == '}' {
@@ -132,12 +141,7 @@ func (e *env) validValue(s string, i, depth int) int {
 			return i + 1
 		}
 		for {
-			i = e.validValue(s, i, depth+1)
-			if i < 0 {
-				return -1
-			}
-			i = jsonscan.SkipSpace(s, i)
-			if i >= len(s) {
+			if i = e.validMember(s, i, depth+1); i < 0 {
 				return -1
 			}
 			if s[i] == ']' {
