@@ -344,7 +344,7 @@ func readBody(r io.Reader, contentLength int64) (body []byte, buf *[]byte, err e
 // (the items together are the body, so pinning it costs nothing).
 //
 // gjson validates the body; jsonscan then walks the valid bytes once,
-// finding the items and their top-level keys.
+// finding the items and the top-level keys of each.
 func splitItems(body []byte) ([]json.RawMessage, int, error) {
 	if !gjson.ValidBytes(body) {
 		return nil, 0, fmt.Errorf("upstream body is not valid JSON (%d bytes): %s", len(body), snippet(body))
@@ -357,32 +357,36 @@ func splitItems(body []byte) ([]json.RawMessage, int, error) {
 	items := make([]json.RawMessage, 0, 16)
 	errorItems := 0
 	for i++; ; {
-		item, next, ok := jsonscan.NextElem(s, i)
-		if !ok {
+		i = jsonscan.SkipSpace(s, i)
+		if s[i] == ',' {
+			i = jsonscan.SkipSpace(s, i+1)
+		}
+		if s[i] == ']' {
 			return items, errorItems, nil
 		}
-		items = append(items, body[next-len(item):next:next])
-		if isErrorItem(item) {
+		end, isErr := scanItem(s, i)
+		items = append(items, body[i:end:end])
+		if isErr {
 			errorItems++
 		}
-		i = next
+		i = end
 	}
 }
 
-// isErrorItem reports whether item is a per-input error or warning record:
-// an object whose top level has a non-null error, error_code or
-// warning_code.
-func isErrorItem(item string) bool {
-	if item[0] != '{' {
-		return false
+// scanItem returns the index after the item starting at s[i], and whether
+// it is a per-input error or warning record: an object whose top level
+// has a non-null error, error_code or warning_code. The item is read once.
+func scanItem(s string, i int) (end int, isErr bool) {
+	if s[i] != '{' {
+		return jsonscan.SkipValue(s, i), false
 	}
-	for i := 1; ; {
-		k, v, next, ok := jsonscan.NextMember(item, i)
+	for i++; ; {
+		k, v, next, ok := jsonscan.NextMember(s, i)
 		if !ok {
-			return false
+			return next + 1, isErr // next is the closing brace
 		}
 		if (k == "error" || k == "error_code" || k == "warning_code") && v != "null" {
-			return true
+			isErr = true
 		}
 		i = next
 	}
