@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"socialrouter/caddymodule/normalize"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/runs"
 	"socialrouter/cmd/upstream-sim/sim"
@@ -64,7 +65,7 @@ func (rep *report) experiments(ctx context.Context, cfg *config) error {
 	const input, now = `https://www.linkedin.com/in/rbranson`, "2026-01-01T00:00:00Z"
 	// runJQ runs a program on gojq (Program.Run) and encodes its record
 	// with every null pruned, as NormalizeItem's output has none.
-	runJQ := func(p *registry.Program) func() ([]byte, error) {
+	runJQ := func(p *normalize.Program) func() ([]byte, error) {
 		return func() ([]byte, error) {
 			var v any
 			if err := json.Unmarshal(item, &v); err != nil {
@@ -193,7 +194,7 @@ func sameJSON(a, b []byte) bool {
 }
 
 // normalizer is the normalize program of the measured offer.
-func normalizer(reg *registry.Registry) (*registry.Program, error) {
+func normalizer(reg *registry.Registry) (*normalize.Program, error) {
 	svc, ok := reg.Service("pro_net", "profile.info")
 	if !ok {
 		return nil, fmt.Errorf("no pro_net/profile.info in the registry")

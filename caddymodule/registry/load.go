@@ -17,6 +17,7 @@ import (
 	cueerrors "cuelang.org/go/cue/errors"
 
 	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/normalize"
 	"socialrouter/schemas"
 )
 
@@ -367,10 +368,10 @@ func (c *compiler) offer(r *Registry, s *Service, d offerDecl, v cue.Value, seen
 		}
 		o.Implements[opt] = true
 	}
-	if o.Request, err = compileProgram(d.Request, false); err != nil {
+	if o.Request, err = normalize.Compile(d.Request); err != nil {
 		c.errf(v.LookupPath(cue.ParsePath("request")), "service %s: offer %s: request program: %v", s.Key, d.Offer, err)
 	}
-	if o.Normalize, err = compileProgram(d.Normalize, true); err != nil {
+	if o.Normalize, err = normalize.CompileNormalizer(d.Normalize); err != nil {
 		c.errf(v.LookupPath(cue.ParsePath("normalize")), "service %s: offer %s: normalize program: %v", s.Key, d.Offer, err)
 	}
 	return o

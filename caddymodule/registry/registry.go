@@ -14,6 +14,7 @@ import (
 	"cuelang.org/go/cue"
 
 	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/normalize"
 )
 
 // Input kinds of a service.
@@ -136,10 +137,10 @@ type Offer struct {
 	Params map[string]string
 	// Request builds the upstream request body from
 	// {"inputs": [...], "options": {...}, "limit": n}; nil when not declared.
-	Request *Program
+	Request *normalize.Program
 	// Normalize maps one upstream item to zero or one record; nil when not
 	// declared.
-	Normalize *Program
+	Normalize *normalize.Program
 	// Implements lists the options this offer honours.
 	Implements map[string]bool
 	Status     string

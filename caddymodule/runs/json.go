@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
-)
 
-// dataNull is where the records go in a run encoded without them. Keys are
-// written unescaped only at structure positions (inside a string every
-// quote is escaped), so the sequence cannot occur inside a string value.
-var dataNull = []byte(`,"data":null,`)
+	"socialrouter/internal/jsonscan"
+)
 
 // headBufs holds the buffers run headers are encoded into; package-level
 // because it holds only free buffers, no config state.
@@ -35,8 +33,8 @@ func AppendJSON(dst []byte, head any, records []json.RawMessage) ([]byte, error)
 		return dst, err
 	}
 	h := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-	i := bytes.Index(h, dataNull)
-	if i < 0 {
+	start, end, ok := nullMember(h, "data")
+	if !ok {
 		return dst, fmt.Errorf("encoding run: no data member in %T", head)
 	}
 	size := len(h) + 2
@@ -46,14 +44,33 @@ func AppendJSON(dst []byte, head any, records []json.RawMessage) ([]byte, error)
 	if cap(dst)-len(dst) < size {
 		dst = append(make([]byte, 0, len(dst)+size), dst...)
 	}
-	dst = append(dst, h[:i]...)
-	dst = append(dst, `,"data":[`...)
+	dst = append(dst, h[:start]...)
+	dst = append(dst, '[')
 	for j, d := range records {
 		if j > 0 {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, d...)
 	}
-	dst = append(dst, "],"...)
-	return append(dst, h[i+len(dataNull):]...), nil
+	dst = append(dst, ']')
+	return append(dst, h[end:]...), nil
+}
+
+// nullMember finds the top-level member key of the JSON object h whose
+// value is null, and returns where that value starts and ends.
+func nullMember(h []byte, key string) (start, end int, ok bool) {
+	s := jsonscan.Bytes(h)
+	if !strings.HasPrefix(s, "{") {
+		return 0, 0, false
+	}
+	for i := 1; ; {
+		k, v, next, ok := jsonscan.NextMember(s, i)
+		if !ok {
+			return 0, 0, false
+		}
+		if k == key && v == "null" {
+			return next - len(v), next, true
+		}
+		i = next
+	}
 }

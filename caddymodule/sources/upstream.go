@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"socialrouter/internal/bufpool"
+	"socialrouter/internal/jsonscan"
 )
 
 // maxBodyBytes bounds one upstream answer so a runaway upstream cannot
@@ -342,121 +343,53 @@ func readBody(r io.Reader, contentLength int64) (body []byte, buf *[]byte, err e
 // writes over its neighbour: the body is read once and nothing is copied
 // (the items together are the body, so pinning it costs nothing).
 //
-// gjson validates the body; one pass over the valid bytes then finds the
-// items and looks at their top-level keys (walking them with gjson cost as
-// much again as the validation).
+// gjson validates the body; jsonscan then walks the valid bytes once,
+// finding the items and the top-level keys of each.
 func splitItems(body []byte) ([]json.RawMessage, int, error) {
 	if !gjson.ValidBytes(body) {
 		return nil, 0, fmt.Errorf("upstream body is not valid JSON (%d bytes): %s", len(body), snippet(body))
 	}
-	i := skipSpace(body, 0)
-	if body[i] != '[' {
+	s := jsonscan.Bytes(body)
+	i := jsonscan.SkipSpace(s, 0)
+	if s[i] != '[' {
 		return nil, 0, fmt.Errorf("upstream body is not a JSON array: %s", snippet(body))
 	}
 	items := make([]json.RawMessage, 0, 16)
 	errorItems := 0
-	i = skipSpace(body, i+1)
-	if body[i] == ']' {
-		return items, 0, nil
-	}
-	for {
-		end, isErr := scanItem(body, i)
+	for i++; ; {
+		i = jsonscan.SkipSpace(s, i)
+		if s[i] == ',' {
+			i = jsonscan.SkipSpace(s, i+1)
+		}
+		if s[i] == ']' {
+			return items, errorItems, nil
+		}
+		end, isErr := scanItem(s, i)
 		items = append(items, body[i:end:end])
 		if isErr {
 			errorItems++
 		}
-		i = skipSpace(body, end)
-		if body[i] != ',' {
-			return items, errorItems, nil // ']': the body is valid JSON
-		}
-		i = skipSpace(body, i+1)
+		i = end
 	}
 }
 
-// skipSpace returns the index of the first non-space byte of b from i.
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
-		i++
+// scanItem returns the index after the item starting at s[i], and whether
+// it is a per-input error or warning record: an object whose top level
+// has a non-null error, error_code or warning_code. The item is read once.
+func scanItem(s string, i int) (end int, isErr bool) {
+	if s[i] != '{' {
+		return jsonscan.SkipValue(s, i), false
 	}
-	return i
-}
-
-// skipString returns the index after the JSON string starting at b[i]:
-// after the first quote not escaped by an odd run of backslashes.
-func skipString(b []byte, i int) int {
-	for j := i + 1; ; {
-		q := j + bytes.IndexByte(b[j:], '"')
-		bs := 0
-		for k := q - 1; b[k] == '\\'; k-- {
-			bs++
+	for i++; ; {
+		k, v, next, ok := jsonscan.NextMember(s, i)
+		if !ok {
+			return next + 1, isErr // next is the closing brace
 		}
-		if bs%2 == 0 {
-			return q + 1
+		if (k == "error" || k == "error_code" || k == "warning_code") && v != "null" {
+			isErr = true
 		}
-		j = q + 1
+		i = next
 	}
-}
-
-// scanItem returns the index after the valid JSON value starting at
-// b[i], and whether it is a per-input error or warning record: an object
-// whose top level has a non-null error, error_code or warning_code.
-func scanItem(b []byte, i int) (end int, isErr bool) {
-	switch b[i] {
-	case '"':
-		return skipString(b, i), false
-	case '{', '[':
-	default: // a number, true, false or null
-		for i < len(b) && b[i] != ',' && b[i] != ']' && b[i] != '}' && b[i] != ' ' && b[i] != '\n' && b[i] != '\r' && b[i] != '\t' {
-			i++
-		}
-		return i, false
-	}
-	object := b[i] == '{'
-	depth := 0
-	for j := i; ; {
-		switch c := b[j]; c {
-		case '"':
-			k := skipString(b, j)
-			if object && depth == 1 {
-				// At the top level of the item, a string followed by a
-				// colon is a key.
-				if v := skipSpace(b, k); b[v] == ':' && isErrorKey(b[j:k]) {
-					if v = skipSpace(b, v+1); !bytes.HasPrefix(b[v:], []byte("null")) {
-						isErr = true
-					}
-				}
-			}
-			j = k
-			continue
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-			if depth == 0 {
-				return j + 1, isErr
-			}
-		}
-		j++
-	}
-}
-
-// isErrorKey reports whether the quoted key q names error, error_code or
-// warning_code, escapes decoded.
-func isErrorKey(q []byte) bool {
-	if bytes.IndexByte(q, '\\') >= 0 {
-		var k string
-		if json.Unmarshal(q, &k) != nil {
-			return false
-		}
-		q = []byte(k)
-	} else {
-		q = q[1 : len(q)-1]
-	}
-	switch string(q) {
-	case "error", "error_code", "warning_code":
-		return true
-	}
-	return false
 }
 
 func snippet(b []byte) string {

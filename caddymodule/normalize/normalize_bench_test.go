@@ -1,4 +1,4 @@
-package registry
+package normalize_test
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // The two are timed in alternating passes over the items after the
 // benchmark loop, so that a machine whose load drifts slows both alike.
 //
-//	go test -run '^$' -bench BenchmarkNormalize -benchmem ./caddymodule/registry/
+//	go test -run '^$' -bench BenchmarkNormalize -benchmem ./caddymodule/normalize/
 func BenchmarkNormalize(b *testing.B) {
 	files := fpLoadFixtures(b)
 	for _, o := range fpOffers(b) {
@@ -26,7 +26,7 @@ func BenchmarkNormalize(b *testing.B) {
 		var items [][]byte
 		size := 0
 		for _, item := range o.ownItems(files) {
-			if _, ok, err := p.normalizeGojq(context.Background(), item, input, fpNow); ok && err == nil {
+			if _, ok, err := p.NormalizeGojq(context.Background(), item, input, fpNow); ok && err == nil {
 				items = append(items, item)
 				size += len(item)
 			}
@@ -43,7 +43,7 @@ func BenchmarkNormalize(b *testing.B) {
 				return err
 			}},
 			{"gojq", func(item []byte) error {
-				_, _, err := p.normalizeGojq(context.Background(), item, input, fpNow)
+				_, _, err := p.NormalizeGojq(context.Background(), item, input, fpNow)
 				return err
 			}},
 			{"roundtrip", fpRoundTrip},

@@ -1,0 +1,230 @@
+package normalize
+
+import (
+	"unsafe"
+
+	"socialrouter/internal/jsonscan"
+)
+
+// env is the per-run state: variables, indexed objects, scratch buffers
+// and arenas. Pooled per plan.
+type env struct {
+	src    string
+	vars   []value
+	frames []frame
+	free   [][]value
+	vals   arena[value]
+	comps  arena[comp]
+	strs   arena[string]
+	spans  []span
+	pairs  []pair
+	out    []byte
+	bytes  []byte
+	strbuf []byte
+	keys   []keySpan
+	table  []int32
+}
+
+// frame holds the indexed fields of one raw object (raw) for one site.
+type frame struct {
+	site  *site
+	raw   string
+	slots []span
+}
+
+// span locates a value in the item; end == 0 means absent.
+type span struct{ start, end int32 }
+
+type pair struct {
+	key string
+	val value
+}
+
+func (e *env) reset() {
+	e.src = ""
+	clear(e.vars)
+	clear(e.frames) // they hold views of the caller's item
+	e.frames = e.frames[:0]
+	clear(e.spans)
+	e.spans = e.spans[:0]
+	clear(e.pairs)
+	e.pairs = e.pairs[:0]
+	clear(e.keys)
+	e.keys = e.keys[:0]
+	e.vals.reset()
+	e.comps.reset()
+	e.strs.reset()
+	e.bytes = e.bytes[:0]
+	e.strbuf = e.strbuf[:0]
+}
+
+// keep returns b as a string held by the run's string arena (valid until
+// the env is reset; nothing built in a run outlives it).
+func (e *env) keep(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if cap(e.strbuf)-len(e.strbuf) < len(b) {
+		e.strbuf = make([]byte, 0, max(4096, 2*len(b)))
+	}
+	start := len(e.strbuf)
+	e.strbuf = append(e.strbuf, b...)
+	return unsafe.String(&e.strbuf[start], len(b))
+}
+
+// concat is a + b in the string arena.
+func (e *env) concat(parts ...string) string {
+	b := e.bytes[:0]
+	for _, p := range parts {
+		b = append(b, p...)
+	}
+	e.bytes = b[:0]
+	return e.keep(b)
+}
+
+func (e *env) getBuf() []value {
+	if n := len(e.free); n > 0 {
+		b := e.free[n-1]
+		e.free = e.free[:n-1]
+		return b
+	}
+	return make([]value, 0, 8)
+}
+
+func (e *env) putBuf(b []value) {
+	clear(b)
+	e.free = append(e.free, b[:0])
+}
+
+// newArr stores a copy of vs as a built array.
+func (e *env) newArr(vs []value) value {
+	c := e.comps.alloc(1)
+	if len(vs) > 0 {
+		c[0].arr = e.vals.alloc(len(vs))
+		copy(c[0].arr, vs)
+	}
+	return value{k: kArr, c: &c[0]}
+}
+
+// newObj stores a built object of n keys, to be filled by the caller.
+func (e *env) newObj(n int, sorted bool) *comp {
+	c := &e.comps.alloc(1)[0]
+	c.keys = e.strs.alloc(n)
+	c.vals = e.vals.alloc(n)
+	c.sorted = sorted
+	return c
+}
+
+// arena hands out slices from reusable chunks.
+type arena[T any] struct {
+	chunks [][]T
+	cur    int
+}
+
+const arenaChunk = 512
+
+func (a *arena[T]) alloc(n int) []T {
+	if n > arenaChunk/4 {
+		return make([]T, n)
+	}
+	for {
+		if a.cur < len(a.chunks) {
+			c := a.chunks[a.cur]
+			if l := len(c); cap(c)-l >= n {
+				a.chunks[a.cur] = c[:l+n]
+				return c[l : l+n : l+n]
+			}
+			a.cur++
+			continue
+		}
+		a.chunks = append(a.chunks, make([]T, 0, arenaChunk))
+	}
+}
+
+func (a *arena[T]) reset() {
+	for i := 0; i < len(a.chunks) && i <= a.cur; i++ {
+		clear(a.chunks[i])
+		a.chunks[i] = a.chunks[i][:0]
+	}
+	a.cur = 0
+}
+
+// site is a place where one input object is read by several constant
+// field reads (.name); each key read gets a slot.
+type site struct {
+	keys  map[string]int
+	reads int
+}
+
+func (s *site) slot(key string) int {
+	s.reads++
+	if i, ok := s.keys[key]; ok {
+		return i
+	}
+	i := len(s.keys)
+	s.keys[key] = i
+	return i
+}
+
+// pushFrame indexes the raw object raw for site s: one pass over its
+// members fills the slots of the keys s reads.
+func (e *env) pushFrame(s *site, raw string) {
+	start := len(e.spans)
+	for range len(s.keys) {
+		e.spans = append(e.spans, span{})
+	}
+	slots := e.spans[start:len(e.spans):len(e.spans)]
+	base := int(uintptr(unsafe.Pointer(unsafe.StringData(raw))) - uintptr(unsafe.Pointer(unsafe.StringData(e.src))))
+	i := 1
+	for {
+		var k, v string
+		var ok bool
+		k, v, i, ok = jsonscan.NextMember(raw, i)
+		if !ok {
+			break
+		}
+		if slot, found := s.keys[k]; found {
+			vs := int(uintptr(unsafe.Pointer(unsafe.StringData(v))) - uintptr(unsafe.Pointer(unsafe.StringData(raw))))
+			slots[slot] = span{int32(base + vs), int32(base + vs + len(v))}
+		}
+	}
+	e.frames = append(e.frames, frame{site: s, raw: raw, slots: slots})
+}
+
+func (e *env) popFrame() {
+	f := &e.frames[len(e.frames)-1]
+	e.spans = e.spans[:len(e.spans)-len(f.slots)]
+	e.frames = e.frames[:len(e.frames)-1]
+}
+
+func sameString(a, b string) bool {
+	return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b)
+}
+
+// frameSlots is the index of raw for site s, or nil.
+func (e *env) frameSlots(s *site, raw string) []span {
+	for i := len(e.frames) - 1; i >= 0; i-- {
+		if f := &e.frames[i]; f.site == s && sameString(f.raw, raw) {
+			return f.slots
+		}
+	}
+	return nil
+}
+
+// lookup reads key of the raw object raw, through an index when one is
+// active for site s.
+func (e *env) lookup(raw, key string, s *site, slot int) value {
+	if s != nil {
+		for i := len(e.frames) - 1; i >= 0; i-- {
+			f := &e.frames[i]
+			if f.site == s && sameString(f.raw, raw) {
+				sp := f.slots[slot]
+				if sp.end == 0 {
+					return vNull
+				}
+				return rawValue(e.src[sp.start:sp.end])
+			}
+		}
+	}
+	return rawMember(raw, key)
+}

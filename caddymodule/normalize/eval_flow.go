@@ -1,0 +1,289 @@
+package normalize
+
+import "socialrouter/internal/jsonscan"
+
+type pipeNode struct{ l, r node }
+
+func (n *pipeNode) eval(e *env, in value, out []value) ([]value, error) {
+	return each(e, n.l, in, out, func(v value, out []value) ([]value, error) {
+		return n.r.eval(e, v, out)
+	})
+}
+
+type pipe1Node struct{ l, r oner }
+
+func (n *pipe1Node) one(e *env, in value) (value, error) {
+	v, err := n.l.one(e, in)
+	if err != nil {
+		return vNull, err
+	}
+	return n.r.one(e, v)
+}
+
+func (n *pipe1Node) eval(e *env, in value, out []value) ([]value, error) {
+	return evalOne(n, e, in, out)
+}
+
+func mkPipe(l, r node) node {
+	if _, ok := l.(identNode); ok {
+		return r
+	}
+	if _, ok := r.(identNode); ok {
+		return l
+	}
+	lo, lok := asOne(l)
+	ro, rok := asOne(r)
+	if !lok {
+		lo = nil
+	}
+	if f, ok := l.(*fieldNode); ok && rok {
+		n := &fieldPipeNode{f: *f, r: ro}
+		switch r := r.(type) {
+		case *typeSwitch1Node:
+			n.onNull = r.konst[kNull]
+		case *constNode:
+			n.onNull = &r.v
+		case *fn0Node:
+			// Builtins read no variables: their value for null is fixed.
+			if v, err := r.f(&env{}, vNull); err == nil {
+				n.onNull = &v
+			}
+		}
+		return n
+	}
+	if lok && rok {
+		return &pipe1Node{lo, ro}
+	}
+	lp, lok := asOpt(l)
+	rp, rok := asOpt(r)
+	if lok && rok {
+		return &pipeOptNode{lp, rp}
+	}
+	// x[], x[]? and what follows them element by element.
+	if lo != nil {
+		switch r := r.(type) {
+		case iterNode:
+			return &iterMapNode{src: lo}
+		case *tryNode:
+			if _, ok := r.body.(iterNode); ok {
+				return &iterMapNode{src: lo, optional: true}
+			}
+		}
+	}
+	if m, ok := l.(*iterMapNode); ok && rok {
+		f := rp
+		if m.f != nil {
+			f = &pipeOptNode{m.f, rp}
+		}
+		return &iterMapNode{src: m.src, optional: m.optional, f: f}
+	}
+	return &pipeNode{l, r}
+}
+
+// iterMapNode is src | .[] | f (src | try .[] | f when optional): the
+// elements of src's value (object values in key order), each through f,
+// which has at most one output.
+type iterMapNode struct {
+	src      oner
+	optional bool
+	f        opter // nil: the elements themselves
+}
+
+func (n *iterMapNode) eval(e *env, in value, out []value) ([]value, error) {
+	v, err := n.src.one(e, in)
+	if err != nil {
+		return out, err
+	}
+	each := func(x value) error {
+		if n.f == nil {
+			out = append(out, x)
+			return nil
+		}
+		y, ok, err := n.f.opt(e, x)
+		if ok {
+			out = append(out, y)
+		}
+		return err
+	}
+	switch {
+	case v.k == kArr && !v.pruned():
+		if !v.raw() {
+			for _, x := range v.c.arr {
+				if err := each(x); err != nil {
+					return out, err
+				}
+			}
+			return out, nil
+		}
+		for i := 1; ; {
+			el, next, ok := jsonscan.NextElem(v.s, i)
+			if !ok {
+				return out, nil
+			}
+			if err := each(rawValue(el)); err != nil {
+				return out, err
+			}
+			i = next
+		}
+	case v.k == kObj && !v.pruned():
+		ps := e.sortedPairs(v)
+		defer e.releasePairs(ps)
+		for _, p := range ps {
+			if err := each(p.val); err != nil {
+				return out, err
+			}
+		}
+		return out, nil
+	case v.k >= kArr:
+		return out, errBail
+	case n.optional:
+		return out, nil
+	}
+	return out, errJQ
+}
+
+type commaNode struct{ l, r node }
+
+func (n *commaNode) eval(e *env, in value, out []value) ([]value, error) {
+	out, err := n.l.eval(e, in, out)
+	if err != nil {
+		return out, err
+	}
+	return n.r.eval(e, in, out)
+}
+
+// altNode is l // r: the truthy outputs of l, else the outputs of r. An
+// error in l propagates (gojq does not suppress it).
+type altNode struct{ l, r node }
+
+func (n *altNode) eval(e *env, in value, out []value) ([]value, error) {
+	buf, err := n.l.eval(e, in, e.getBuf())
+	found := false
+	for _, v := range buf {
+		if v.truthy() {
+			out = append(out, v)
+			found = true
+		}
+	}
+	e.putBuf(buf)
+	if err != nil || found {
+		return out, err
+	}
+	return n.r.eval(e, in, out)
+}
+
+type alt1Node struct {
+	l oner
+	r node
+}
+
+func (n *alt1Node) eval(e *env, in value, out []value) ([]value, error) {
+	v, err := n.l.one(e, in)
+	if err != nil {
+		return out, err
+	}
+	if v.truthy() {
+		return append(out, v), nil
+	}
+	return n.r.eval(e, in, out)
+}
+
+type alt11Node struct{ l, r oner }
+
+func (n *alt11Node) one(e *env, in value) (value, error) {
+	v, err := n.l.one(e, in)
+	if err != nil || v.truthy() {
+		return v, err
+	}
+	return n.r.one(e, in)
+}
+
+func (n *alt11Node) eval(e *env, in value, out []value) ([]value, error) {
+	return evalOne(n, e, in, out)
+}
+
+func mkAlt(l, r node) node {
+	lo, lok := asOne(l)
+	ro, rok := asOne(r)
+	switch {
+	case lok && rok:
+		return &alt11Node{lo, ro}
+	case lok:
+		return &alt1Node{lo, r}
+	}
+	if lp, ok := asOpt(l); ok {
+		if rok {
+			return &altOptNode{lp, ro}
+		}
+		if rp, ok := asOpt(r); ok {
+			return &altOptOptNode{lp, rp}
+		}
+	}
+	return &altNode{l, r}
+}
+
+// ifNode is if cond then a else b end (elif chains nest in b; a missing
+// else is the identity).
+type ifNode struct{ cond, then, els node }
+
+func (n *ifNode) eval(e *env, in value, out []value) ([]value, error) {
+	return each(e, n.cond, in, out, func(c value, out []value) ([]value, error) {
+		if c.truthy() {
+			return n.then.eval(e, in, out)
+		}
+		return n.els.eval(e, in, out)
+	})
+}
+
+type if1Node struct{ cond, then, els oner }
+
+func (n *if1Node) one(e *env, in value) (value, error) {
+	v, err := n.cond.one(e, in)
+	if err != nil {
+		return vNull, err
+	}
+	if v.truthy() {
+		return n.then.one(e, in)
+	}
+	return n.els.one(e, in)
+}
+
+func (n *if1Node) eval(e *env, in value, out []value) ([]value, error) { return evalOne(n, e, in, out) }
+
+// andNode and orNode are jq's short-circuit boolean operators.
+type andNode struct {
+	l, r node
+	or   bool
+}
+
+func (n *andNode) eval(e *env, in value, out []value) ([]value, error) {
+	return each(e, n.l, in, out, func(l value, out []value) ([]value, error) {
+		if l.truthy() == n.or {
+			return append(out, boolValue(n.or)), nil
+		}
+		return each(e, n.r, in, out, func(r value, out []value) ([]value, error) {
+			return append(out, boolValue(r.truthy())), nil
+		})
+	})
+}
+
+type and1Node struct {
+	l, r oner
+	or   bool
+}
+
+func (n *and1Node) one(e *env, in value) (value, error) {
+	l, err := n.l.one(e, in)
+	if err != nil {
+		return vNull, err
+	}
+	if l.truthy() == n.or {
+		return boolValue(n.or), nil
+	}
+	r, err := n.r.one(e, in)
+	return boolValue(r.truthy()), err
+}
+
+func (n *and1Node) eval(e *env, in value, out []value) ([]value, error) {
+	return evalOne(n, e, in, out)
+}

@@ -1,0 +1,165 @@
+package normalize
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/itchyny/gojq"
+
+	"socialrouter/internal/jsonscan"
+)
+
+// The normalize fast path (issue 6 item 2).
+//
+// Normalizers are declared in jq and gojq stays the reference engine. At
+// Provision, compilePlan turns the common subset of jq a normalizer uses
+// into a plan: a tree of evaluators that read the upstream item's bytes in
+// place (no generic decode into maps) and write the record straight into a
+// byte buffer, in the bytes json.Marshal would produce for the gojq result.
+// A program outside the subset gets no plan and runs on gojq; FastPath says
+// why.
+//
+// At run time the plan gives up on an item (errBail) rather than guess:
+// items it cannot read exactly (invalid JSON, invalid UTF-8, duplicate
+// object keys, numbers out of float64 range), values it does not
+// model (big integers, NaN, string repetition, …) and every jq error. The
+// caller then runs gojq on the same bytes, so errors carry gojq's own text
+// and a rare shape costs one gojq run, never a wrong record. The plan
+// itself never decodes the item: it scans the bytes and copies or
+// re-escapes the parts the record keeps; only an item that bails is
+// decoded, once, for gojq.
+//
+// The raw item is scanned by hand rather than with gjson. gjson resolves a
+// duplicated key to its first value and decodes escaped surrogates
+// differently from encoding/json, and its path syntax needs keys escaped;
+// the plan needs encoding/json's reading of the bytes, key for key.
+
+var (
+	// errBail: the plan cannot produce this item's record exactly; gojq
+	// must run it. try and ? do not catch it.
+	errBail = errors.New("fast path: item outside the plan")
+	// errJQ: the program raised a jq error, which try and ? catch. The
+	// message is not kept: the item reruns on gojq, which reports it.
+	errJQ = errors.New("fast path: jq error")
+	// errPanic: the plan panicked (a bug); the item went to gojq.
+	errPanic = errors.New("fast path: panic")
+)
+
+// unsupported is a compile-time reason why a program has no plan.
+type unsupported string
+
+func (u unsupported) Error() string { return string(u) }
+
+// indexThreshold is how many field reads of one object justify indexing
+// its keys in one pass instead of scanning it for each read.
+const indexThreshold = 3
+
+// plan is a normalize program compiled for the fast path. It is immutable
+// after compilePlan and safe for concurrent use.
+type plan struct {
+	root     node
+	rootOpt  opter // root, when it has at most one output
+	rootSite *site
+	nvars    int
+	envs     sync.Pool
+}
+
+// compilePlan compiles q into a plan, or reports why it cannot.
+func compilePlan(q *gojq.Query) (pl *plan, why string) {
+	defer func() {
+		if r := recover(); r != nil { // an AST shape the compiler did not expect
+			pl, why = nil, fmt.Sprintf("plan compiler: %v", r)
+		}
+	}()
+	c := &planCompiler{}
+	for _, name := range programVars {
+		c.scope = append(c.scope, planVar{name: name, slot: c.nvars})
+		c.nvars++
+	}
+	rootSite := &site{keys: map[string]int{}}
+	n, err := c.query(q, rootSite)
+	if err != nil {
+		return nil, err.Error()
+	}
+	pl = &plan{root: n, rootSite: rootSite, nvars: c.nvars}
+	pl.rootOpt, _ = asOpt(n)
+	pl.envs.New = func() any { return &env{vars: make([]value, pl.nvars)} }
+	return pl, ""
+}
+
+// normalize runs the plan over one raw item, with NormalizeItem's contract.
+// errBail (for every failure) sends the item to gojq.
+func (pl *plan) normalize(item []byte, input, now string) ([]byte, bool, error) {
+	rec, ok, err := pl.run(item, input, now)
+	if err != nil {
+		return nil, false, errBail
+	}
+	return rec, ok, nil
+}
+
+// run is normalize with the cause of a failure: errJQ (the program raised
+// an error), errBail (outside the plan) or errPanic.
+func (pl *plan) run(item []byte, input, now string) (rec []byte, ok bool, err error) {
+	if len(item) == 0 || len(item) > math.MaxInt32 {
+		return nil, false, errBail
+	}
+	// The item is read in place; nothing derived from it outlives this
+	// call (the record is a copy and the env is cleared before reuse).
+	src := unsafe.String(&item[0], len(item))
+	e := pl.envs.Get().(*env)
+	defer func() {
+		if r := recover(); r != nil {
+			fastPathPanics.Add(1)
+			rec, ok, err = nil, false, errPanic
+		}
+		e.reset()
+		pl.envs.Put(e)
+	}()
+	if !e.validate(src) {
+		return nil, false, errBail
+	}
+	e.src = src
+	e.vars[0], e.vars[1] = strValue(input), strValue(now)
+	root := rawValue(jsonscan.TrimSpace(src))
+	if root.k == kObj && pl.rootSite.reads >= indexThreshold {
+		e.pushFrame(pl.rootSite, root.s)
+	}
+	var out value
+	if pl.rootOpt != nil {
+		v, found, err := pl.rootOpt.opt(e, root)
+		if err != nil {
+			return nil, false, err
+		}
+		if found {
+			out = v
+		}
+	} else {
+		outs, err := pl.root.eval(e, root, e.getBuf())
+		if err != nil {
+			return nil, false, err
+		}
+		if len(outs) > 0 {
+			out = outs[0]
+		}
+	}
+	if out.k == kNull {
+		return nil, false, nil
+	}
+	if out.k != kObj {
+		return nil, false, errBail
+	}
+	w, err := e.writeTop(e.out[:0], out)
+	e.out = w
+	if err != nil {
+		return nil, false, err
+	}
+	return append([]byte(nil), w...), true, nil
+}
+
+// fastPathPanics counts runs the plan abandoned on a panic (a bug: the
+// item still went to gojq). Tests require it to stay zero.
+var fastPathPanics atomic.Uint64

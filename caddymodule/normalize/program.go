@@ -1,0 +1,126 @@
+package normalize
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/itchyny/gojq"
+)
+
+// Program is a compiled jq program of an offer (request or normalize). It
+// is compiled once when the registry loads and is safe for concurrent use.
+type Program struct {
+	// Source is the jq text as declared.
+	Source string
+	code   *gojq.Code
+	// plan is the fast path of a normalize program (plan.go), nil when
+	// the program is outside the plan's subset; noPlan then says why.
+	plan   *plan
+	noPlan string
+}
+
+// programVars are bound, in this order, to every program run.
+var programVars = []string{"$input", "$now"}
+
+// Compile parses and compiles a jq program (an offer's request program);
+// an empty src yields a nil Program.
+func Compile(src string) (*Program, error) { return compile(src, false) }
+
+// CompileNormalizer is Compile for a normalize program, which also gets its
+// plan (NormalizeItem's fast path) when it fits the plan's subset.
+func CompileNormalizer(src string) (*Program, error) { return compile(src, true) }
+
+func compile(src string, normalize bool) (*Program, error) {
+	if strings.TrimSpace(src) == "" {
+		return nil, nil
+	}
+	q, err := gojq.Parse(src)
+	if err != nil {
+		return nil, err
+	}
+	p := &Program{Source: src}
+	if normalize {
+		p.plan, p.noPlan = compilePlan(q)
+	}
+	opts := append([]gojq.CompilerOption{gojq.WithVariables(programVars)}, programFunctions()...)
+	if p.code, err = gojq.Compile(q, opts...); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// FastPath reports whether NormalizeItem runs the program on its compiled
+// plan rather than on gojq, and when not, why.
+func (p *Program) FastPath() (bool, string) {
+	switch {
+	case p.plan != nil:
+		return true, ""
+	case p.noPlan == "":
+		return false, "not compiled as a normalize program"
+	}
+	return false, p.noPlan
+}
+
+// Run evaluates the program over v (a plain decoded JSON value) and returns
+// every output. An error value from the program is returned as the error.
+func (p *Program) Run(ctx context.Context, v any, input, now string) ([]any, error) {
+	iter := p.code.RunWithContext(ctx, v, input, now)
+	var out []any
+	for {
+		x, ok := iter.Next()
+		if !ok {
+			return out, nil
+		}
+		if err, isErr := x.(error); isErr {
+			if h, ok := err.(*gojq.HaltError); ok && h.Value() == nil {
+				return out, nil
+			}
+			return out, err
+		}
+		out = append(out, x)
+	}
+}
+
+// NormalizeItem runs a normalize program over one raw upstream item and
+// returns the record as JSON, or ok=false when the program drops the item
+// (it yields nothing, or null). Top-level null fields are removed: a field is
+// present only when the platform exposes it.
+//
+// The compiled plan runs the item when the program has one; an item the
+// plan gives up on (any error included) runs on gojq, the reference.
+func (p *Program) NormalizeItem(ctx context.Context, item []byte, input, now string) (rec []byte, ok bool, err error) {
+	if p.plan != nil && ctx.Err() == nil {
+		if rec, ok, err := p.plan.normalize(item, input, now); err == nil {
+			return rec, ok, nil
+		}
+	}
+	return p.normalizeGojq(ctx, item, input, now)
+}
+
+// normalizeGojq is NormalizeItem on gojq alone.
+func (p *Program) normalizeGojq(ctx context.Context, item []byte, input, now string) (rec []byte, ok bool, err error) {
+	var v any
+	if err := json.Unmarshal(item, &v); err != nil {
+		return nil, false, fmt.Errorf("decoding upstream item: %v", err)
+	}
+	outs, err := p.Run(ctx, v, input, now)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(outs) == 0 || outs[0] == nil {
+		return nil, false, nil
+	}
+	m, isObj := outs[0].(map[string]any)
+	if !isObj {
+		return nil, false, fmt.Errorf("normalize must yield an object, got %T", outs[0])
+	}
+	for k, x := range m {
+		if x == nil {
+			delete(m, k)
+		}
+	}
+	b, err := json.Marshal(m)
+	return b, true, err
+}
