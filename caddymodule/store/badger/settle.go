@@ -244,7 +244,7 @@ func (b *batch) settle(p *settle.Prepared) (res store.SettleResult, refused, err
 	if err := b.setAccount(a); err != nil {
 		return res, nil, err
 	}
-	if err := b.txn.Set(rk, doc); err != nil {
+	if err := b.txn.Set(rk, encodeRunDoc(doc)); err != nil {
 		return res, nil, err
 	}
 	uk := usageKey(run.AccountID, store.PeriodStart(store.PeriodDay, p.Now).Unix(), p.S.Offer, p.S.Platform)
@@ -316,6 +316,9 @@ func (s *Store) GetRun(ctx context.Context, accountID, runID string) (store.Run,
 	var doc []byte
 	err := s.db.View(func(txn *bdb.Txn) (err error) {
 		doc, err = get(txn, runKey(accountID, runID))
+		if err == nil {
+			doc, err = appendRunDoc(nil, doc)
+		}
 		return err
 	})
 	if err != nil {
