@@ -140,8 +140,8 @@ func (rep *report) settles(ctx context.Context, tmp string, cfg *config) error {
 		figs = append(figs, pg...)
 		pgNote = fmt.Sprintf("PostgreSQL: SDR_TEST_POSTGRES_URL on this machine, fresh schema dropped afterwards, pool of %d connections (pool_max_conns)", conns)
 	}
-	fmt.Fprintf(w, "3. Settle: settles/s of one completed run (%d records × %d B, price %s), fsync on every commit\n",
-		settleRecords, settleRecSize, settlePrice)
+	fmt.Fprintf(w, "3. Settle: settles/s of one completed run (%d distinct fixture records, %d B in all, price %s), fsync on every commit\n",
+		settleRecords, settleDataBytes(), settlePrice)
 	fmt.Fprintln(w, "   (badger SyncWrites=true, the production default; PostgreSQL synchronous_commit as configured),")
 	fmt.Fprintln(w, "   callers on separate accounts (own key each) vs every caller on ONE account (one key)")
 	fmt.Fprintf(w, "    %-9s %7s  %12s  %12s  %9s   %s\n", "store", "callers", "separate/s", "one acct/s", "one/sep", "targets: one/sep ≥ 0.90; ≥ 3000/s at 32 callers")
@@ -157,7 +157,15 @@ func (rep *report) settles(ctx context.Context, tmp string, cfg *config) error {
 		fmt.Fprintf(w, "    %-9s %7d  %12.0f  %12.0f  %8.2f×   ratio %s%s   rounds sep %s, one %s\n",
 			f.store, f.callers, f.separate, f.hot, ratio, mark(ratio >= 0.9), extra, fmtRounds(f.sepRounds), fmtRounds(f.hotRounds))
 	}
-	fmt.Fprintf(w, "    %s\n\n", pgNote)
+	fmt.Fprintf(w, "    %s\n", pgNote)
+	fmt.Fprintln(w, "    per settle, in this process over all rounds of a row (the bench settles in process; PostgreSQL's own CPU not counted):")
+	for _, f := range figs {
+		if f.usageOK {
+			fmt.Fprintf(w, "    %-9s %7d callers: CPU %5.0f µs user + %5.0f µs system; %6.0f B written to storage (fsync, msync, writeback)\n",
+				f.store, f.callers, f.userUS, f.sysUS, f.written)
+		}
+	}
+	fmt.Fprintln(w)
 	return nil
 }
 
