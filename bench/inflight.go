@@ -183,7 +183,24 @@ func inflightRun(ctx context.Context, tmp string, cfg *config, n int, gateway bo
 	cpu0 := cpuTime(pid)
 
 	stopSampling := sampleFDs(pid, &res)
+	var heap sync.WaitGroup
+	if cfg.profileDir != "" {
+		// With -profile-dir: the goroutines and the in-use heap once every
+		// call has started and none has been answered.
+		heap.Add(1)
+		go func() {
+			defer heap.Done()
+			time.Sleep(cfg.inflightRamp + (cfg.inflightLatency-cfg.inflightRamp)/2)
+			base := filepath.Join(profileDir(cfg, tmp), fmt.Sprintf("inflight-%d-%s", n, res.target))
+			for _, p := range []string{"heap", "goroutine"} {
+				if err := download(ctx, "http://"+e.admin+"/debug/pprof/"+p, base+"-"+p+".pb.gz"); err != nil {
+					logf("in-flight %s profile: %v", p, err)
+				}
+			}
+		}()
+	}
 	holdCalls(ctx, t, n, cfg.inflightRamp, cfg.inflightLatency, &res)
+	heap.Wait()
 	stopSampling()
 	res.procCPU = cpuTime(pid) - cpu0
 	res.peakKiB = memKiB(pid, "VmHWM")
