@@ -87,6 +87,9 @@ func (rep *report) inflight(ctx context.Context, tmp string, cfg *config) error 
 			if !r.hwmReset {
 				hw = "  (VmHWM not reset: includes start-up)"
 			}
+			if r.maxInFlight < int64(r.calls) {
+				hw += "  (not all in flight at once: the first answers came before the last call started)"
+			}
 			cpu := 0.0
 			if r.ok+r.failed > 0 {
 				cpu = float64(r.procCPU.Microseconds()) / 1000 / float64(r.ok+r.failed)
