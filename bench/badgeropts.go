@@ -47,13 +47,13 @@ type badgerRun struct {
 // and the Go heap.
 func (rep *report) badgerOptions(ctx context.Context, tmp string, cfg *config) error {
 	w := rep.section("6b")
-	doc := make([]byte, 0, settleRecords*(len(settleRecord)+1)+400)
+	doc := make([]byte, 0, settleDataBytes()+settleRecords+400)
 	doc = append(doc, `{"id":"ext_x","status":"completed","data":[`...)
-	for i := range settleRecords {
+	for i, r := range settleData {
 		if i > 0 {
 			doc = append(doc, ',')
 		}
-		doc = append(doc, settleRecord...)
+		doc = append(doc, r...)
 	}
 	doc = append(doc, `]}`...)
 

@@ -18,7 +18,10 @@
 //     respond of a body of the same size;
 //   - the time to compile the services/ tree and the gateway's peak RSS
 //     under the end-to-end load;
-//   - a CPU and allocation profile of the gateway under the end-to-end load.
+//   - a CPU and allocation profile of the gateway under the end-to-end load;
+//   - 1 000 to 10 000 calls held at once by a slow upstream, gateway against
+//     reverse_proxy, each in a fresh process: peak RSS, memory per call,
+//     errors, added latency.
 //
 // Everything listens on loopback, every loop is bounded in time and count,
 // and the child processes are stopped on exit and on Ctrl-C.
@@ -55,6 +58,9 @@ type config struct {
 	phases                           map[string]bool
 	timeout                          time.Duration
 	cpuProfile                       string
+	inflightLevels                   []int
+	inflightLatency, inflightRamp    time.Duration
+	inflightItems                    int
 }
 
 var started = time.Now()
@@ -80,12 +86,21 @@ func main() {
 	flag.DurationVar(&cfg.profile, "profile", 5*time.Second, "CPU profile length under load (0: no profile)")
 	flag.IntVar(&cfg.profileItems, "profile-items", 10, "records per answer (N) under the profiled end-to-end load")
 	flag.StringVar(&cfg.profileDir, "profile-dir", "", "keep the raw profiles in this directory (default: deleted)")
-	flag.StringVar(&phases, "phases", "provision,settle,e2e,lookup,profile", "phases to run, comma-separated")
-	flag.DurationVar(&cfg.timeout, "timeout", 4*time.Minute, "stop everything after this long")
+	flag.StringVar(&phases, "phases", "provision,settle,e2e,lookup,profile,inflight", "phases to run, comma-separated")
+	flag.DurationVar(&cfg.timeout, "timeout", 6*time.Minute, "stop everything after this long")
+	levels := flag.String("inflight", "1000,5000,10000", "in-flight phase: calls held at once, one level per fresh process, comma-separated")
+	flag.DurationVar(&cfg.inflightLatency, "inflight-latency", 5*time.Second, "in-flight phase: the simulator's latency before each answer")
+	flag.DurationVar(&cfg.inflightRamp, "inflight-ramp", 3*time.Second, "in-flight phase: the calls of a level start evenly over this long (below the latency, so all are in flight at once)")
+	flag.IntVar(&cfg.inflightItems, "inflight-items", 1, "in-flight phase: records per answer (N)")
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of this program (the in-process settle and provision phases) to this file")
 	flag.Parse()
 	if cfg.rounds < 3 {
 		fmt.Fprintln(os.Stderr, "bench: -rounds must be at least 3")
+		os.Exit(2)
+	}
+	var err error
+	if cfg.inflightLevels, err = parseLevels(*levels); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
 	}
 	cfg.phases = map[string]bool{}
@@ -190,6 +205,13 @@ func run(ctx context.Context, cfg *config) error {
 			}
 		}
 		rep.memory(e)
+		e.gw.stop() // the in-flight phase starts its own processes
+		e.sim.stop()
+	}
+	if cfg.phases["inflight"] {
+		if err := rep.inflight(ctx, tmp, cfg); err != nil {
+			return fmt.Errorf("in flight: %w", err)
+		}
 	}
 	rep.summary()
 	return ctx.Err()

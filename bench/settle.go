@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"sync"
@@ -21,39 +23,60 @@ import (
 	"socialrouter/caddymodule/store"
 	"socialrouter/caddymodule/store/badger"
 	"socialrouter/caddymodule/store/postgres"
+	"socialrouter/cmd/upstream-sim/fixtures"
 )
 
 // Settle benchmark parameters: what one settle writes is what an N = 10
-// extraction of pro_net/profile.info writes (ten records of about the size
-// the normalizer produces, at the offer's price).
+// extraction writes: ten records, at the offer's price. The records are
+// ten distinct objects of the simulator's fixtures (profiles, companies,
+// places, posts; about 27 KB in all), real JSON text rather than padding,
+// since run documents are stored compressed and padding would compress to
+// nothing.
 const (
-	settleAccounts = 32   // separate accounts, one per caller at 32 callers
-	settleRecords  = 10   // records per settled run
-	settleRecSize  = 2900 // bytes per record, as a normalized profile
+	settleAccounts = 32 // separate accounts, one per caller at 32 callers
+	settleRecords  = 10 // records per settled run
 	settlePrice    = credits.Micros(1725)
 )
 
-// settleRecord is one synthetic record of settleRecSize bytes.
-var settleRecord = func() json.RawMessage {
-	rec := map[string]any{
-		"source": "pro_net", "name": "Richard Branson", "headline": "Founder at Virgin Group",
-		"input_url": "https://www.linkedin.com/in/rbranson/", "follower_count": 18730516,
+// settleData is the records of every settled run.
+var settleData = func() []json.RawMessage {
+	var out []json.RawMessage
+	for _, dir := range []string{"source_b", "source_a"} {
+		names, _ := fs.Glob(fixtures.FS, dir+"/*.json")
+		for _, name := range names {
+			raw, err := fs.ReadFile(fixtures.FS, name)
+			var items []json.RawMessage
+			if err != nil || json.Unmarshal(raw, &items) != nil {
+				continue
+			}
+			for _, it := range items {
+				var c bytes.Buffer
+				if json.Compact(&c, it) != nil || c.Len() == 0 || c.Bytes()[0] != '{' {
+					continue
+				}
+				if out = append(out, c.Bytes()); len(out) == settleRecords {
+					return out
+				}
+			}
+		}
 	}
-	b, _ := json.Marshal(rec)
-	pad := settleRecSize - len(b) - len(`,"about":""`)
-	if pad < 0 {
-		pad = 0
-	}
-	rec["about"] = strings.Repeat("x", pad)
-	b, _ = json.Marshal(rec)
-	return b
+	panic(fmt.Sprintf("bench: the simulator's fixtures hold %d records, want %d", len(out), settleRecords))
 }()
+
+// settleDataBytes is the size of settleData.
+func settleDataBytes() int {
+	n := 0
+	for _, r := range settleData {
+		n += len(r)
+	}
+	return n
+}
 
 // settleSetup is a store with separate accounts and one hot account, each
 // with a key.
 type settleSetup struct {
-	s   store.Store
-	seq atomic.Int64
+	s    store.Store
+	done atomic.Int64 // settles completed
 }
 
 func newSettleSetup(ctx context.Context, s store.Store) (*settleSetup, error) {
@@ -83,10 +106,7 @@ func settleAccount(i int) string {
 // settleOnce settles one completed run of settleRecords records on account.
 func (st *settleSetup) settleOnce(ctx context.Context, account string) error {
 	now := time.Now().UTC()
-	data := make([]json.RawMessage, settleRecords)
-	for i := range data {
-		data[i] = settleRecord
-	}
+	data := append([]json.RawMessage(nil), settleData...)
 	id := "ext_" + strings.ToLower(ulid.MustNew(ulid.Timestamp(now), rand.Reader).String())
 	run := &runs.Run{
 		ID: id, Status: "completed", Platform: "pro_net", Service: "profile.info",
@@ -103,6 +123,7 @@ func (st *settleSetup) settleOnce(ctx context.Context, account string) error {
 	if res.Records != settleRecords {
 		return fmt.Errorf("settled %d of %d records", res.Records, settleRecords)
 	}
+	st.done.Add(1)
 	return nil
 }
 
@@ -151,6 +172,12 @@ type settleFigures struct {
 	hot       float64 // settles/s, every caller on one account
 	sepRounds []float64
 	hotRounds []float64
+	// Per settle over every round of this caller count, in this process:
+	// CPU (user, system: the fsyncs and msyncs, the page faults of the
+	// mmapped value log) and bytes written to storage; ok false where not
+	// measured.
+	userUS, sysUS, written float64
+	usageOK                bool
 }
 
 // benchSettles measures each caller count in interleaved rounds:
@@ -167,6 +194,8 @@ func benchSettles(ctx context.Context, name string, s store.Store, callerCounts 
 	var out []settleFigures
 	for _, n := range callerCounts {
 		f := settleFigures{store: name, callers: n}
+		u0, s0, w0, ok0 := selfUsage()
+		n0 := st.done.Load()
 		for r := 0; r < rounds; r++ {
 			sep, err := st.settleRound(ctx, n, false, dur, max)
 			if err != nil {
@@ -181,6 +210,12 @@ func benchSettles(ctx context.Context, name string, s store.Store, callerCounts 
 			logf("settle %s %2d callers round %d: separate %.0f/s, one account %.0f/s", name, n, r+1, sep, hot)
 		}
 		f.separate, f.hot = median(f.sepRounds), median(f.hotRounds)
+		if u1, s1, w1, ok1 := selfUsage(); ok0 && ok1 {
+			if k := float64(st.done.Load() - n0); k > 0 {
+				f.userUS, f.sysUS = float64((u1-u0).Microseconds())/k, float64((s1-s0).Microseconds())/k
+				f.written, f.usageOK = float64(w1-w0)/k, true
+			}
+		}
 		out = append(out, f)
 	}
 	return out, nil

@@ -116,25 +116,35 @@ type watchdog struct {
 // touch records upstream activity; called concurrently by the clients.
 func (w *watchdog) touch() { w.last.Store(int64(time.Since(w.start))) }
 
-// watch cancels with errSoftTimeout once idle for the soft timeout; it
-// returns when ctx or stop ends.
-func (w *watchdog) watch(ctx context.Context, cancel context.CancelCauseFunc, stop <-chan struct{}) {
-	t := time.NewTimer(w.soft)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
+// watch cancels with errSoftTimeout once idle for the soft timeout, until
+// stop is called. It runs on a timer, not a goroutine of its own: a call
+// held in flight by a slow upstream costs no stack for its watchdog.
+func (w *watchdog) watch(cancel context.CancelCauseFunc) (stop func()) {
+	var (
+		mu      sync.Mutex
+		stopped bool
+		t       *time.Timer
+	)
+	mu.Lock()
+	defer mu.Unlock()
+	t = time.AfterFunc(w.soft, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
 			return
-		case <-stop:
-			return
-		case <-t.C:
-			idle := time.Since(w.start) - time.Duration(w.last.Load())
-			if idle >= w.soft {
-				cancel(errSoftTimeout)
-				return
-			}
-			t.Reset(w.soft - idle)
 		}
+		idle := time.Since(w.start) - time.Duration(w.last.Load())
+		if idle >= w.soft {
+			cancel(errSoftTimeout)
+			return
+		}
+		t.Reset(w.soft - idle)
+	})
+	return func() {
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
+		t.Stop()
 	}
 }
 
@@ -166,12 +176,19 @@ func (r *Router) attempt(ctx context.Context, o *registry.Offer, req Request, no
 	rn := &run{actx: actx, cancel: cancel, outs: make([]batchOut, len(batches))}
 
 	wd := &watchdog{start: time.Now(), soft: r.cfg.SoftTimeout}
-	stop := make(chan struct{})
-	defer close(stop)
-	go wd.watch(actx, cancel, stop)
+	defer wd.watch(cancel)()
 
 	sem := make(chan struct{}, r.cfg.MaxParallelBatches)
-	var wg sync.WaitGroup
+	// all closes when the last batch is done; the dispatch loop holds one
+	// share until it has started every batch (no goroutine waits for it).
+	all := make(chan struct{})
+	var pending atomic.Int64
+	pending.Store(1)
+	done := func() {
+		if pending.Add(-1) == 0 {
+			close(all)
+		}
+	}
 dispatch:
 	for i, in := range batches {
 		if actx.Err() != nil {
@@ -182,15 +199,14 @@ dispatch:
 		case <-actx.Done():
 			break dispatch
 		}
-		wg.Add(1)
+		pending.Add(1)
 		go func() {
-			defer wg.Done()
+			defer done()
 			defer func() { <-sem }()
 			r.batch(rn, wd, client, o, req, in, opts, nowISO, i)
 		}()
 	}
-	all := make(chan struct{})
-	go func() { wg.Wait(); close(all) }()
+	done()
 	select {
 	case <-all:
 	case <-ctx.Done():

@@ -12,7 +12,7 @@ import (
 )
 
 // GetRunJSON appends to dst a run of the account in its API form: the
-// stored document, copied once from badger into dst, with its scope
+// stored document, decoded once from badger into dst, with its scope
 // members cut off, without decoding the records. ErrNotFound for an
 // unknown id or another account's run.
 func (s *Store) GetRunJSON(ctx context.Context, dst []byte, accountID, runID string) ([]byte, error) {
@@ -31,9 +31,9 @@ func (s *Store) GetRunJSON(ctx context.Context, dst []byte, accountID, runID str
 		if err != nil {
 			return err
 		}
-		return item.Value(func(v []byte) error {
-			out = append(dst, v...)
-			return nil
+		return item.Value(func(v []byte) (err error) {
+			out, err = appendRunDoc(dst, v)
+			return err
 		})
 	})
 	if err != nil {

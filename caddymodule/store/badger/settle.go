@@ -81,8 +81,9 @@ func (s *Store) Settle(ctx context.Context, st store.Settlement) (store.SettleRe
 	for _, d := range p.Data {
 		size += len(d)
 	}
+	pd := packRunDoc(p) // compressed here, not in the commit leader
 	err = s.write(ctx, &writeReq{account: st.Run.AccountID, size: size, apply: func(b *batch) (refused, err error) {
-		res, refused, err = b.settle(p)
+		res, refused, err = b.settle(p, pd)
 		return refused, err
 	}})
 	if err != nil {
@@ -220,7 +221,7 @@ func (s *Store) commitBatch(reqs []*writeReq) {
 // settle adds one settlement to the batch. A failure of the settlement
 // itself (unknown account, run id taken) is returned as refused, before
 // anything is written; err is a transaction failure.
-func (b *batch) settle(p *settle.Prepared) (res store.SettleResult, refused, err error) {
+func (b *batch) settle(p *settle.Prepared, pd packedDoc) (res store.SettleResult, refused, err error) {
 	run := p.S.Run
 	a, ok, err := b.account(run.AccountID)
 	if err != nil {
@@ -245,7 +246,7 @@ func (b *batch) settle(p *settle.Prepared) (res store.SettleResult, refused, err
 	if err := b.setAccount(a); err != nil {
 		return res, nil, err
 	}
-	if err := b.txn.Set(rk, doc); err != nil {
+	if err := b.txn.Set(rk, pd.value(records, doc)); err != nil {
 		return res, nil, err
 	}
 	uk := usageKey(run.AccountID, store.PeriodStart(store.PeriodDay, p.Now).Unix(), p.S.Offer, p.S.Platform)
@@ -317,6 +318,9 @@ func (s *Store) GetRun(ctx context.Context, accountID, runID string) (runs.Run, 
 	var doc []byte
 	err := s.db.View(func(txn *bdb.Txn) (err error) {
 		doc, err = get(txn, runKey(accountID, runID))
+		if err == nil {
+			doc, err = appendRunDoc(nil, doc)
+		}
 		return err
 	})
 	if err != nil {

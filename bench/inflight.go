@@ -1,0 +1,338 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The in-flight phase holds many calls at once on a slow upstream: the
+// simulator answers after -inflight-latency, and the load generator starts
+// each level's calls over -inflight-ramp, one connection per call, so that
+// for a moment every call of the level is in flight. Each (level, target)
+// runs in a fresh Caddy process (the bench Caddyfile, both sites loaded)
+// and a fresh simulator, so each peak RSS is that run's own. A data
+// gateway's calls wait seconds to minutes on upstream scrapes: this is the
+// load shape its users meet.
+
+// inflightResult is one run: one target at one level.
+type inflightResult struct {
+	calls       int
+	target      string
+	idleKiB     int64 // VmRSS after one warm call, before the level
+	peakKiB     int64 // VmHWM after the level
+	hwmReset    bool  // VmHWM was reset after the warm call (else it includes start-up)
+	ok, failed  int
+	firstErr    string
+	added       []time.Duration // latency over the upstream's, successful calls, sorted
+	maxInFlight int64
+	wall        time.Duration
+	procCPU     time.Duration // CPU of the Caddy process during the level
+	fdsPeak     int           // open descriptors of the Caddy process, highest sampled
+}
+
+// perCallKiB is the memory per in-flight call: (peak − idle) / calls.
+func (r inflightResult) perCallKiB() float64 {
+	return float64(r.peakKiB-r.idleKiB) / float64(r.calls)
+}
+
+// inflight runs every level against the gateway and reverse_proxy.
+func (rep *report) inflight(ctx context.Context, tmp string, cfg *config) error {
+	w := rep.section("7")
+	top := 0
+	for _, n := range cfg.inflightLevels {
+		top = max(top, n)
+	}
+	// The Caddy process holds two descriptors per call (the caller's and
+	// the upstream's), the load generator and the simulator one each.
+	soft, hard, note := raiseFileLimit(uint64(2*top + 4096))
+	logf("in-flight: file limit soft %d, hard %d %s", soft, hard, note)
+
+	var results []inflightResult
+	for _, n := range cfg.inflightLevels {
+		for _, gateway := range []bool{true, false} {
+			r, err := inflightRun(ctx, tmp, cfg, n, gateway)
+			if err != nil {
+				return err
+			}
+			logf("in-flight %d %s: %d ok, %d failed, peak %d MiB (idle %d), p99 added %.0f ms",
+				n, r.target, r.ok, r.failed, r.peakKiB/1024, r.idleKiB/1024, ms(percentile(r.added, 0.99)))
+			results = append(results, r)
+		}
+	}
+
+	fmt.Fprintf(w, "7. In flight: calls held by a slow upstream (simulator latency %s, N=%d records), one connection per call,\n",
+		cfg.inflightLatency, cfg.inflightItems)
+	fmt.Fprintf(w, "   started evenly over %s; each level and target in a fresh Caddy process (the bench Caddyfile) and a fresh simulator\n", cfg.inflightRamp)
+	fmt.Fprintf(w, "   file limit (RLIMIT_NOFILE, raised by the bench, inherited by Caddy and the simulator): soft %d, hard %d\n", soft, hard)
+	if note != "" {
+		fmt.Fprintf(w, "   WARNING: %s; the Caddy process needs about 2 descriptors per call\n", note)
+	}
+	fmt.Fprintf(w, "    %6s %-14s %8s %8s %8s %7s %9s %9s %9s %7s %8s %6s\n",
+		"calls", "target", "idle MiB", "peak MiB", "KiB/call", "errors", "added p50", "added p99", "in flight", "fds", "CPU ms/c", "wall s")
+	for i := 0; i+1 < len(results); i += 2 {
+		g, p := results[i], results[i+1]
+		for _, r := range []inflightResult{g, p} {
+			hw := ""
+			if !r.hwmReset {
+				hw = "  (VmHWM not reset: includes start-up)"
+			}
+			if r.maxInFlight < int64(r.calls) {
+				hw += "  (not all in flight at once: the first answers came before the last call started)"
+			}
+			cpu := 0.0
+			if r.ok+r.failed > 0 {
+				cpu = float64(r.procCPU.Microseconds()) / 1000 / float64(r.ok+r.failed)
+			}
+			fmt.Fprintf(w, "    %6d %-14s %8.0f %8.0f %8.1f %7d %7.0fms %7.0fms %9d %7d %8.2f %6.1f%s%s\n",
+				r.calls, r.target, float64(r.idleKiB)/1024, float64(r.peakKiB)/1024, r.perCallKiB(), r.failed,
+				ms(percentile(r.added, 0.5)), ms(percentile(r.added, 0.99)), r.maxInFlight, r.fdsPeak, cpu, r.wall.Seconds(), hw, errNote(r))
+		}
+		ratio := float64(g.peakKiB) / float64(p.peakKiB)
+		fmt.Fprintf(w, "    %6d gateway/reverse_proxy peak RSS %.2f ×  target ≤ 1.1 ×  %s;  memory per call %.2f ×;  errors %d / %d\n",
+			g.calls, ratio, mark(ratio <= 1.1), g.perCallKiB()/p.perCallKiB(), g.failed, p.failed)
+		if g.calls == top {
+			rep.check(fmt.Sprintf("in flight %d: gateway errors", top), strconv.Itoa(g.failed), "= 0", g.failed == 0)
+			rep.check(fmt.Sprintf("in flight %d: gateway/reverse_proxy peak RSS", top), fmt.Sprintf("%.2f ×", ratio), "≤ 1.1 ×", ratio <= 1.1)
+		}
+	}
+	fmt.Fprintln(w, "    idle: VmRSS after one warm call; peak: VmHWM after the level (reset through /proc/<pid>/clear_refs after the")
+	fmt.Fprintln(w, "    warm call); KiB/call = (peak − idle) / calls; added: a call's latency minus the upstream's; in flight: most calls")
+	fmt.Fprintln(w, "    open at once at the load generator; fds: most descriptors the Caddy process held (sampled); CPU ms/c: Caddy process CPU per call")
+	fmt.Fprintln(w)
+	return nil
+}
+
+func errNote(r inflightResult) string {
+	if r.failed == 0 {
+		return ""
+	}
+	return "  first error: " + clip([]byte(r.firstErr))
+}
+
+// inflightRun starts a simulator and a Caddy process, makes one warm call
+// of the target, then holds n calls at once and measures the process.
+func inflightRun(ctx context.Context, tmp string, cfg *config, n int, gateway bool) (inflightResult, error) {
+	res := inflightResult{calls: n, target: "reverse_proxy"}
+	if gateway {
+		res.target = "gateway"
+	}
+	dir, err := os.MkdirTemp(tmp, fmt.Sprintf("inflight-%d-%s-", n, res.target))
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(dir)
+	var ports [6]int
+	for i := range ports {
+		if ports[i], err = freePort(); err != nil {
+			return res, err
+		}
+	}
+	a, b := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])
+	e := &env{
+		dir: dir, client: newClient(4), simA: "http://" + a, simB: "http://" + b,
+		admin: fmt.Sprintf("127.0.0.1:%d", ports[2]), gwURL: fmt.Sprintf("http://127.0.0.1:%d", ports[3]),
+		refURL: fmt.Sprintf("http://127.0.0.1:%d", ports[4]), stat: fmt.Sprintf("http://127.0.0.1:%d", ports[5]),
+	}
+	sim, err := startChild("upstream-sim", filepath.Join(dir, "sim.log"), nil, cfg.simBin, "-a", a, "-b", b, "-latency", "0")
+	if err != nil {
+		return res, err
+	}
+	e.sim = sim
+	defer sim.stop()
+	if err := waitHTTP(ctx, sim, e.simA+"/_sim/health"); err != nil {
+		return res, err
+	}
+	d := caddyfileData{
+		Admin: ports[2], GW: ports[3], Ref: ports[4], Static: ports[5],
+		Services: cfg.services, Data: filepath.Join(dir, "badger"),
+		SimA: e.simA, SimB: e.simB, SimBHost: b, Catalogue: "none", Run: "none",
+	}
+	if err := e.startGateway(ctx, cfg, d, "caddy.log"); err != nil {
+		return res, err
+	}
+	defer e.gw.stop()
+	if err := e.setItems(ctx, cfg.inflightItems); err != nil {
+		return res, err
+	}
+	t := e.proxyTarget()
+	if gateway {
+		if err := e.createAccount(ctx); err != nil {
+			return res, err
+		}
+		t = e.extractTarget()
+	}
+	if st, body, err := t.fetch(ctx, e.client); err != nil || st != http.StatusOK {
+		return res, fmt.Errorf("in-flight warm call of %s: %d %v: %s", res.target, st, err, clip(body))
+	}
+	fault, _ := json.Marshal(map[string]any{"target": benchDataset, "items": cfg.inflightItems, "latency_ms": cfg.inflightLatency.Milliseconds()})
+	if st, body, err := e.post(ctx, e.simA+"/_sim/faults", fault); err != nil || st >= 300 {
+		return res, fmt.Errorf("setting the simulator's latency: %d %v %s", st, err, clip(body))
+	}
+	pid := e.gw.cmd.Process.Pid
+	res.idleKiB = memKiB(pid, "VmRSS")
+	// "5" resets the peak resident set to the current one (proc(5)).
+	res.hwmReset = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0) == nil
+	cpu0 := cpuTime(pid)
+
+	stopSampling := sampleFDs(pid, &res)
+	var heap sync.WaitGroup
+	if cfg.profileDir != "" {
+		// With -profile-dir: the goroutines and the in-use heap once every
+		// call has started and none has been answered.
+		heap.Add(1)
+		go func() {
+			defer heap.Done()
+			time.Sleep(cfg.inflightRamp + (cfg.inflightLatency-cfg.inflightRamp)/2)
+			base := filepath.Join(profileDir(cfg, tmp), fmt.Sprintf("inflight-%d-%s", n, res.target))
+			for _, p := range []string{"heap", "goroutine"} {
+				if err := download(ctx, "http://"+e.admin+"/debug/pprof/"+p, base+"-"+p+".pb.gz"); err != nil {
+					logf("in-flight %s profile: %v", p, err)
+				}
+			}
+		}()
+	}
+	holdCalls(ctx, t, n, cfg.inflightRamp, cfg.inflightLatency, &res)
+	heap.Wait()
+	stopSampling()
+	res.procCPU = cpuTime(pid) - cpu0
+	res.peakKiB = memKiB(pid, "VmHWM")
+	if e.gw.exited() {
+		return res, fmt.Errorf("%s exited during the in-flight level %d:\n%s", e.gw.name, n, e.gw.tail(20))
+	}
+	return res, ctx.Err()
+}
+
+// holdCalls starts n calls of t evenly over ramp, each on its own
+// connection, and waits for all of them, at most ramp + latency + 60 s.
+func holdCalls(ctx context.Context, t *target, n int, ramp, latency time.Duration, res *inflightResult) {
+	tr := &http.Transport{
+		Proxy:              nil,
+		DialContext:        (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+		DisableKeepAlives:  true, // one connection per call, closed after it
+		DisableCompression: true,
+	}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr}
+	ctx, cancel := context.WithTimeout(ctx, ramp+latency+60*time.Second)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		wg       sync.WaitGroup
+		inFlight atomic.Int64
+		peak     atomic.Int64
+	)
+	start := time.Now()
+	for i := range n {
+		if d := time.Until(start.Add(ramp * time.Duration(i) / time.Duration(n))); d > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(d):
+			}
+		}
+		if ctx.Err() != nil {
+			mu.Lock()
+			res.failed += n - i
+			if res.firstErr == "" {
+				res.firstErr = "not started: " + ctx.Err().Error()
+			}
+			mu.Unlock()
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			now := inFlight.Add(1)
+			for p := peak.Load(); now > p && !peak.CompareAndSwap(p, now); p = peak.Load() {
+			}
+			t0 := time.Now()
+			status, _, err := t.do(ctx, c)
+			d := time.Since(t0)
+			inFlight.Add(-1)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				res.failed++
+				if res.firstErr == "" {
+					res.firstErr = err.Error()
+				}
+			case status != http.StatusOK:
+				res.failed++
+				if res.firstErr == "" {
+					res.firstErr = fmt.Sprintf("HTTP %d", status)
+				}
+			default:
+				res.ok++
+				res.added = append(res.added, d-latency)
+			}
+		}()
+	}
+	wg.Wait()
+	res.wall = time.Since(start)
+	res.maxInFlight = peak.Load()
+	sort.Slice(res.added, func(i, j int) bool { return res.added[i] < res.added[j] })
+}
+
+// sampleFDs records, every 100 ms until stopped, the most descriptors the
+// Caddy process held.
+func sampleFDs(pid int, res *inflightResult) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if n := countFDs(pid); n > res.fdsPeak {
+				res.fdsPeak = n
+			}
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+// countFDs is the number of open descriptors of a process (0 when /proc
+// cannot tell).
+func countFDs(pid int) int {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	names, _ := f.Readdirnames(-1)
+	return len(names)
+}
+
+// parseLevels reads a comma-separated list of positive call counts.
+func parseLevels(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("-inflight: %q is not a positive call count", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
