@@ -1,12 +1,7 @@
 package caddymodule
 
 import (
-	"fmt"
 	"net/http"
-	"strconv"
-	"time"
-
-	"go.uber.org/zap"
 
 	"socialrouter/caddymodule/credits"
 )
@@ -18,13 +13,12 @@ func (h *Handler) balance(w http.ResponseWriter, r *http.Request) {
 		apiErr.write(w)
 		return
 	}
-	acct, err := h.app.store.GetAccount(r.Context(), c.key.AccountID)
-	if err != nil {
-		h.logger.Error("reading account", zap.Error(err))
-		newError(http.StatusServiceUnavailable, "store_unavailable", "internal", "the account store is unavailable; retry shortly").write(w)
+	bal, apiErr := h.balanceOf(r.Context(), c)
+	if apiErr != nil {
+		apiErr.write(w)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"balance": acct.Balance, "currency": "USD"})
+	writeJSON(w, http.StatusOK, bal)
 }
 
 // usageTotals is one value of by_provider / by_platform.
@@ -41,53 +35,11 @@ func (h *Handler) usage(w http.ResponseWriter, r *http.Request) {
 		apiErr.write(w)
 		return
 	}
-	days := 30
-	if q := r.URL.Query(); q.Has("days") {
-		n, err := strconv.Atoi(q.Get("days"))
-		if err != nil || n < 1 || n > 365 {
-			newError(http.StatusBadRequest, "invalid_days", typeValidation,
-				fmt.Sprintf("days must be an integer from 1 to 365 (default 30), got %q", q.Get("days"))).write(w)
-			return
-		}
-		days = n
-	}
-	now := time.Now().UTC()
-	since := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC).AddDate(0, 0, -(days - 1))
-	rows, err := h.app.store.Usage(r.Context(), c.key.AccountID, since)
-	if err != nil {
-		h.logger.Error("reading usage", zap.Error(err))
-		newError(http.StatusServiceUnavailable, "store_unavailable", "internal", "the account store is unavailable; retry shortly").write(w)
+	q := r.URL.Query()
+	sum, apiErr := h.usageSummary(r.Context(), c, q.Get("days"), q.Has("days"))
+	if apiErr != nil {
+		apiErr.write(w)
 		return
 	}
-	var total usageTotals
-	byProvider := map[string]*usageTotals{}
-	byPlatform := map[string]*usageTotals{}
-	add := func(m map[string]*usageTotals, k string, req, rec int64, cr credits.Micros) {
-		if k == "" {
-			return
-		}
-		t := m[k]
-		if t == nil {
-			t = &usageTotals{}
-			m[k] = t
-		}
-		t.Requests += req
-		t.Records += rec
-		t.Credits += cr
-	}
-	for _, row := range rows {
-		total.Requests += row.Requests
-		total.Records += row.Records
-		total.Credits += row.Credits
-		add(byProvider, row.Offer, row.Requests, row.Records, row.Credits)
-		add(byPlatform, row.Platform, row.Requests, row.Records, row.Credits)
-	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"period":         fmt.Sprintf("%dd", days),
-		"total_requests": total.Requests,
-		"total_records":  total.Records,
-		"total_credits":  total.Credits,
-		"by_provider":    byProvider,
-		"by_platform":    byPlatform,
-	})
+	writeJSON(w, http.StatusOK, sum)
 }

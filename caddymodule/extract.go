@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -15,7 +14,6 @@ import (
 
 	"socialrouter/caddymodule/credits"
 	"socialrouter/caddymodule/registry"
-	"socialrouter/caddymodule/router"
 	"socialrouter/caddymodule/store"
 	"socialrouter/internal/bufpool"
 )
@@ -39,96 +37,11 @@ func (h *Handler) extract(w http.ResponseWriter, r *http.Request, platform, serv
 	if !ok {
 		return
 	}
-	body, apiErr := parseExtract(svc, m)
+	run, apiErr := h.extractRun(r.Context(), c, svc, m)
 	if apiErr != nil {
 		apiErr.write(w)
 		return
 	}
-	offers := svc.LiveOffers()
-	if body.Pin != nil {
-		offers = []*registry.Offer{body.Pin}
-	}
-	release, apiErr := h.precheck(r.Context(), c, offers)
-	if apiErr != nil {
-		apiErr.write(w)
-		return
-	}
-	defer release()
-
-	now := time.Now().UTC()
-	run := &store.Run{
-		ID:        newRunID(now),
-		Platform:  svc.Platform,
-		Service:   svc.Name,
-		URL:       body.Inputs[0],
-		CreatedAt: now,
-		AccountID: c.key.AccountID,
-		KeyID:     c.key.ID,
-		Data:      []json.RawMessage{},
-	}
-	if svc.InputKind == registry.KindQuery {
-		run.Queries = body.Raw
-		run.URL = body.Raw[0]
-	}
-	res, err := h.app.router.Run(r.Context(), router.Request{
-		Service: svc, Inputs: body.Inputs, Options: body.Options, Limit: body.Limit, Pin: body.Pin, Now: now,
-	})
-	h.finish(w, r, run, res, err, svc.Platform)
-}
-
-// finish settles a routed run (success or failure) and answers.
-func (h *Handler) finish(w http.ResponseWriter, r *http.Request, run *store.Run, res *router.Result, err error, platform string) {
-	run.CompletedAt = time.Now().UTC()
-	// Settle even if the client went away: the upstream work is done and the
-	// run must not be lost.
-	ctx := context.WithoutCancel(r.Context())
-	if err != nil {
-		var f *router.Failure
-		if !errors.As(err, &f) {
-			f = &router.Failure{Status: http.StatusBadGateway, Code: "provider_error", Type: typeProvider, Message: err.Error()}
-		}
-		run.Status = "failed"
-		run.Error = &store.RunError{Code: f.Code, Type: f.Type, Message: f.Message}
-		run.Attempts = f.Attempts
-		offer := ""
-		if f.Offer != nil {
-			offer = f.Offer.ID
-			run.ServedBy = f.Offer.ID
-			if run.Kind == "search" {
-				run.Provider = f.Offer.Source.ID
-			}
-		}
-		if _, serr := h.app.store.Settle(ctx, store.Settlement{Run: run, Offer: offer, Platform: platform, Now: run.CompletedAt}); serr != nil {
-			h.logger.Error("storing failed run", zap.String("run_id", run.ID), zap.Error(serr))
-		}
-		e := newError(f.Status, f.Code, f.Type, f.Message).with("run_id", run.ID).with("attempts", nonNilAttempts(f.Attempts))
-		e.retryAfter = f.RetryAfter
-		e.write(w)
-		return
-	}
-	run.Status = "completed"
-	run.ServedBy = res.Offer.ID
-	if run.Kind == "search" {
-		run.Provider = res.Offer.Source.ID
-		run.ServedBy = ""
-	}
-	run.Attempts = res.Attempts
-	run.Data = res.Records
-	if run.Data == nil {
-		run.Data = []json.RawMessage{}
-	}
-	run.Pagination.Total = res.Total
-	sr, serr := h.app.store.Settle(ctx, store.Settlement{
-		Run: run, Price: res.Offer.Price, Offer: res.Offer.ID, Platform: platform, Now: run.CompletedAt,
-	})
-	if serr != nil {
-		h.logger.Error("settling run", zap.String("run_id", run.ID), zap.Error(serr))
-		newError(http.StatusServiceUnavailable, "store_unavailable", "internal",
-			"the run could not be recorded, so nothing was charged; retry shortly").with("run_id", run.ID).write(w)
-		return
-	}
-	h.logger.Debug("run settled", zap.String("run_id", run.ID), zap.String("offer", res.Offer.ID),
-		zap.Int("records", sr.Records), zap.Stringer("charged", sr.Charged))
 	writeRun(w, run)
 }
 
@@ -213,24 +126,12 @@ func (h *Handler) getRun(w http.ResponseWriter, r *http.Request, id string) {
 		apiErr.write(w)
 		return
 	}
-	notFound := func() {
-		newError(http.StatusNotFound, "not_found", typeNotFound, fmt.Sprintf("no run %q in this account", id)).write(w)
-	}
-	if !strings.HasPrefix(id, "ext_") {
-		notFound()
-		return
-	}
 	buf := runBufs.Get(0)
 	defer runBufs.Put(buf)
-	b, err := h.app.store.GetRunJSON(r.Context(), (*buf)[:0], c.key.AccountID, id)
+	b, apiErr := h.runJSON(r.Context(), c, id, (*buf)[:0])
 	*buf = b
-	if errors.Is(err, store.ErrNotFound) {
-		notFound()
-		return
-	}
-	if err != nil {
-		h.logger.Error("reading run", zap.Error(err))
-		newError(http.StatusServiceUnavailable, "store_unavailable", "internal", "the account store is unavailable; retry shortly").write(w)
+	if apiErr != nil {
+		apiErr.write(w)
 		return
 	}
 	// The stored document is the answer: served as stored, not decoded and

@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -130,22 +131,30 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request, seg []string) {
 }
 
 func (h *Handler) services(w http.ResponseWriter, reg *registry.Registry, seg []string) {
-	if len(seg) == 0 {
-		writeRaw(w, http.StatusOK, reg.CatalogueJSON())
-		return
-	}
-	svc, err := lookupService(reg, seg[0], seg[1:])
+	b, err := catalogueJSON(reg, seg)
 	if err != nil {
 		err.write(w)
 		return
 	}
+	writeRaw(w, http.StatusOK, b)
+}
+
+// catalogueJSON is the catalogue document under /v1/services/{seg…}: the
+// whole catalogue, one platform's or one entry.
+func catalogueJSON(reg *registry.Registry, seg []string) ([]byte, *apiError) {
+	if len(seg) == 0 {
+		return reg.CatalogueJSON(), nil
+	}
+	svc, err := lookupService(reg, seg[0], seg[1:])
+	if err != nil {
+		return nil, err
+	}
 	if svc == nil {
 		b, _ := reg.PlatformJSON(seg[0])
-		writeRaw(w, http.StatusOK, b)
-		return
+		return b, nil
 	}
 	b, _ := reg.EntryJSON(svc)
-	writeRaw(w, http.StatusOK, b)
+	return b, nil
 }
 
 // lookupService resolves a platform and optional service name to a
@@ -193,10 +202,15 @@ type caller struct {
 	key store.Key
 }
 
-// authenticate checks the bearer key: missing → missing_api_key, malformed
-// or unknown → invalid_api_key, revoked → revoked_api_key (all 401).
+// authenticate checks the bearer key of a request.
 func (h *Handler) authenticate(r *http.Request) (*caller, *apiError) {
-	hdr := r.Header.Get("Authorization")
+	return h.authenticateHeader(r.Context(), r.Header.Get("Authorization"))
+}
+
+// authenticateHeader checks the bearer key of an Authorization header:
+// missing → missing_api_key, malformed or unknown → invalid_api_key,
+// revoked → revoked_api_key (all 401).
+func (h *Handler) authenticateHeader(ctx context.Context, hdr string) (*caller, *apiError) {
 	if hdr == "" {
 		return nil, newError(http.StatusUnauthorized, "missing_api_key", typeAuthentication,
 			"no API key: send it as Authorization: Bearer "+h.app.KeyPrefix+"_live_…")
@@ -207,7 +221,7 @@ func (h *Handler) authenticate(r *http.Request) (*caller, *apiError) {
 		return nil, newError(http.StatusUnauthorized, "invalid_api_key", typeAuthentication,
 			"malformed Authorization header: expected Authorization: Bearer "+h.app.KeyPrefix+"_live_…")
 	}
-	k, err := h.app.store.KeyByHash(r.Context(), sha256.Sum256([]byte(secret)))
+	k, err := h.app.store.KeyByHash(ctx, sha256.Sum256([]byte(secret)))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, newError(http.StatusUnauthorized, "invalid_api_key", typeAuthentication,
 			"unknown API key; check that it was copied whole, or create a new one")

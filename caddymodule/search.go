@@ -6,11 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"socialrouter/caddymodule/registry"
-	"socialrouter/caddymodule/router"
-	"socialrouter/caddymodule/store"
 )
 
 // searchFields are the top-level keys of a search body.
@@ -40,133 +37,16 @@ func decodeCursor(s string) (searchCursor, bool) {
 
 // search serves POST /v1/search.
 func (h *Handler) search(w http.ResponseWriter, r *http.Request) {
-	reg := h.app.reg
 	c, m, ok := h.authenticatedBody(w, r)
 	if !ok {
 		return
 	}
-	if apiErr := checkFields(m, searchFields); apiErr != nil {
-		apiErr.write(w)
-		return
-	}
-	var queries []string
-	if raw, ok := m["queries"]; !ok || json.Unmarshal(raw, &queries) != nil || len(queries) == 0 {
-		newError(http.StatusBadRequest, "missing_queries", typeValidation,
-			`queries must be a non-empty array of strings, e.g. {"queries": ["coffee in Lisbon"], "provider": "source_a/maps/place.search"}`).write(w)
-		return
-	}
-	slugs := reg.SearchSlugs()
-	var slug string
-	if raw, ok := m["provider"]; !ok || json.Unmarshal(raw, &slug) != nil || slug == "" {
-		newError(http.StatusBadRequest, "missing_provider", typeValidation,
-			"provider is required: a slug <source>/<platform>/<type>; valid slugs: "+strings.Join(slugs, ", ")).
-			with("valid_providers", slugs).write(w)
-		return
-	}
-	svc, offer, apiErr := resolveSlug(reg, slug, slugs)
+	run, apiErr := h.searchRun(r.Context(), c, m)
 	if apiErr != nil {
 		apiErr.write(w)
 		return
 	}
-
-	limit := 100
-	if raw, ok := m["limit"]; ok {
-		var f float64
-		if err := json.Unmarshal(raw, &f); err != nil || f != float64(int(f)) || f < 1 {
-			newError(http.StatusBadRequest, "invalid_limit", typeValidation,
-				"limit must be a positive integer (records per query; default 100, capped at 1000)").write(w)
-			return
-		}
-		limit = min(int(f), 1000)
-	}
-	fallback := true
-	if raw, ok := m["fallback"]; ok {
-		if err := json.Unmarshal(raw, &fallback); err != nil {
-			newError(http.StatusBadRequest, "invalid_field", typeValidation, "fallback must be true or false").write(w)
-			return
-		}
-	}
-	offset := 0
-	if raw, ok := m["cursor"]; ok && string(raw) != "null" {
-		var s string
-		_ = json.Unmarshal(raw, &s)
-		cur, ok := decodeCursor(s)
-		if !ok || cur.Provider != slug || strings.Join(cur.Queries, "\x00") != strings.Join(queries, "\x00") {
-			newError(http.StatusBadRequest, "invalid_cursor", typeValidation,
-				"cursor does not belong to this search: send it with the same provider and queries as the search that returned it").write(w)
-			return
-		}
-		offset = cur.Offset
-	}
-
-	inputs, apiErr := matchInputs(svc, queries)
-	if apiErr != nil {
-		apiErr.write(w)
-		return
-	}
-	if len(inputs) > offer.MaxInputs && !fallback {
-		newError(http.StatusBadRequest, "too_many_inputs", typeValidation,
-			fmt.Sprintf("%d queries sent; %s takes at most %d per call", len(inputs), slug, offer.MaxInputs)).write(w)
-		return
-	}
-
-	// Options are per-offer input overrides: unknown keys (and values of the
-	// wrong type) are dropped, not refused.
-	opts := map[string]any{}
-	if raw, ok := m["options"]; ok && string(raw) != "null" {
-		var in map[string]json.RawMessage
-		if json.Unmarshal(raw, &in) != nil {
-			newError(http.StatusBadRequest, "invalid_option", typeValidation, "options must be a JSON object").write(w)
-			return
-		}
-		for k, v := range in {
-			if vals, problems := svc.ValidateOptions(map[string]json.RawMessage{k: v}); len(problems) == 0 {
-				opts[k] = vals[k]
-			}
-		}
-	}
-	for _, o := range svc.Options {
-		if _, set := opts[o.Name]; !set && o.HasDefault {
-			opts[o.Name] = o.Default
-		}
-	}
-
-	chain := []*registry.Offer{offer}
-	if fallback {
-		for _, o := range svc.LiveOffers() {
-			if o != offer {
-				chain = append(chain, o)
-			}
-		}
-	}
-	release, apiErr := h.precheck(r.Context(), c, chain)
-	if apiErr != nil {
-		apiErr.write(w)
-		return
-	}
-	defer release()
-
-	now := time.Now().UTC()
-	run := &store.Run{
-		ID: newRunID(now), Kind: "search", Source: svc.Platform, Type: svc.Name, URL: "",
-		Queries: queries, CreatedAt: now, AccountID: c.key.AccountID, KeyID: c.key.ID, Data: []json.RawMessage{},
-	}
-	req := router.Request{
-		Service: svc, Inputs: inputs, Options: opts, Limit: limit, Now: now,
-		LimitScope: registry.ScopePerInput, Skip: offset,
-	}
-	if fallback {
-		req.Offers = chain
-	} else {
-		req.Pin = offer
-	}
-	res, err := h.app.router.Run(r.Context(), req)
-	run.Pagination.NextCursor = json.RawMessage("null")
-	if err == nil && res.More {
-		b, _ := json.Marshal(encodeCursor(searchCursor{Provider: slug, Queries: queries, Offset: offset + limit}))
-		run.Pagination.NextCursor = b
-	}
-	h.finish(w, r, run, res, err, svc.Platform)
+	writeRun(w, run)
 }
 
 // resolveSlug maps <source>/<platform>/<type>[:<tag>] to a search type and
