@@ -16,6 +16,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"socialrouter/caddymodule/mcp"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/router"
 	"socialrouter/caddymodule/sources"
@@ -62,6 +63,8 @@ type App struct {
 	storeKey string
 	router   *router.Router
 	logger   *zap.Logger
+	mcp      *mcp.Endpoint
+	tools    *mcp.Toolset
 }
 
 // StorageConfig selects the store: "badger" with a directory (one process)
@@ -173,7 +176,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := a.openStore(ctx); err != nil {
 		return err
 	}
-	return nil
+	return a.provisionMCP()
 }
 
 func (a *App) openStore(ctx caddy.Context) error {
@@ -230,9 +233,11 @@ func (a *App) Validate() error {
 	return nil
 }
 
-// Start publishes the app for the admin routes.
+// Start publishes the app for the admin routes and gives its tools to the
+// MCP endpoint.
 func (a *App) Start() error {
 	current.Store(a)
+	a.startMCP()
 	return nil
 }
 
@@ -243,14 +248,16 @@ func (a *App) Stop() error {
 	return nil
 }
 
-// Cleanup releases this config's reference to the shared store.
+// Cleanup releases this config's references to the shared store and MCP
+// endpoint.
 func (a *App) Cleanup() error {
+	mcpErr := a.cleanupMCP()
 	if a.storeKey != "" {
 		if _, err := stores.Delete(a.storeKey); err != nil {
 			return fmt.Errorf("closing store: %v", err)
 		}
 	}
-	return nil
+	return mcpErr
 }
 
 // Registry returns the compiled registry of this config.

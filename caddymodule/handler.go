@@ -20,9 +20,10 @@ func init() {
 	caddy.RegisterModule(Handler{})
 }
 
-// Handler serves every /v1/… route of Social Data Router (and passes any
-// other path to the next handler). It holds no state of its own: it asks
-// the social_router app for the current registry and store.
+// Handler serves every /v1/… route of Social Data Router and the MCP
+// endpoint /mcp (and passes any other path to the next handler). It holds
+// no state of its own: it asks the social_router app for the current
+// registry and store.
 type Handler struct {
 	app    *App
 	logger *zap.Logger
@@ -50,6 +51,10 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 // ServeHTTP routes a /v1 request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	path := r.URL.Path
+	if path == "/mcp" {
+		h.app.mcp.ServeHTTP(w, r)
+		return nil
+	}
 	if path != "/v1" && !strings.HasPrefix(path, "/v1/") {
 		return next.ServeHTTP(w, r)
 	}

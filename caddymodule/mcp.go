@@ -1,0 +1,159 @@
+package caddymodule
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap/exp/zapslog"
+
+	"socialrouter/caddymodule/mcp"
+	"socialrouter/caddymodule/store"
+)
+
+// mcpEndpoints holds the one /mcp endpoint across config generations: its
+// sessions must outlive a reload, which provisions the new config before
+// the old one is cleaned up. Each App takes a reference in Provision and
+// gives its tools to it in Start.
+var mcpEndpoints = caddy.NewUsagePool()
+
+const mcpKey = "mcp"
+
+type mcpHandle struct{ *mcp.Endpoint }
+
+func (h mcpHandle) Destruct() error { return h.Close() }
+
+// provisionMCP generates this config's tools and takes a reference to the
+// shared endpoint.
+func (a *App) provisionMCP() error {
+	ts, err := mcp.NewToolset(a.reg)
+	if err != nil {
+		return err
+	}
+	a.tools = ts
+	v, _, err := mcpEndpoints.LoadOrNew(mcpKey, func() (caddy.Destructor, error) {
+		_, version := caddy.Version()
+		return mcpHandle{mcp.NewEndpoint(version, slog.New(zapslog.NewHandler(a.logger.Named("mcp").Core())))}, nil
+	})
+	if err != nil {
+		return fmt.Errorf("loading MCP endpoint: %v", err)
+	}
+	a.mcp = v.(mcpHandle).Endpoint
+	return nil
+}
+
+// startMCP gives the endpoint this config's tools and backend; connected
+// clients are notified when the tool set changed.
+func (a *App) startMCP() {
+	a.mcp.Swap(a.tools, toolBackend{h: &Handler{app: a, logger: a.logger.Named("mcp")}})
+}
+
+// cleanupMCP releases this config's reference to the endpoint.
+func (a *App) cleanupMCP() error {
+	if a.mcp == nil {
+		return nil
+	}
+	if _, err := mcpEndpoints.Delete(mcpKey); err != nil {
+		return fmt.Errorf("closing MCP endpoint: %v", err)
+	}
+	return nil
+}
+
+// toolBackend serves the MCP tools from the REST cores (core.go).
+type toolBackend struct{ h *Handler }
+
+var _ mcp.Backend = toolBackend{}
+
+func toolError(e *apiError) *mcp.Error {
+	return mcp.NewError(e.code, e.typ, e.message, e.extra)
+}
+
+func (b toolBackend) Authenticate(ctx context.Context, authorization string) (mcp.Caller, *mcp.Error) {
+	c, e := b.h.authenticateHeader(ctx, authorization)
+	if e != nil {
+		return nil, toolError(e)
+	}
+	return c, nil
+}
+
+func (b toolBackend) Catalogue(platform, service string) ([]byte, *mcp.Error) {
+	var seg []string
+	if platform != "" {
+		seg = append(seg, platform)
+		if service != "" {
+			seg = append(seg, service)
+		}
+	}
+	doc, e := catalogueJSON(b.h.app.reg, seg)
+	if e != nil {
+		return nil, toolError(e)
+	}
+	return doc, nil
+}
+
+func (b toolBackend) Extract(ctx context.Context, c mcp.Caller, platform, service string, args []byte) ([]byte, *mcp.Error) {
+	svc, e := lookupService(b.h.app.reg, platform, []string{service})
+	if e != nil {
+		return nil, toolError(e)
+	}
+	m, e := parseObject(args)
+	if e != nil {
+		return nil, toolError(e)
+	}
+	return runAnswer(b.h.extractRun(ctx, c.(*caller), svc, m))
+}
+
+func (b toolBackend) Search(ctx context.Context, c mcp.Caller, args []byte) ([]byte, *mcp.Error) {
+	m, e := parseObject(args)
+	if e != nil {
+		return nil, toolError(e)
+	}
+	return runAnswer(b.h.searchRun(ctx, c.(*caller), m))
+}
+
+func (b toolBackend) Run(ctx context.Context, c mcp.Caller, id string) ([]byte, *mcp.Error) {
+	doc, e := b.h.runJSON(ctx, c.(*caller), id, nil)
+	if e != nil {
+		return nil, toolError(e)
+	}
+	return doc, nil
+}
+
+func (b toolBackend) Balance(ctx context.Context, c mcp.Caller) ([]byte, *mcp.Error) {
+	return docAnswer(b.h.balanceOf(ctx, c.(*caller)))
+}
+
+func (b toolBackend) Usage(ctx context.Context, c mcp.Caller, days string, given bool) ([]byte, *mcp.Error) {
+	return docAnswer(b.h.usageSummary(ctx, c.(*caller), days, given))
+}
+
+// runAnswer encodes a run as writeRun answers it.
+func runAnswer(run *store.Run, e *apiError) ([]byte, *mcp.Error) {
+	if e != nil {
+		return nil, toolError(e)
+	}
+	hdr := *run
+	hdr.Data = nil
+	doc, err := store.AppendRunJSON(nil, &hdr, run.Data)
+	if err != nil {
+		return nil, mcp.NewError("internal_error", "internal", "rendering the run failed", map[string]any{"run_id": run.ID})
+	}
+	return doc, nil
+}
+
+// docAnswer encodes a document as writeJSON answers it.
+func docAnswer(v map[string]any, e *apiError) ([]byte, *mcp.Error) {
+	if e != nil {
+		return nil, toolError(e)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, mcp.NewError("internal_error", "internal", "rendering the response failed", nil)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
