@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"socialrouter/caddymodule/registry"
@@ -188,6 +189,37 @@ func TestSchemasStandAlone(t *testing.T) {
 				t.Errorf("%s %s schema still refers to the OpenAPI components", name, kind)
 			}
 			compile(t, name+"."+kind, s)
+		}
+	}
+}
+
+// TestArgs: the arguments of the fixed tools are refused with the REST
+// codes.
+func TestArgs(t *testing.T) {
+	for _, tc := range []struct {
+		args string
+		code string
+	}{
+		{`{"id": "ext_1"}`, ""},
+		{``, "invalid_field"},
+		{`null`, "invalid_field"},
+		{`[1]`, "invalid_json"},
+		{`{"id": "ext_1", "x": 1}`, "unknown_field"},
+		{`{"id": 5}`, "invalid_field"},
+		{`{}`, "invalid_field"},
+	} {
+		req := &sdk.CallToolRequest{Params: &sdk.CallToolParamsRaw{Name: "get_run", Arguments: json.RawMessage(tc.args)}}
+		m, e := args(req, "id")
+		if e == nil {
+			_, e = stringArg(m, "id", true)
+		}
+		switch {
+		case tc.code == "" && e != nil:
+			t.Errorf("%s: %v", tc.args, e)
+		case tc.code != "" && (e == nil || e.Code != tc.code):
+			t.Errorf("%s: %v, want %s", tc.args, e, tc.code)
+		case e != nil && !strings.Contains(string(e.Envelope), `"code":"`+tc.code+`"`):
+			t.Errorf("%s: envelope %s", tc.args, e.Envelope)
 		}
 	}
 }
