@@ -25,6 +25,7 @@ import (
 	"socialrouter/caddymodule/sources"
 	badgerstore "socialrouter/caddymodule/store/badger"
 	"socialrouter/cmd/upstream-sim/sim"
+	"socialrouter/internal/mcptest"
 )
 
 // mcpFixture is a gateway in process: the repository's services, the
@@ -92,30 +93,10 @@ func newMCPFixture(t *testing.T) *mcpFixture {
 	return &mcpFixture{URL: srv.URL, app: a, sim: up, key: secret}
 }
 
-// bearer adds an Authorization header to every request of an MCP client.
-type bearer struct{ auth string }
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", b.auth)
-	return http.DefaultTransport.RoundTrip(r)
-}
-
-// connect opens an MCP session with the Go SDK's client; key "" connects
-// anonymously.
-func (f *mcpFixture) connect(t *testing.T, key string, opts *sdk.ClientOptions) *sdk.ClientSession {
+// connect opens an MCP session on /mcp; key "" connects anonymously.
+func (f *mcpFixture) connect(t *testing.T, key string) *sdk.ClientSession {
 	t.Helper()
-	hc := &http.Client{}
-	if key != "" {
-		hc.Transport = bearer{"Bearer " + key}
-	}
-	c := sdk.NewClient(&sdk.Implementation{Name: "sdr-test", Version: "1"}, opts)
-	cs, err := c.Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: f.URL + "/mcp", HTTPClient: hc}, nil)
-	if err != nil {
-		t.Fatalf("connecting to /mcp: %v", err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
-	return cs
+	return mcptest.Connect(t, f.URL+"/mcp", key, nil)
 }
 
 // rest calls the REST API and decodes the answer.
@@ -148,29 +129,6 @@ func (f *mcpFixture) balance(t *testing.T) credits.Micros {
 	return a.Balance
 }
 
-// call calls a tool and returns its result with the structured content
-// decoded.
-func call(t *testing.T, cs *sdk.ClientSession, name string, args any) (*sdk.CallToolResult, map[string]any) {
-	t.Helper()
-	res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		t.Fatalf("calling %s: %v", name, err)
-	}
-	b, _ := json.Marshal(res.StructuredContent)
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatalf("%s: structured content is not an object: %s", name, b)
-	}
-	if len(res.Content) != 1 {
-		t.Fatalf("%s: %d content blocks, want 1", name, len(res.Content))
-	}
-	text, ok := res.Content[0].(*sdk.TextContent)
-	if !ok || !jsonEqual(t, []byte(text.Text), b) {
-		t.Errorf("%s: the text content is not the structured content as JSON: %v", name, res.Content[0])
-	}
-	return res, m
-}
-
 func jsonEqual(t *testing.T, a, b []byte) bool {
 	t.Helper()
 	var x, y any
@@ -190,29 +148,13 @@ func toolErrorCode(t *testing.T, name string, res *sdk.CallToolResult, m map[str
 	return e
 }
 
-// dropTimes removes extracted_at (the time a record was made) from the
-// records of a run document.
-func dropTimes(run map[string]any) []any {
-	data, _ := run["data"].([]any)
-	for _, d := range data {
-		delete(d.(map[string]any), "extracted_at")
-	}
-	return data
-}
-
 // TestMCPAnonymous: the tool list, discovery without sign-in, and a paid
 // tool refused without a key, charging and calling nothing.
 func TestMCPAnonymous(t *testing.T) {
 	f := newMCPFixture(t)
-	cs := f.connect(t, "", nil)
+	cs := f.connect(t, "")
 
-	var names []string
-	for tool, err := range cs.Tools(t.Context(), nil) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, tool.Name)
-	}
+	names := mcptest.ToolNames(t, cs)
 	want := []string{"get_balance", "get_run", "get_service", "get_usage", "list_services", "search"}
 	for _, s := range f.app.reg.Services {
 		if s.Callable() {
@@ -225,26 +167,26 @@ func TestMCPAnonymous(t *testing.T) {
 		t.Fatalf("tools/list: %v\nwant one per callable service and the six: %v", names, want)
 	}
 
-	res, m := call(t, cs, "list_services", nil)
+	res, m := mcptest.Call(t, cs, "list_services", nil)
 	_, rest := f.rest(t, "GET", "/v1/services", "", nil)
 	if res.IsError || !jsonEqual(t, mustMarshal(m), rest) {
 		t.Errorf("list_services differs from GET /v1/services: %v", m)
 	}
-	res, m = call(t, cs, "list_services", map[string]any{"platform": "maps"})
+	res, m = mcptest.Call(t, cs, "list_services", map[string]any{"platform": "maps"})
 	_, rest = f.rest(t, "GET", "/v1/services/maps", "", nil)
 	if res.IsError || !jsonEqual(t, mustMarshal(m), rest) {
 		t.Errorf("list_services(maps) differs from GET /v1/services/maps: %v", m)
 	}
-	res, m = call(t, cs, "get_service", map[string]any{"platform": "pro_net", "service": "profile.info"})
+	res, m = mcptest.Call(t, cs, "get_service", map[string]any{"platform": "pro_net", "service": "profile.info"})
 	_, rest = f.rest(t, "GET", "/v1/services/pro_net/profile.info", "", nil)
 	if res.IsError || !jsonEqual(t, mustMarshal(m), rest) {
 		t.Errorf("get_service differs from GET /v1/services/pro_net/profile.info: %v", m)
 	}
-	res, m = call(t, cs, "get_service", map[string]any{"platform": "pro_net", "service": "profile.infox"})
+	res, m = mcptest.Call(t, cs, "get_service", map[string]any{"platform": "pro_net", "service": "profile.infox"})
 	if e := toolErrorCode(t, "get_service", res, m, "unknown_service"); e["did_you_mean"] != "profile.info" {
 		t.Errorf("unknown_service without did_you_mean: %v", e)
 	}
-	res, m = call(t, cs, "get_service", map[string]any{"platform": "pro_net"})
+	res, m = mcptest.Call(t, cs, "get_service", map[string]any{"platform": "pro_net"})
 	toolErrorCode(t, "get_service", res, m, "invalid_field")
 
 	before := f.balance(t)
@@ -258,7 +200,7 @@ func TestMCPAnonymous(t *testing.T) {
 		{"get_run", map[string]any{"id": "ext_x"}},
 		{"get_usage", nil},
 	} {
-		res, m := call(t, cs, tc.tool, tc.args)
+		res, m := mcptest.Call(t, cs, tc.tool, tc.args)
 		toolErrorCode(t, tc.tool, res, m, "missing_api_key")
 	}
 	if after := f.balance(t); after != before || len(f.sim.Calls()) != 0 {
@@ -276,11 +218,11 @@ func mustMarshal(v any) []byte {
 // the REST call with the same input.
 func TestMCPExtractBilledLikeREST(t *testing.T) {
 	f := newMCPFixture(t)
-	cs := f.connect(t, f.key, nil)
+	cs := f.connect(t, f.key)
 	args := map[string]any{"url": "https://www.linkedin.com/in/rbranson"}
 
 	before := f.balance(t)
-	res, run := call(t, cs, "pro_net_profile_info", args)
+	res, run := mcptest.Call(t, cs, "pro_net_profile_info", args)
 	if res.IsError || run["status"] != "completed" || run["platform"] != "pro_net" || run["service"] != "profile.info" {
 		t.Fatalf("extract tool: isError=%v %v", res.IsError, run)
 	}
@@ -296,7 +238,7 @@ func TestMCPExtractBilledLikeREST(t *testing.T) {
 	if st != 200 || !jsonEqual(t, stored, mustMarshal(run)) {
 		t.Errorf("GET /v1/extractions/%s: %d, differs from the tool's answer:\n%s\n%v", id, st, stored, run)
 	}
-	res, got := call(t, cs, "get_run", map[string]any{"id": id})
+	res, got := mcptest.Call(t, cs, "get_run", map[string]any{"id": id})
 	if res.IsError || !jsonEqual(t, mustMarshal(got), stored) {
 		t.Errorf("get_run differs from GET /v1/extractions/%s: %v", id, got)
 	}
@@ -315,7 +257,7 @@ func TestMCPExtractBilledLikeREST(t *testing.T) {
 	if after := f.balance(t); before-after != used {
 		t.Errorf("REST moved the balance by %s, the tool by %s", before-after, used)
 	}
-	if !reflect.DeepEqual(dropTimes(restRun), dropTimes(run)) {
+	if !reflect.DeepEqual(mcptest.Records(restRun), mcptest.Records(run)) {
 		t.Errorf("records differ:\nREST %v\ntool %v", restRun["data"], run["data"])
 	}
 
@@ -329,17 +271,17 @@ func TestMCPExtractBilledLikeREST(t *testing.T) {
 		{"get_usage", map[string]any{"days": 7}, "/v1/account/usage?days=7"},
 		{"get_usage", nil, "/v1/account/usage"},
 	} {
-		res, got := call(t, cs, tc.tool, tc.args)
+		res, got := mcptest.Call(t, cs, tc.tool, tc.args)
 		_, want := f.rest(t, "GET", tc.path, f.key, nil)
 		if res.IsError || !jsonEqual(t, mustMarshal(got), want) {
 			t.Errorf("%s %v: %v, REST %s", tc.tool, tc.args, got, want)
 		}
 		validateOutput(t, cs, tc.tool, got)
 	}
-	if u, _ := call(t, cs, "get_usage", nil); u.IsError {
+	if u, _ := mcptest.Call(t, cs, "get_usage", nil); u.IsError {
 		t.Fatal("get_usage failed")
 	}
-	_, usage := call(t, cs, "get_usage", nil)
+	_, usage := mcptest.Call(t, cs, "get_usage", nil)
 	if usage["total_requests"] != float64(2) {
 		t.Errorf("usage counts %v requests, want 2 (one tool call, one REST call)", usage["total_requests"])
 	}
@@ -349,7 +291,7 @@ func TestMCPExtractBilledLikeREST(t *testing.T) {
 // nothing and call no upstream.
 func TestMCPErrors(t *testing.T) {
 	f := newMCPFixture(t)
-	cs := f.connect(t, f.key, nil)
+	cs := f.connect(t, f.key)
 	before := f.balance(t)
 	for _, tc := range []struct {
 		tool string
@@ -367,7 +309,7 @@ func TestMCPErrors(t *testing.T) {
 		{"get_usage", map[string]any{"days": 0}, "invalid_days"},
 		{"get_usage", map[string]any{"days": "7"}, "invalid_days"},
 	} {
-		res, m := call(t, cs, tc.tool, tc.args)
+		res, m := mcptest.Call(t, cs, tc.tool, tc.args)
 		toolErrorCode(t, tc.tool, res, m, tc.code)
 	}
 	if after := f.balance(t); after != before || len(f.sim.Calls()) != 0 {
@@ -375,21 +317,21 @@ func TestMCPErrors(t *testing.T) {
 	}
 
 	// An invalid or revoked key is refused as REST refuses it.
-	bad := f.connect(t, "sdr_live_nope", nil)
-	res, m := call(t, bad, "get_balance", nil)
+	bad := f.connect(t, "sdr_live_nope")
+	res, m := mcptest.Call(t, bad, "get_balance", nil)
 	toolErrorCode(t, "get_balance", res, m, "invalid_api_key")
 }
 
 // TestMCPSearch: the search tool runs a search as POST /v1/search does.
 func TestMCPSearch(t *testing.T) {
 	f := newMCPFixture(t)
-	cs := f.connect(t, f.key, nil)
+	cs := f.connect(t, f.key)
 	slugs := f.app.reg.SearchSlugs()
 	if len(slugs) == 0 {
 		t.Fatal("the services declare no search slug")
 	}
 	before := f.balance(t)
-	res, run := call(t, cs, "search", map[string]any{"queries": []string{"coffee in Lisbon"}, "provider": slugs[0], "limit": 2})
+	res, run := mcptest.Call(t, cs, "search", map[string]any{"queries": []string{"coffee in Lisbon"}, "provider": slugs[0], "limit": 2})
 	if res.IsError || run["kind"] != "search" || run["status"] != "completed" {
 		t.Fatalf("search: %v", run)
 	}
