@@ -1,11 +1,13 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +33,7 @@ type Endpoint struct {
 	server  *sdk.Server
 	handler *sdk.StreamableHTTPHandler
 	backend atomic.Pointer[Backend]
+	logger  *slog.Logger
 
 	mu   sync.Mutex        // serializes Swap
 	defs map[string][]byte // tool name → its definition as registered
@@ -38,7 +41,10 @@ type Endpoint struct {
 
 // NewEndpoint makes an endpoint with no tools; Swap gives it its tools.
 func NewEndpoint(version string, logger *slog.Logger) *Endpoint {
-	e := &Endpoint{defs: map[string][]byte{}}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	e := &Endpoint{defs: map[string][]byte{}, logger: logger}
 	e.server = sdk.NewServer(&sdk.Implementation{Name: "social-data-router", Title: "Social Data Router", Version: version},
 		&sdk.ServerOptions{
 			Instructions: instructions,
@@ -98,7 +104,10 @@ func (e *Endpoint) Swap(ts *Toolset, b Backend) {
 		e.defs[t.def.Name] = def
 		call := t.call
 		e.server.AddTool(t.def, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			return call(ctx, *e.backend.Load(), req), nil
+			start := time.Now()
+			res := call(ctx, *e.backend.Load(), req)
+			e.logCall(req.Params.Name, time.Since(start), res)
+			return res, nil
 		})
 	}
 	var gone []string
@@ -111,6 +120,47 @@ func (e *Endpoint) Swap(ts *Toolset, b Backend) {
 	if len(gone) > 0 {
 		e.server.RemoveTools(gone...)
 	}
+}
+
+// logCall writes one line per tool call, with the run id (or the error
+// code) as REST's access log line has the request.
+func (e *Endpoint) logCall(tool string, took time.Duration, res *sdk.CallToolResult) {
+	attrs := []any{slog.String("tool", tool), slog.Duration("took", took), slog.Bool("is_error", res.IsError)}
+	doc, _ := res.StructuredContent.(json.RawMessage)
+	if res.IsError {
+		var env struct {
+			Error struct {
+				Code  string `json:"code"`
+				RunID string `json:"run_id"`
+			} `json:"error"`
+		}
+		_ = json.Unmarshal(doc, &env)
+		attrs = append(attrs, slog.String("code", env.Error.Code))
+		if env.Error.RunID != "" {
+			attrs = append(attrs, slog.String("run_id", env.Error.RunID))
+		}
+	} else if id := leadingID(doc); id != "" {
+		attrs = append(attrs, slog.String("run_id", id))
+	}
+	e.logger.Info("tool call", attrs...)
+}
+
+// leadingID is the value of "id" when it is the first key of a run
+// document (as the store encodes runs), read without decoding the records.
+func leadingID(doc []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	if k, err := dec.Token(); err != nil || k != "id" {
+		return ""
+	}
+	if v, err := dec.Token(); err == nil {
+		if id, ok := v.(string); ok && strings.HasPrefix(id, "ext_") {
+			return id
+		}
+	}
+	return ""
 }
 
 // Close ends every session (the server is going away).

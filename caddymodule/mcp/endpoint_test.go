@@ -103,3 +103,17 @@ func TestSwapNotifies(t *testing.T) {
 		t.Fatalf("after removing: %v", names)
 	}
 }
+
+func TestLeadingID(t *testing.T) {
+	for doc, want := range map[string]string{
+		`{"id":"ext_01abc","status":"completed","data":[{"id":"x"}]}`: "ext_01abc",
+		`{"status":"completed","id":"ext_01abc"}`:                     "",
+		`{"balance":1.5,"currency":"USD"}`:                            "",
+		`{"id":"key_1"}`:                                              "",
+		`[]`:                                                          "",
+	} {
+		if got := leadingID([]byte(doc)); got != want {
+			t.Errorf("leadingID(%s) = %q, want %q", doc, got, want)
+		}
+	}
+}
