@@ -245,6 +245,7 @@ func (a *App) Start() error {
 // already replaced it.
 func (a *App) Stop() error {
 	current.CompareAndSwap(a, nil)
+	a.stopMCP()
 	return nil
 }
 

@@ -48,7 +48,15 @@ func (a *App) provisionMCP() error {
 // startMCP gives the endpoint this config's tools and backend; connected
 // clients are notified when the tool set changed.
 func (a *App) startMCP() {
-	a.mcp.Swap(a.tools, toolBackend{h: &Handler{app: a, logger: a.logger.Named("mcp")}})
+	a.mcp.Swap(a, a.tools, toolBackend{h: &Handler{app: a, logger: a.logger.Named("mcp")}})
+}
+
+// stopMCP tells the endpoint this config stopped: the end of a reload, or
+// a reload whose start failed (then the previous config's tools return).
+func (a *App) stopMCP() {
+	if a.mcp != nil {
+		a.mcp.Release(a)
+	}
 }
 
 // cleanupMCP releases this config's reference to the endpoint.

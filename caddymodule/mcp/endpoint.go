@@ -35,8 +35,16 @@ type Endpoint struct {
 	backend atomic.Pointer[Backend]
 	logger  *slog.Logger
 
-	mu   sync.Mutex        // serializes Swap
-	defs map[string][]byte // tool name → its definition as registered
+	mu        sync.Mutex        // serializes Swap and Release
+	defs      map[string][]byte // tool name → its definition as registered
+	cur, prev *generation       // the config serving, and the one it replaced while that still runs
+}
+
+// generation is the tools and backend of one config.
+type generation struct {
+	owner   any
+	tools   *Toolset
+	backend Backend
 }
 
 // NewEndpoint makes an endpoint with no tools; Swap gives it its tools.
@@ -85,14 +93,36 @@ func NewToolset(reg *registry.Registry) (*Toolset, error) {
 	return ts, nil
 }
 
-// Swap makes ts, calling b, the endpoint's tools: tools that changed or
-// are new are (re)registered, tools gone are removed, and sessions are sent
-// one tools/list_changed if anything changed. A tool call reads the backend
-// when it starts, so a call in flight during a reload finishes on the
-// config it began on.
-func (e *Endpoint) Swap(ts *Toolset, b Backend) {
+// Swap makes ts, calling b, the endpoint's tools, for the config owner:
+// tools that changed or are new are (re)registered, tools gone are
+// removed, and sessions are sent one tools/list_changed if anything
+// changed. A tool call reads the backend when it starts, so a call in
+// flight during a reload finishes on the config it began on.
+func (e *Endpoint) Swap(owner any, ts *Toolset, b Backend) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.prev, e.cur = e.cur, &generation{owner: owner, tools: ts, backend: b}
+	e.apply(ts, b)
+}
+
+// Release tells the endpoint that owner's config stopped. When it is the
+// config the current one replaced, that is the end of a reload; when it is
+// the current one while the replaced one still runs (a reload whose start
+// failed), the replaced config's tools come back.
+func (e *Endpoint) Release(owner any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case e.prev != nil && e.prev.owner == owner:
+		e.prev = nil
+	case e.cur != nil && e.cur.owner == owner && e.prev != nil:
+		e.cur, e.prev = e.prev, nil
+		e.apply(e.cur.tools, e.cur.backend)
+	}
+}
+
+// apply registers ts with backend b; e.mu is held.
+func (e *Endpoint) apply(ts *Toolset, b Backend) {
 	e.backend.Store(&b)
 	seen := map[string]bool{}
 	for _, t := range ts.tools {

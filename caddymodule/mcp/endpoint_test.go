@@ -65,7 +65,7 @@ func TestSwapNotifies(t *testing.T) {
 	e := NewEndpoint("test", nil)
 	t.Cleanup(func() { _ = e.Close() })
 	// No tool is called here, so the swaps give no backend.
-	e.Swap(base, nil)
+	e.Swap("v1", base, nil)
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close) // after the session closes (cleanups run last first)
 
@@ -90,18 +90,31 @@ func TestSwapNotifies(t *testing.T) {
 		}
 	}
 
-	e.Swap(withPin, nil)
+	e.Swap("v2", withPin, nil)
 	wait(true, "adding a service")
 	if names := mcptest.ToolNames(t, cs); !slices.Contains(names, "pin_net_pin_info") || len(names) != len(base.tools)+1 {
 		t.Fatalf("after adding: %v", names)
 	}
-	e.Swap(toolset(t, registryWithPin(t)), nil)
+	// The end of a reload: the replaced config stops, nothing changes.
+	e.Release("v1")
+	wait(false, "the replaced config stopping")
+	e.Swap("v3", toolset(t, registryWithPin(t)), nil)
 	wait(false, "the same tools again")
-	e.Swap(base, nil)
+	e.Swap("v4", base, nil)
 	wait(true, "removing a service")
 	if names := mcptest.ToolNames(t, cs); slices.Contains(names, "pin_net_pin_info") {
 		t.Fatalf("after removing: %v", names)
 	}
+	// A reload whose start failed: the new config stops while the one it
+	// replaced still runs, whose tools come back.
+	e.Release("v4")
+	wait(true, "a failed reload")
+	if names := mcptest.ToolNames(t, cs); !slices.Contains(names, "pin_net_pin_info") {
+		t.Fatalf("after a failed reload: %v", names)
+	}
+	// The last config stopping (the server exits) changes nothing.
+	e.Release("v3")
+	wait(false, "the last config stopping")
 }
 
 func TestLeadingID(t *testing.T) {
