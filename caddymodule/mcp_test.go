@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,6 +39,25 @@ type mcpFixture struct {
 	app *App
 	sim *sim.Sim
 	key string
+	log *lockedBuffer // the endpoint's log, JSON lines
+}
+
+// lockedBuffer is a log sink safe for the endpoint's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func newMCPFixture(t *testing.T) *mcpFixture {
@@ -67,7 +89,8 @@ func newMCPFixture(t *testing.T) *mcpFixture {
 	if a.tools, err = mcp.NewToolset(reg); err != nil {
 		t.Fatal(err)
 	}
-	a.mcp = mcp.NewEndpoint("test", nil)
+	logs := &lockedBuffer{}
+	a.mcp = mcp.NewEndpoint("test", slog.New(slog.NewJSONHandler(logs, nil)))
 	t.Cleanup(func() { _ = a.mcp.Close() })
 	a.startMCP()
 	h := &Handler{app: a, logger: zap.NewNop()}
@@ -90,7 +113,7 @@ func newMCPFixture(t *testing.T) *mcpFixture {
 	if err := st.CreateKey(t.Context(), k); err != nil {
 		t.Fatal(err)
 	}
-	return &mcpFixture{URL: srv.URL, app: a, sim: up, key: secret}
+	return &mcpFixture{URL: srv.URL, app: a, sim: up, key: secret, log: logs}
 }
 
 // connect opens an MCP session on /mcp; key "" connects anonymously.
@@ -243,6 +266,9 @@ func TestMCPExtractBilledLikeREST(t *testing.T) {
 		t.Errorf("get_run differs from GET /v1/extractions/%s: %v", id, got)
 	}
 	validateOutput(t, cs, "pro_net_profile_info", run)
+	if line := `"tool":"pro_net_profile_info"`; !strings.Contains(f.log.String(), line) || !strings.Contains(f.log.String(), `"run_id":"`+id+`"`) {
+		t.Errorf("no log line of the call with its run id %s:\n%s", id, f.log.String())
+	}
 
 	// The same input over REST: the same records and the same charge.
 	before = f.balance(t)
