@@ -16,6 +16,7 @@ import (
 
 	"socialrouter/caddymodule/admin"
 	"socialrouter/caddymodule/api"
+	"socialrouter/caddymodule/mcp"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/router"
 	"socialrouter/caddymodule/sources"
@@ -62,6 +63,8 @@ type App struct {
 	shared   *shared
 	router   *router.Router
 	logger   *zap.Logger
+	mcp      *mcp.Endpoint
+	tools    *mcp.Toolset
 }
 
 // SourceConfig is where a source lives and how to authenticate to it.
@@ -174,7 +177,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := a.openStore(); err != nil {
 		return err
 	}
-	return nil
+	return a.provisionMCP()
 }
 
 func (a *App) openStore() error {
@@ -208,16 +211,24 @@ func (a *App) Validate() error {
 	return nil
 }
 
-// Start does nothing: the handler and the admin routes find the app
-// through their caddy.Context.
-func (a *App) Start() error { return nil }
+// Start gives this config's tools to the MCP endpoint; the handler and the
+// admin routes find the app through their caddy.Context.
+func (a *App) Start() error {
+	a.startMCP()
+	return nil
+}
 
-// Stop does nothing: Cleanup releases what Provision took.
-func (a *App) Stop() error { return nil }
+// Stop tells the MCP endpoint this config stopped; Cleanup releases what
+// Provision took.
+func (a *App) Stop() error {
+	a.stopMCP()
+	return nil
+}
 
-// Cleanup releases this config's references to the shared store and the
-// shared state.
+// Cleanup releases this config's references to the shared store, the
+// shared state and the MCP endpoint.
 func (a *App) Cleanup() error {
+	mcpErr := a.cleanupMCP()
 	if a.shared != nil {
 		_, _ = stores.Delete(sharedKey)
 	}
@@ -226,7 +237,7 @@ func (a *App) Cleanup() error {
 			return fmt.Errorf("closing store: %v", err)
 		}
 	}
-	return nil
+	return mcpErr
 }
 
 // Registry returns the compiled registry of this config.

@@ -15,11 +15,13 @@ func init() {
 	caddy.RegisterModule(Handler{})
 }
 
-// Handler serves every /v1/… route of Social Data Router (and passes any
-// other path to the next handler). It holds no state of its own: the API
-// it serves is built from the social_router app of its config.
+// Handler serves every /v1/… route of Social Data Router and the MCP
+// endpoint /mcp (and passes any other path to the next handler). It holds
+// no state of its own: the API it serves is built from the social_router
+// app of its config, and the MCP endpoint is the one the app shares.
 type Handler struct {
 	api *api.API
+	mcp http.Handler
 }
 
 // CaddyModule returns the Caddy module information.
@@ -37,12 +39,19 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("loading social_router app: %v", err)
 	}
 	h.api = v.(*App).API(ctx.Logger())
+	h.mcp = v.(*App).mcp
 	return nil
 }
 
-// ServeHTTP serves a /v1 path and hands anything else to the next handler.
+// ServeHTTP serves /mcp and a /v1 path and hands anything else to the next
+// handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	if path := r.URL.Path; path != "/v1" && !strings.HasPrefix(path, "/v1/") {
+	path := r.URL.Path
+	if path == "/mcp" {
+		h.mcp.ServeHTTP(w, r)
+		return nil
+	}
+	if path != "/v1" && !strings.HasPrefix(path, "/v1/") {
 		return next.ServeHTTP(w, r)
 	}
 	h.api.ServeHTTP(w, r)

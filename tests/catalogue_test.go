@@ -100,30 +100,9 @@ func TestDiscovery(t *testing.T) {
 	}
 }
 
-// TestReload adds a service file and reloads: it appears without a
-// restart; a broken file is refused with its file:line and the old
-// catalogue keeps serving.
-func TestReload(t *testing.T) {
-	svcDir := t.TempDir()
-	entries, err := os.ReadDir(filepath.Join(repoRoot, "services"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		b, _ := os.ReadFile(filepath.Join(repoRoot, "services", e.Name()))
-		if err := os.WriteFile(filepath.Join(svcDir, e.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c := defaultConfig(t, nil)
-	c.Services = svcDir
-	g := startGateway(t, c)
-	cfgPath := filepath.Join(g.Dir, "Caddyfile")
-
-	if r := g.do("GET", "/v1/services/pin_net", "", nil); !strings.Contains(string(r.Body), `"data":[]`) {
-		t.Fatalf("pin_net should start empty: %s", r.Body)
-	}
-	newSvc := `package sdr
+// pinNetCUE is a service file that adds pin_net/pin.info (a reload test
+// writes it into a copy of services/).
+const pinNetCUE = `package sdr
 
 services: "pin_net/pin.info": {
 	platform:    "pin_net"
@@ -152,7 +131,21 @@ services: "pin_net/pin.info": {
 	extracted_at?: string
 }
 `
-	if err := os.WriteFile(filepath.Join(svcDir, "pin_net.cue"), []byte(newSvc), 0o644); err != nil {
+
+// TestReload adds a service file and reloads: it appears without a
+// restart; a broken file is refused with its file:line and the old
+// catalogue keeps serving.
+func TestReload(t *testing.T) {
+	svcDir := copyServices(t)
+	c := defaultConfig(t, nil)
+	c.Services = svcDir
+	g := startGateway(t, c)
+	cfgPath := filepath.Join(g.Dir, "Caddyfile")
+
+	if r := g.do("GET", "/v1/services/pin_net", "", nil); !strings.Contains(string(r.Body), `"data":[]`) {
+		t.Fatalf("pin_net should start empty: %s", r.Body)
+	}
+	if err := os.WriteFile(filepath.Join(svcDir, "pin_net.cue"), []byte(pinNetCUE), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	reload(t, g, cfgPath, true)
@@ -162,7 +155,7 @@ services: "pin_net/pin.info": {
 		return r.Status == 200
 	})
 
-	broken := strings.Replace(newSvc, `pattern: "https://(?:www\\.)?pinterest\\.com/pin/[0-9]+/?"`, `pattern: "https://(?:www\\.pinterest\\.com/pin/[0-9+/?"`, 1)
+	broken := strings.Replace(pinNetCUE, `pattern: "https://(?:www\\.)?pinterest\\.com/pin/[0-9]+/?"`, `pattern: "https://(?:www\\.pinterest\\.com/pin/[0-9+/?"`, 1)
 	if err := os.WriteFile(filepath.Join(svcDir, "pin_net.cue"), []byte(broken), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -173,6 +166,24 @@ services: "pin_net/pin.info": {
 	if r := g.do("GET", "/v1/services/pin_net/pin.info", "", nil); r.Status != 200 {
 		t.Errorf("old catalogue stopped serving after a refused reload: %d %s", r.Status, r.Body)
 	}
+}
+
+// copyServices copies services/ into a temporary directory a test may
+// change.
+func copyServices(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	entries, err := os.ReadDir(filepath.Join(repoRoot, "services"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, _ := os.ReadFile(filepath.Join(repoRoot, "services", e.Name()))
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
 
 func reload(t *testing.T, g *gateway, cfgPath string, wantOK bool) string {

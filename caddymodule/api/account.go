@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/store"
 )
 
 // balance serves GET /v1/account/balance.
@@ -18,13 +20,22 @@ func (a *API) balance(w http.ResponseWriter, r *http.Request) {
 		apiErr.write(w)
 		return
 	}
-	acct, err := a.Store.GetAccount(r.Context(), key.AccountID)
-	if err != nil {
-		a.Logger.Error("reading account", zap.Error(err))
-		storeUnavailable().write(w)
+	doc, apiErr := a.Balance(r.Context(), key)
+	if apiErr != nil {
+		apiErr.write(w)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"balance": acct.Balance, "currency": "USD"})
+	writeJSON(w, http.StatusOK, doc)
+}
+
+// Balance is the document GET /v1/account/balance answers for the key.
+func (a *API) Balance(ctx context.Context, key store.Key) (map[string]any, *Error) {
+	acct, err := a.Store.GetAccount(ctx, key.AccountID)
+	if err != nil {
+		a.Logger.Error("reading account", zap.Error(err))
+		return nil, storeUnavailable()
+	}
+	return map[string]any{"balance": acct.Balance, "currency": "USD"}, nil
 }
 
 // usageTotals is one value of by_provider / by_platform.
@@ -41,23 +52,33 @@ func (a *API) usage(w http.ResponseWriter, r *http.Request) {
 		apiErr.write(w)
 		return
 	}
+	q := r.URL.Query()
+	doc, apiErr := a.Usage(r.Context(), key, q.Get("days"), q.Has("days"))
+	if apiErr != nil {
+		apiErr.write(w)
+		return
+	}
+	writeJSON(w, http.StatusOK, doc)
+}
+
+// Usage is the document GET /v1/account/usage answers for the key, days
+// being the query parameter's text (given false: not sent, 30).
+func (a *API) Usage(ctx context.Context, key store.Key, daysText string, given bool) (map[string]any, *Error) {
 	days := 30
-	if q := r.URL.Query(); q.Has("days") {
-		n, err := strconv.Atoi(q.Get("days"))
+	if given {
+		n, err := strconv.Atoi(daysText)
 		if err != nil || n < 1 || n > 365 {
-			newError(http.StatusBadRequest, "invalid_days", typeValidation,
-				fmt.Sprintf("days must be an integer from 1 to 365 (default 30), got %q", q.Get("days"))).write(w)
-			return
+			return nil, newError(http.StatusBadRequest, "invalid_days", typeValidation,
+				fmt.Sprintf("days must be an integer from 1 to 365 (default 30), got %q", daysText))
 		}
 		days = n
 	}
 	now := time.Now().UTC()
 	since := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC).AddDate(0, 0, -(days - 1))
-	rows, err := a.Store.Usage(r.Context(), key.AccountID, since)
+	rows, err := a.Store.Usage(ctx, key.AccountID, since)
 	if err != nil {
 		a.Logger.Error("reading usage", zap.Error(err))
-		storeUnavailable().write(w)
-		return
+		return nil, storeUnavailable()
 	}
 	var total usageTotals
 	byProvider := map[string]*usageTotals{}
@@ -82,12 +103,12 @@ func (a *API) usage(w http.ResponseWriter, r *http.Request) {
 		add(byProvider, row.Offer, row.Requests, row.Records, row.Credits)
 		add(byPlatform, row.Platform, row.Requests, row.Records, row.Credits)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	return map[string]any{
 		"period":         fmt.Sprintf("%dd", days),
 		"total_requests": total.Requests,
 		"total_records":  total.Records,
 		"total_credits":  total.Credits,
 		"by_provider":    byProvider,
 		"by_platform":    byPlatform,
-	})
+	}, nil
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"net/http"
@@ -11,11 +12,16 @@ import (
 	"socialrouter/caddymodule/store"
 )
 
-// Authenticate checks the request's bearer key: missing → missing_api_key,
-// malformed or unknown → invalid_api_key, revoked → revoked_api_key (all
-// 401), a store failure → 503 store_unavailable.
+// Authenticate checks the request's bearer key (AuthenticateHeader).
 func (a *API) Authenticate(r *http.Request) (store.Key, *Error) {
-	hdr := r.Header.Get("Authorization")
+	return a.AuthenticateHeader(r.Context(), r.Header.Get("Authorization"))
+}
+
+// AuthenticateHeader checks the bearer key of an Authorization header, for
+// front-ends that hold the header apart from an *http.Request: missing →
+// missing_api_key, malformed or unknown → invalid_api_key, revoked →
+// revoked_api_key (all 401), a store failure → 503 store_unavailable.
+func (a *API) AuthenticateHeader(ctx context.Context, hdr string) (store.Key, *Error) {
 	if hdr == "" {
 		return store.Key{}, newError(http.StatusUnauthorized, "missing_api_key", typeAuthentication,
 			"no API key: send it as Authorization: Bearer "+a.KeyPrefix+"_live_…")
@@ -26,7 +32,7 @@ func (a *API) Authenticate(r *http.Request) (store.Key, *Error) {
 		return store.Key{}, newError(http.StatusUnauthorized, "invalid_api_key", typeAuthentication,
 			"malformed Authorization header: expected Authorization: Bearer "+a.KeyPrefix+"_live_…")
 	}
-	k, err := a.Store.KeyByHash(r.Context(), sha256.Sum256([]byte(secret)))
+	k, err := a.Store.KeyByHash(ctx, sha256.Sum256([]byte(secret)))
 	if errors.Is(err, store.ErrNotFound) {
 		return store.Key{}, newError(http.StatusUnauthorized, "invalid_api_key", typeAuthentication,
 			"unknown API key; check that it was copied whole, or create a new one")

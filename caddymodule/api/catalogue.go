@@ -9,29 +9,24 @@ import (
 )
 
 // catalogue serves GET /v1/services.
-func (a *API) catalogue(w http.ResponseWriter, r *http.Request) {
-	writeRaw(w, http.StatusOK, a.Registry.CatalogueJSON())
-}
+func (a *API) catalogue(w http.ResponseWriter, r *http.Request) { a.serveCatalogue(w, "", "") }
 
 // platform serves GET /v1/services/{platform}.
 func (a *API) platform(w http.ResponseWriter, r *http.Request) {
-	p := r.PathValue("platform")
-	if _, ok := a.Registry.PlatformServices(p); !ok {
-		unknownPlatform(a.Registry, p).write(w)
-		return
-	}
-	b, _ := a.Registry.PlatformJSON(p)
-	writeRaw(w, http.StatusOK, b)
+	a.serveCatalogue(w, r.PathValue("platform"), "")
 }
 
 // entry serves GET /v1/services/{platform}/{service}.
 func (a *API) entry(w http.ResponseWriter, r *http.Request) {
-	svc, apiErr := a.Service(r.PathValue("platform"), r.PathValue("service"))
+	a.serveCatalogue(w, r.PathValue("platform"), r.PathValue("service"))
+}
+
+func (a *API) serveCatalogue(w http.ResponseWriter, platform, service string) {
+	b, apiErr := a.Catalogue(platform, service)
 	if apiErr != nil {
 		apiErr.write(w)
 		return
 	}
-	b, _ := a.Registry.EntryJSON(svc)
 	writeRaw(w, http.StatusOK, b)
 }
 

@@ -19,11 +19,9 @@ var runBufs bufpool.Pool
 // encoding/json, the records appended as they are, into a pooled buffer
 // (runBufs) that is free again once the answer is written.
 func writeRun(w http.ResponseWriter, run *runs.Run) {
-	hdr := *run
-	hdr.Data = nil
 	buf := runBufs.Get(0)
 	defer runBufs.Put(buf)
-	out, err := runs.AppendJSON((*buf)[:0], &hdr, run.Data)
+	out, err := AppendRun((*buf)[:0], run)
 	*buf = out
 	if err != nil {
 		writeJSON(w, http.StatusOK, run)

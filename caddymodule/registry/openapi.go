@@ -98,11 +98,13 @@ func (b *openapiBuilder) document() (obj, error) {
 	paths["/v1/search"] = obj{"post": search}
 	b.runsAndAccount(paths)
 	b.catalogue(paths)
+	paths["/mcp"] = mcpPath()
 	tags = append(tags,
 		obj{"name": "search", "description": "Search types selected by a provider slug."},
 		obj{"name": "runs", "description": "Stored runs of the authenticated account."},
 		obj{"name": "account", "description": "Usage and balance of the authenticated account."},
 		obj{"name": "catalogue", "description": "Public discovery: services, sources and this description."},
+		obj{"name": "mcp", "description": "The Model Context Protocol endpoint: every service as a tool."},
 	)
 	return obj{
 		"openapi": "3.1.0",

@@ -389,7 +389,11 @@ func TestOpenAPIOperations(t *testing.T) {
 			"/v1/services/{platform}/{service}": "get", "/v1/providers": "get",
 			"/v1/providers/{id}": "get", "/v1/openapi.json": "get",
 		}
-		if len(paths) != extractPaths+len(fixed) {
+		// /mcp: the MCP endpoint, with a key or without (discovery tools).
+		if sec := get(paths, "/mcp", "post", "security"); !reflect.DeepEqual(sec, []any{map[string]any{}, map[string]any{"bearer": []any{}}}) {
+			t.Errorf("POST /mcp has security %v, want optional bearer", sec)
+		}
+		if len(paths) != extractPaths+len(fixed)+1 {
 			t.Errorf("%d paths, want %d extract paths and %d fixed ones: %v", len(paths), extractPaths, len(fixed), keys(paths))
 		}
 		public := map[string]bool{"/v1/services": true, "/v1/services/{platform}": true,

@@ -1,0 +1,163 @@
+package caddymodule
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap/exp/zapslog"
+
+	"socialrouter/caddymodule/api"
+	"socialrouter/caddymodule/mcp"
+	"socialrouter/caddymodule/runs"
+	"socialrouter/caddymodule/store"
+)
+
+// mcpEndpoints holds the one /mcp endpoint across config generations: its
+// sessions must outlive a reload, which provisions the new config before
+// the old one is cleaned up. Each App takes a reference in Provision and
+// gives its tools to it in Start.
+var mcpEndpoints = caddy.NewUsagePool()
+
+const mcpKey = "mcp"
+
+type mcpHandle struct{ *mcp.Endpoint }
+
+func (h mcpHandle) Destruct() error { return h.Close() }
+
+// provisionMCP generates this config's tools and takes a reference to the
+// shared endpoint.
+func (a *App) provisionMCP() error {
+	ts, err := mcp.NewToolset(a.reg)
+	if err != nil {
+		return err
+	}
+	a.tools = ts
+	v, _, err := mcpEndpoints.LoadOrNew(mcpKey, func() (caddy.Destructor, error) {
+		_, version := caddy.Version()
+		return mcpHandle{mcp.NewEndpoint(version, slog.New(zapslog.NewHandler(a.logger.Named("mcp").Core())))}, nil
+	})
+	if err != nil {
+		return fmt.Errorf("loading MCP endpoint: %v", err)
+	}
+	a.mcp = v.(mcpHandle).Endpoint
+	return nil
+}
+
+// startMCP gives the endpoint this config's tools and backend, the /v1
+// API of this config; connected clients are notified when the tool set
+// changed.
+func (a *App) startMCP() {
+	a.mcp.Swap(a, a.tools, toolBackend{api: a.API(a.logger.Named("mcp"))})
+}
+
+// stopMCP tells the endpoint this config stopped: the end of a reload, or
+// a reload whose start failed (then the previous config's tools return).
+func (a *App) stopMCP() {
+	if a.mcp != nil {
+		a.mcp.Release(a)
+	}
+}
+
+// cleanupMCP releases this config's reference to the endpoint.
+func (a *App) cleanupMCP() error {
+	if a.mcp == nil {
+		return nil
+	}
+	if _, err := mcpEndpoints.Delete(mcpKey); err != nil {
+		return fmt.Errorf("closing MCP endpoint: %v", err)
+	}
+	return nil
+}
+
+// toolBackend serves the MCP tools from the api package's calls, so a tool
+// call is authenticated, validated, routed, settled and billed exactly as
+// its REST route.
+type toolBackend struct{ api *api.API }
+
+var _ mcp.Backend = toolBackend{}
+
+func toolError(e *api.Error) *mcp.Error {
+	return mcp.NewError(e.Code, e.Type, e.Message, e.Extra)
+}
+
+func (b toolBackend) Authenticate(ctx context.Context, authorization string) (mcp.Caller, *mcp.Error) {
+	key, e := b.api.AuthenticateHeader(ctx, authorization)
+	if e != nil {
+		return nil, toolError(e)
+	}
+	return key, nil
+}
+
+func (b toolBackend) Catalogue(platform, service string) ([]byte, *mcp.Error) {
+	doc, e := b.api.Catalogue(platform, service)
+	if e != nil {
+		return nil, toolError(e)
+	}
+	return doc, nil
+}
+
+func (b toolBackend) Extract(ctx context.Context, c mcp.Caller, platform, service string, args []byte) ([]byte, *mcp.Error) {
+	svc, e := b.api.Service(platform, service)
+	if e != nil {
+		return nil, toolError(e)
+	}
+	m, e := api.ParseObject(args)
+	if e != nil {
+		return nil, toolError(e)
+	}
+	return runAnswer(b.api.Extract(ctx, c.(store.Key), svc, m))
+}
+
+func (b toolBackend) Search(ctx context.Context, c mcp.Caller, args []byte) ([]byte, *mcp.Error) {
+	m, e := api.ParseObject(args)
+	if e != nil {
+		return nil, toolError(e)
+	}
+	return runAnswer(b.api.Search(ctx, c.(store.Key), m))
+}
+
+func (b toolBackend) Run(ctx context.Context, c mcp.Caller, id string) ([]byte, *mcp.Error) {
+	doc, e := b.api.RunJSON(ctx, nil, c.(store.Key), id)
+	if e != nil {
+		return nil, toolError(e)
+	}
+	return doc, nil
+}
+
+func (b toolBackend) Balance(ctx context.Context, c mcp.Caller) ([]byte, *mcp.Error) {
+	return docAnswer(b.api.Balance(ctx, c.(store.Key)))
+}
+
+func (b toolBackend) Usage(ctx context.Context, c mcp.Caller, days string, given bool) ([]byte, *mcp.Error) {
+	return docAnswer(b.api.Usage(ctx, c.(store.Key), days, given))
+}
+
+// runAnswer encodes a run as the extract and search routes answer it.
+func runAnswer(run *runs.Run, e *api.Error) ([]byte, *mcp.Error) {
+	if e != nil {
+		return nil, toolError(e)
+	}
+	doc, err := api.AppendRun(nil, run)
+	if err != nil {
+		return nil, mcp.NewError("internal_error", "internal", "rendering the run failed", map[string]any{"run_id": run.ID})
+	}
+	return doc, nil
+}
+
+// docAnswer encodes a document as the API answers it (no HTML escaping).
+func docAnswer(v map[string]any, e *api.Error) ([]byte, *mcp.Error) {
+	if e != nil {
+		return nil, toolError(e)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, mcp.NewError("internal_error", "internal", "rendering the response failed", nil)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

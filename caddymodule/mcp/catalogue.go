@@ -1,0 +1,90 @@
+package mcp
+
+import (
+	"context"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"socialrouter/caddymodule/registry"
+)
+
+// catalogueTools are the discovery tools, callable without sign-in as
+// GET /v1/services is.
+func catalogueTools(_ *registry.Registry, doc *openapiDoc) ([]*tool, error) {
+	list, err := doc.op("list_services")
+	if err != nil {
+		return nil, err
+	}
+	listOut, err := doc.resultSchema(list)
+	if err != nil {
+		return nil, err
+	}
+	// The platform filter is the parameter of GET /v1/services/{platform},
+	// optional here.
+	byPlatform, err := doc.op("list_platform_services")
+	if err != nil {
+		return nil, err
+	}
+	listIn := doc.paramsSchema(byPlatform)
+	delete(listIn, "required")
+
+	get, err := doc.op("get_service")
+	if err != nil {
+		return nil, err
+	}
+	getOut, err := doc.resultSchema(get)
+	if err != nil {
+		return nil, err
+	}
+	readOnly := &sdk.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}
+	return []*tool{{
+		group: GroupCatalogue,
+		def: &sdk.Tool{
+			Name:  "list_services",
+			Title: "List the services",
+			Description: "Every callable extract service: its accepted inputs with examples, typed options and " +
+				"offers with their price per record, in failover order. Give platform to list one platform's. " +
+				"No sign-in needed.",
+			InputSchema:  listIn,
+			OutputSchema: listOut,
+			Annotations:  readOnly,
+		},
+		call: func(_ context.Context, b Backend, req *sdk.CallToolRequest) *sdk.CallToolResult {
+			m, e := args(req, "platform")
+			if e != nil {
+				return errorResult(e)
+			}
+			platform, e := stringArg(m, "platform", false)
+			if e != nil {
+				return errorResult(e)
+			}
+			return answer(b.Catalogue(platform, ""))
+		},
+	}, {
+		group: GroupCatalogue,
+		def: &sdk.Tool{
+			Name:  "get_service",
+			Title: "Describe one service",
+			Description: "The catalogue entry of one service: accepted inputs, options and offers with prices. " +
+				"An unknown service is answered with the closest name (did_you_mean). No sign-in needed.",
+			InputSchema:  doc.paramsSchema(get),
+			OutputSchema: getOut,
+			Annotations:  readOnly,
+		},
+		call: func(_ context.Context, b Backend, req *sdk.CallToolRequest) *sdk.CallToolResult {
+			m, e := args(req, "platform", "service")
+			if e != nil {
+				return errorResult(e)
+			}
+			platform, e := stringArg(m, "platform", true)
+			if e != nil {
+				return errorResult(e)
+			}
+			service, e := stringArg(m, "service", true)
+			if e != nil {
+				return errorResult(e)
+			}
+			return answer(b.Catalogue(platform, service))
+		},
+	}}, nil
+}

@@ -1,0 +1,225 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"socialrouter/caddymodule/registry"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/toolsnaps/*.snap")
+
+const snapDir = "testdata/toolsnaps"
+
+var (
+	regOnce sync.Once
+	reg     *registry.Registry
+	regErr  error
+)
+
+// servicesRegistry is the registry of the repository's services/.
+func servicesRegistry(t *testing.T) *registry.Registry {
+	t.Helper()
+	regOnce.Do(func() { reg, regErr = registry.Load(filepath.Join("..", "..", "services")) })
+	if regErr != nil {
+		t.Fatal(regErr)
+	}
+	return reg
+}
+
+// toolsByName generates the tools of the repository's services.
+func toolsByName(t *testing.T) map[string]*tool {
+	t.Helper()
+	ts, err := buildTools(servicesRegistry(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]*tool{}
+	for _, x := range ts {
+		m[x.def.Name] = x
+	}
+	return m
+}
+
+// TestToolSnapshots keeps every generated tool definition as a golden file,
+// so a change to the declarations (or the generation) shows as a reviewed
+// diff. Regenerate with:
+//
+//	go test ./caddymodule/mcp -run TestToolSnapshots -update
+func TestToolSnapshots(t *testing.T) {
+	tools := toolsByName(t)
+	if *update {
+		old, _ := filepath.Glob(filepath.Join(snapDir, "*.snap"))
+		for _, f := range old {
+			if err := os.Remove(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.MkdirAll(snapDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, x := range tools {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(x.def); err != nil {
+			t.Fatal(err)
+		}
+		got := buf.Bytes()
+		path := filepath.Join(snapDir, name+".snap")
+		if *update {
+			if err := os.WriteFile(path, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Errorf("tool %s has no snapshot (regenerate with go test ./caddymodule/mcp -run TestToolSnapshots -update): %v", name, err)
+			continue
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("tool %s differs from %s; review and regenerate with go test ./caddymodule/mcp -run TestToolSnapshots -update\n%s",
+				name, path, firstDiff(got, want))
+		}
+	}
+	snaps, _ := filepath.Glob(filepath.Join(snapDir, "*.snap"))
+	for _, f := range snaps {
+		if _, ok := tools[strings.TrimSuffix(filepath.Base(f), ".snap")]; !ok && !*update {
+			t.Errorf("snapshot %s has no tool any more; regenerate with -update", f)
+		}
+	}
+}
+
+func firstDiff(got, want []byte) string {
+	g, w := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+	for i := 0; i < len(g) || i < len(w); i++ {
+		var gl, wl string
+		if i < len(g) {
+			gl = g[i]
+		}
+		if i < len(w) {
+			wl = w[i]
+		}
+		if gl != wl {
+			return "line " + itoa(i+1) + ":\n got: " + gl + "\nwant: " + wl
+		}
+	}
+	return ""
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+// TestToolSet: one tool per callable extract service, plus the six fixed
+// tools, and nothing else.
+func TestToolSet(t *testing.T) {
+	r := servicesRegistry(t)
+	want := []string{"get_balance", "get_run", "get_service", "get_usage", "list_services", "search"}
+	for _, s := range r.Services {
+		if s.Callable() {
+			want = append(want, ToolName(s))
+		}
+	}
+	sort.Strings(want)
+	defs, err := Tools(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range defs {
+		got = append(got, d.Name)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("tools %v\nwant %v", got, want)
+	}
+	if len(want) < 8 {
+		t.Fatalf("only %d tools: the services/ registry should have several extract services", len(want))
+	}
+}
+
+// compile compiles a tool schema on its own (JSON Schema 2020-12): every
+// $ref must resolve inside it.
+func compile(t *testing.T, name string, schema any) *jsonschema.Schema {
+	t.Helper()
+	b, err := json.Marshal(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	url := "mem://" + name + ".json"
+	if err := c.AddResource(url, doc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile(url)
+	if err != nil {
+		t.Fatalf("schema %s does not compile on its own: %v", name, err)
+	}
+	return s
+}
+
+// TestSchemasStandAlone: every input and output schema is an object schema
+// (as MCP requires) that compiles without the OpenAPI document.
+func TestSchemasStandAlone(t *testing.T) {
+	for name, x := range toolsByName(t) {
+		for kind, s := range map[string]any{"input": x.def.InputSchema, "output": x.def.OutputSchema} {
+			m, _ := s.(obj)
+			if m["type"] != "object" {
+				t.Errorf("%s %s schema has type %v, want object", name, kind, m["type"])
+			}
+			b, _ := json.Marshal(s)
+			if bytes.Contains(b, []byte(componentPrefix)) {
+				t.Errorf("%s %s schema still refers to the OpenAPI components", name, kind)
+			}
+			compile(t, name+"."+kind, s)
+		}
+	}
+}
+
+// TestArgs: the arguments of the fixed tools are refused with the REST
+// codes.
+func TestArgs(t *testing.T) {
+	for _, tc := range []struct {
+		args string
+		code string
+	}{
+		{`{"id": "ext_1"}`, ""},
+		{``, "invalid_field"},
+		{`null`, "invalid_field"},
+		{`[1]`, "invalid_json"},
+		{`{"id": "ext_1", "x": 1}`, "unknown_field"},
+		{`{"id": 5}`, "invalid_field"},
+		{`{}`, "invalid_field"},
+	} {
+		req := &sdk.CallToolRequest{Params: &sdk.CallToolParamsRaw{Name: "get_run", Arguments: json.RawMessage(tc.args)}}
+		m, e := args(req, "id")
+		if e == nil {
+			_, e = stringArg(m, "id", true)
+		}
+		switch {
+		case tc.code == "" && e != nil:
+			t.Errorf("%s: %v", tc.args, e)
+		case tc.code != "" && (e == nil || e.Code != tc.code):
+			t.Errorf("%s: %v, want %s", tc.args, e, tc.code)
+		case e != nil && !strings.Contains(string(e.Envelope), `"code":"`+tc.code+`"`):
+			t.Errorf("%s: envelope %s", tc.args, e.Envelope)
+		}
+	}
+}
