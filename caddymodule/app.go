@@ -16,6 +16,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"socialrouter/caddymodule/metrics"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/router"
 	"socialrouter/caddymodule/sources"
@@ -110,6 +111,9 @@ func (h storeHandle) Destruct() error { return h.Close() }
 // the source clients and the router.
 func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
+	if err := metrics.Register(ctx.GetMetricsRegistry()); err != nil {
+		return fmt.Errorf("registering metrics: %v", err)
+	}
 	if a.Services == "" {
 		a.Services = "./services"
 	}
@@ -137,10 +141,12 @@ func (a *App) Provision(ctx caddy.Context) error {
 
 	start := time.Now()
 	reg, err := registry.Load(a.Services)
+	metrics.RegistryLoaded(time.Since(start), err)
 	if err != nil {
 		return fmt.Errorf("loading services: %w", err)
 	}
 	a.reg = reg
+	metrics.Offers(a.offerSources())
 	a.logger.Info("services compiled", zap.Int("services", len(reg.Services)), zap.Duration("took", time.Since(start)))
 
 	clients := map[string]sources.Client{}
@@ -152,6 +158,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		c, err := sources.New(src.Protocol, sources.Config{
 			BaseURL:      cfg.BaseURL,
 			Token:        cfg.Token,
+			HTTPClient:   metrics.UpstreamClient(src.ID),
 			PollInterval: time.Duration(a.PollInterval),
 			Logger:       a.logger.Named("sources." + src.ID),
 		})
@@ -168,6 +175,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.router = router.New(router.Config{
 		AttemptTimeout: time.Duration(a.AttemptTimeout),
 		SoftTimeout:    time.Duration(a.SoftTimeout),
+		Observer:       metrics.Router{},
 	}, clients, breakers, a.logger.Named("router"))
 
 	if err := a.openStore(ctx); err != nil {
@@ -194,7 +202,7 @@ func (a *App) openStore(ctx caddy.Context) error {
 		if err != nil {
 			return fmt.Errorf("opening badger store: %v", err)
 		}
-		a.store = v.(storeHandle).Store
+		a.store = metrics.InstrumentStore(v.(storeHandle).Store, "badger")
 	case "postgres":
 		if a.Storage.URL == "" {
 			return fmt.Errorf("opening postgres store: storage postgres needs a URL")
@@ -212,7 +220,7 @@ func (a *App) openStore(ctx caddy.Context) error {
 		if err != nil {
 			return fmt.Errorf("opening postgres store: %v", err)
 		}
-		a.store = v.(storeHandle).Store
+		a.store = metrics.InstrumentStore(v.(storeHandle).Store, "postgres")
 	default:
 		return fmt.Errorf("opening store: unknown storage type %q (use badger or postgres)", a.Storage.Type)
 	}
@@ -233,6 +241,7 @@ func (a *App) Validate() error {
 // Start publishes the app for the admin routes.
 func (a *App) Start() error {
 	current.Store(a)
+	metrics.PublishStatus(a)
 	return nil
 }
 
@@ -240,6 +249,7 @@ func (a *App) Start() error {
 // already replaced it.
 func (a *App) Stop() error {
 	current.CompareAndSwap(a, nil)
+	metrics.WithdrawStatus(a)
 	return nil
 }
 

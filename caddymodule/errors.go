@@ -46,6 +46,9 @@ func (e *apiError) with(k string, v any) *apiError {
 }
 
 func (e *apiError) write(w http.ResponseWriter) {
+	if cr, ok := w.(codeRecorder); ok {
+		cr.recordCode(e.code)
+	}
 	body := map[string]any{"code": e.code, "message": e.message, "type": e.typ}
 	for k, v := range e.extra {
 		body[k] = v

@@ -79,6 +79,7 @@ func (h *Handler) extract(w http.ResponseWriter, r *http.Request, platform, serv
 // finish settles a routed run (success or failure) and answers.
 func (h *Handler) finish(w http.ResponseWriter, r *http.Request, run *store.Run, res *router.Result, err error, platform string) {
 	run.CompletedAt = time.Now().UTC()
+	noteRun(w, run)
 	// Settle even if the client went away: the upstream work is done and the
 	// run must not be lost.
 	ctx := context.WithoutCancel(r.Context())

@@ -56,6 +56,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if len(seg) == 1 && seg[0] == "" {
 		seg = nil
 	}
+	w, end := h.startCall(w, r, seg)
+	defer end()
 	h.route(w, r, seg)
 	return nil
 }
@@ -117,6 +119,10 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request, seg []string) {
 	case len(seg) == 2 && seg[0] == "account" && seg[1] == "usage":
 		if only(http.MethodGet) {
 			h.usage(w, r)
+		}
+	case len(seg) == 2 && seg[0] == "health":
+		if only(http.MethodGet) {
+			h.health(w, r, seg[1])
 		}
 	case len(seg) == 2:
 		// The alias /v1/{platform}/{service} of the OpenAPI operations.
