@@ -169,6 +169,24 @@ func TestMetricsScrape(t *testing.T) {
 		t.Errorf("docs/operations.md lists\n%v\nthe binary exposes\n%v", doc, exposed)
 	}
 
+	// A reload registers the collectors on the new config's registry
+	// (no duplicate-registration failure) and the counters carry over.
+	p := start(t, nil, caddyBin, "reload", "--force", "--config", filepath.Join(g.Dir, "Caddyfile"),
+		"--adapter", "caddyfile", "--address", g.Admin)
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("reload: %v\n%s", err, p.out.String())
+	}
+	after := g.scrape(t)
+	if got := after.value("sdr_registry_loads_total", "result=ok"); got != 2 {
+		t.Errorf("registry loads after a reload %v, want 2", got)
+	}
+	if got := after.value("sdr_offer_attempts_total", offer, "outcome=ok"); got != calls {
+		t.Errorf("attempts after a reload %v, want the %d from before it", got, calls)
+	}
+	if got := after.value("sdr_source_status", "source=source_b", "status=active"); got != 1 {
+		t.Errorf("source status after a reload %v, want 1 (the new app is published)", got)
+	}
+
 	// The Grafana dashboard queries documented metrics only.
 	dash, err := os.ReadFile(filepath.Join(repoRoot, "docs", "grafana-dashboard.json"))
 	if err != nil {
