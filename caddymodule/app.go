@@ -16,6 +16,7 @@ import (
 
 	"socialrouter/caddymodule/admin"
 	"socialrouter/caddymodule/api"
+	"socialrouter/caddymodule/metrics"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/router"
 	"socialrouter/caddymodule/sources"
@@ -106,6 +107,9 @@ func (h storeHandle) Destruct() error { return h.Close() }
 // the source clients and the router.
 func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
+	if err := metrics.Register(ctx.GetMetricsRegistry()); err != nil {
+		return fmt.Errorf("registering metrics: %v", err)
+	}
 	if a.Services == "" {
 		a.Services = "./services"
 	}
@@ -138,10 +142,12 @@ func (a *App) Provision(ctx caddy.Context) error {
 
 	start := time.Now()
 	reg, err := registry.Load(a.Services)
+	metrics.RegistryLoaded(time.Since(start), err)
 	if err != nil {
 		return fmt.Errorf("loading services: %w", err)
 	}
 	a.reg = reg
+	metrics.Offers(a.offerSources())
 	a.logger.Info("services compiled", zap.Int("services", len(reg.Services)), zap.Duration("took", time.Since(start)))
 
 	clients := map[string]sources.Client{}
@@ -153,6 +159,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		c, err := sources.New(src.Protocol, sources.Config{
 			BaseURL:      cfg.BaseURL,
 			Token:        cfg.Token,
+			HTTPClient:   metrics.UpstreamClient(src.ID),
 			PollInterval: time.Duration(a.PollInterval),
 			Logger:       a.logger.Named("sources." + src.ID),
 		})
@@ -169,6 +176,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.router = router.New(router.Config{
 		AttemptTimeout: time.Duration(a.AttemptTimeout),
 		SoftTimeout:    time.Duration(a.SoftTimeout),
+		Observer:       metrics.Router{},
 	}, clients, a.shared.breakers, a.logger.Named("router"))
 
 	if err := a.openStore(); err != nil {
@@ -187,7 +195,9 @@ func (a *App) openStore() error {
 		if err != nil {
 			return nil, err
 		}
-		return storeHandle{s}, nil
+		// Decorated once per opened store, so every config generation
+		// sharing it shares the decorator too.
+		return storeHandle{metrics.InstrumentStore(s, a.Storage.Type)}, nil
 	})
 	if err != nil {
 		return err
@@ -208,12 +218,20 @@ func (a *App) Validate() error {
 	return nil
 }
 
-// Start does nothing: the handler and the admin routes find the app
-// through their caddy.Context.
-func (a *App) Start() error { return nil }
+// Start makes this config generation the one the metrics' breaker and
+// source states are read from.
+func (a *App) Start() error {
+	metrics.PublishStatus(a)
+	return nil
+}
 
-// Stop does nothing: Cleanup releases what Provision took.
-func (a *App) Stop() error { return nil }
+// Stop withdraws this generation from the metrics' state collector if a
+// newer one has not already replaced it; Cleanup releases what Provision
+// took.
+func (a *App) Stop() error {
+	metrics.WithdrawStatus(a)
+	return nil
+}
 
 // Cleanup releases this config's references to the shared store and the
 // shared state.

@@ -388,13 +388,15 @@ func TestOpenAPIOperations(t *testing.T) {
 			"/v1/account/balance": "get", "/v1/services": "get", "/v1/services/{platform}": "get",
 			"/v1/services/{platform}/{service}": "get", "/v1/providers": "get",
 			"/v1/providers/{id}": "get", "/v1/openapi.json": "get",
+			"/v1/health/live": "get", "/v1/health/ready": "get",
 		}
 		if len(paths) != extractPaths+len(fixed) {
 			t.Errorf("%d paths, want %d extract paths and %d fixed ones: %v", len(paths), extractPaths, len(fixed), keys(paths))
 		}
 		public := map[string]bool{"/v1/services": true, "/v1/services/{platform}": true,
 			"/v1/services/{platform}/{service}": true, "/v1/providers": true,
-			"/v1/providers/{id}": true, "/v1/openapi.json": true}
+			"/v1/providers/{id}": true, "/v1/openapi.json": true,
+			"/v1/health/live": true, "/v1/health/ready": true}
 		for p, method := range fixed {
 			op := get(paths, p, method)
 			if op == nil {
