@@ -17,6 +17,7 @@ import (
 	"socialrouter/caddymodule/admin"
 	"socialrouter/caddymodule/api"
 	"socialrouter/caddymodule/mcp"
+	"socialrouter/caddymodule/metrics"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/router"
 	"socialrouter/caddymodule/sources"
@@ -109,6 +110,9 @@ func (h storeHandle) Destruct() error { return h.Close() }
 // the source clients and the router.
 func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
+	if err := metrics.Register(ctx.GetMetricsRegistry()); err != nil {
+		return fmt.Errorf("registering metrics: %v", err)
+	}
 	if a.Services == "" {
 		a.Services = "./services"
 	}
@@ -141,10 +145,12 @@ func (a *App) Provision(ctx caddy.Context) error {
 
 	start := time.Now()
 	reg, err := registry.Load(a.Services)
+	metrics.RegistryLoaded(time.Since(start), err)
 	if err != nil {
 		return fmt.Errorf("loading services: %w", err)
 	}
 	a.reg = reg
+	metrics.Offers(a.offerSources())
 	a.logger.Info("services compiled", zap.Int("services", len(reg.Services)), zap.Duration("took", time.Since(start)))
 
 	clients := map[string]sources.Client{}
@@ -156,6 +162,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		c, err := sources.New(src.Protocol, sources.Config{
 			BaseURL:      cfg.BaseURL,
 			Token:        cfg.Token,
+			HTTPClient:   metrics.UpstreamClient(src.ID),
 			PollInterval: time.Duration(a.PollInterval),
 			Logger:       a.logger.Named("sources." + src.ID),
 		})
@@ -172,6 +179,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.router = router.New(router.Config{
 		AttemptTimeout: time.Duration(a.AttemptTimeout),
 		SoftTimeout:    time.Duration(a.SoftTimeout),
+		Observer:       metrics.Router{},
 	}, clients, a.shared.breakers, a.logger.Named("router"))
 
 	if err := a.openStore(); err != nil {
@@ -190,7 +198,9 @@ func (a *App) openStore() error {
 		if err != nil {
 			return nil, err
 		}
-		return storeHandle{s}, nil
+		// Decorated once per opened store, so every config generation
+		// sharing it shares the decorator too.
+		return storeHandle{metrics.InstrumentStore(s, a.Storage.Type)}, nil
 	})
 	if err != nil {
 		return err
@@ -211,17 +221,22 @@ func (a *App) Validate() error {
 	return nil
 }
 
-// Start gives this config's tools to the MCP endpoint; the handler and the
-// admin routes find the app through their caddy.Context.
+// Start gives this config's tools to the MCP endpoint and makes this
+// config generation the one the metrics' breaker and source states are read
+// from; the handler and the admin routes find the app through their
+// caddy.Context.
 func (a *App) Start() error {
 	a.startMCP()
+	metrics.PublishStatus(a)
 	return nil
 }
 
-// Stop tells the MCP endpoint this config stopped; Cleanup releases what
-// Provision took.
+// Stop tells the MCP endpoint this config stopped and withdraws this
+// generation from the metrics' state collector if a newer one has not
+// already replaced it; Cleanup releases what Provision took.
 func (a *App) Stop() error {
 	a.stopMCP()
+	metrics.WithdrawStatus(a)
 	return nil
 }
 

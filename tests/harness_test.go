@@ -215,6 +215,7 @@ type gwConfig struct {
 	Site            string // site address; default :<Port>
 	Global          string // extra global options
 	SiteExtra       string
+	Token           string // upstream bearer token of both sources
 }
 
 const gwTemplate = `{
@@ -226,9 +227,11 @@ const gwTemplate = `{
 		storage {{.Storage}}
 		source source_a {
 			base_url {{.SimA}}
+			{{if .Token}}token {{.Token}}{{end}}
 		}
 		source source_b {
 			base_url {{.SimB}}
+			{{if .Token}}token {{.Token}}{{end}}
 		}
 		attempt_timeout {{.AttemptTimeout}}
 		soft_timeout {{.SoftTimeout}}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 
@@ -41,6 +42,8 @@ type Config struct {
 type API struct {
 	Config
 	mux *http.ServeMux
+	// storeDown is the last readiness verdict on the store (health.go).
+	storeDown atomic.Bool
 }
 
 // New builds the API and its routes.
@@ -52,14 +55,15 @@ func New(c Config) *API {
 	a.route(http.MethodGet, "/v1/providers", a.providers)
 	a.route(http.MethodGet, "/v1/providers/{id}", a.provider)
 	a.route(http.MethodGet, "/v1/openapi.json", a.openapi)
-	a.route(http.MethodPost, "/v1/extract/{platform}/{service}", a.extract)
-	a.route(http.MethodPost, "/v1/search", a.search)
+	a.route(http.MethodPost, "/v1/extract/{platform}/{service}", a.observed(a.extractLabel, a.extract))
+	a.route(http.MethodPost, "/v1/search", a.observed(searchLabel, a.search))
 	a.route(http.MethodGet, "/v1/extractions/{id}", a.getRun)
 	a.route(http.MethodGet, "/v1/account/balance", a.balance)
 	a.route(http.MethodGet, "/v1/account/usage", a.usage)
+	a.route(http.MethodGet, "/v1/health/{probe}", a.health)
 	// The alias /v1/{platform}/{service} of the OpenAPI operations; every
 	// route above is more specific, so it only takes what they leave.
-	a.route(http.MethodPost, "/v1/{platform}/{service}", a.extract)
+	a.route(http.MethodPost, "/v1/{platform}/{service}", a.observed(a.extractLabel, a.extract))
 	a.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		path, _ := r.Context().Value(pathKey{}).(string)
 		if path == "" {

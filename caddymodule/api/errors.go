@@ -52,6 +52,9 @@ func (e *Error) with(k string, v any) *Error {
 }
 
 func (e *Error) write(w http.ResponseWriter) {
+	if c, ok := w.(*call); ok {
+		c.code = e.Code
+	}
 	body := map[string]any{"code": e.Code, "message": e.Message, "type": e.Type}
 	for k, v := range e.Extra {
 		body[k] = v

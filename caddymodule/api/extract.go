@@ -90,6 +90,7 @@ func (a *API) Extract(ctx context.Context, key store.Key, svc *registry.Service,
 // error to answer.
 func (a *API) settle(ctx context.Context, run *runs.Run, res *router.Result, err error, platform string) (*runs.Run, *Error) {
 	run.CompletedAt = time.Now().UTC()
+	noteRun(ctx, run)
 	ctx = context.WithoutCancel(ctx)
 	if err != nil {
 		var f *router.Failure

@@ -111,6 +111,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := registerMetrics(ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("registering metrics: %v", err)
 	}
+	// Zero series, so rates and alerts see them before the first event.
+	storeErrors.WithLabelValues(h.Store.Type, h.Store.Fail)
+	refused.WithLabelValues(reasonLimit)
 
 	key, err := h.Store.poolKey(h.Count, h.window)
 	if err != nil {
@@ -177,6 +180,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 			// Written here rather than returned as a caddyhttp.Error: an
 			// outage must not log one error per request, and the answer
 			// stays bare whatever handle_errors routes the site has.
+			refused.WithLabelValues(reasonStoreUnavailable).Inc()
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return nil
 		}
@@ -184,6 +188,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 
 	if lctx.Reached {
+		refused.WithLabelValues(reasonLimit).Inc()
 		w.Header().Set("Retry-After", strconv.FormatInt(retryAfter(lctx.Reset, time.Now(), h.window), 10))
 		w.WriteHeader(http.StatusTooManyRequests)
 		return nil

@@ -99,8 +99,13 @@ func serve(h *Handler, next caddyhttp.Handler, r *http.Request) (*httptest.Respo
 
 func counterValue(t *testing.T, labels ...string) float64 {
 	t.Helper()
+	return vecValue(t, storeErrors, labels...)
+}
+
+func vecValue(t *testing.T, v *prometheus.CounterVec, labels ...string) float64 {
+	t.Helper()
 	var m dto.Metric
-	if err := storeErrors.WithLabelValues(labels...).(prometheus.Metric).Write(&m); err != nil {
+	if err := v.WithLabelValues(labels...).(prometheus.Metric).Write(&m); err != nil {
 		t.Fatal(err)
 	}
 	return m.GetCounter().GetValue()
@@ -205,6 +210,7 @@ func TestServeHTTPLimit(t *testing.T) {
 	})
 	const policy = `"burst";q=3;w=60`
 	next := new(okNext)
+	refusedBefore := vecValue(t, refused, reasonLimit)
 
 	for i := 1; i <= 5; i++ {
 		w, err := serve(h, next, request("203.0.113.7", ""))
@@ -237,6 +243,9 @@ func TestServeHTTPLimit(t *testing.T) {
 	}
 	if got := next.count(); got != 3 {
 		t.Errorf("next called %d times, want 3", got)
+	}
+	if got := vecValue(t, refused, reasonLimit) - refusedBefore; got != 2 {
+		t.Errorf("refusals counted %v, want 2", got)
 	}
 }
 
@@ -517,6 +526,7 @@ func TestRedisUnavailable(t *testing.T) {
 				t.Errorf("provisioning took %s with Redis unavailable", took)
 			}
 			before := counterValue(t, StoreRedis, tt.fail)
+			refusedBefore := vecValue(t, refused, reasonStoreUnavailable)
 			next := new(okNext)
 
 			// Count is 1, but nothing is counted while the store is down:
@@ -550,6 +560,13 @@ func TestRedisUnavailable(t *testing.T) {
 			}
 			if got := counterValue(t, StoreRedis, tt.fail) - before; got != 3 {
 				t.Errorf("store error counter rose by %v, want 3", got)
+			}
+			wantRefused := 0.0
+			if tt.fail == FailClosed {
+				wantRefused = 3
+			}
+			if got := vecValue(t, refused, reasonStoreUnavailable) - refusedBefore; got != wantRefused {
+				t.Errorf("store_unavailable refusals rose by %v, want %v", got, wantRefused)
 			}
 		})
 	}

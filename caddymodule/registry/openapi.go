@@ -36,6 +36,7 @@ func (r *Registry) buildOpenAPI() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	operations(doc)
 	return mustJSON(doc), nil
 }
 

@@ -388,6 +388,7 @@ func TestOpenAPIOperations(t *testing.T) {
 			"/v1/account/balance": "get", "/v1/services": "get", "/v1/services/{platform}": "get",
 			"/v1/services/{platform}/{service}": "get", "/v1/providers": "get",
 			"/v1/providers/{id}": "get", "/v1/openapi.json": "get",
+			"/v1/health/live": "get", "/v1/health/ready": "get",
 		}
 		// /mcp: the MCP endpoint, with a key or without (discovery tools).
 		if sec := get(paths, "/mcp", "post", "security"); !reflect.DeepEqual(sec, []any{map[string]any{}, map[string]any{"bearer": []any{}}}) {
@@ -398,7 +399,8 @@ func TestOpenAPIOperations(t *testing.T) {
 		}
 		public := map[string]bool{"/v1/services": true, "/v1/services/{platform}": true,
 			"/v1/services/{platform}/{service}": true, "/v1/providers": true,
-			"/v1/providers/{id}": true, "/v1/openapi.json": true}
+			"/v1/providers/{id}": true, "/v1/openapi.json": true,
+			"/v1/health/live": true, "/v1/health/ready": true}
 		for p, method := range fixed {
 			op := get(paths, p, method)
 			if op == nil {

@@ -62,6 +62,8 @@ type Config struct {
 	// Now is the clock of breakers and of $now; injected by tests. Deadlines
 	// and the soft timeout always use the real clock. Default time.Now.
 	Now func() time.Time
+	// Observer, if set, is told of every attempt's end (metrics).
+	Observer Observer
 }
 
 // withDefaults returns c with every zero field set to its default.
@@ -259,6 +261,7 @@ func (w *walk) skip(o *registry.Offer) {
 	}
 	w.skipped++
 	w.attempts = append(w.attempts, runs.Attempt{Offer: o.ID, Outcome: OutcomeCircuitOpen, Message: msg})
+	w.r.observe(o, OutcomeCircuitOpen, 0, true)
 	w.r.logger.Debug("offer skipped", zap.String("service", w.req.Service.Key), zap.String("offer", o.ID))
 }
 
@@ -276,6 +279,7 @@ func (w *walk) try(ctx context.Context, o *registry.Offer, trial bool, note stri
 	}
 	w.attempts = append(w.attempts, a.rec)
 	w.tried = append(w.tried, a)
+	w.r.observe(o, a.rec.Outcome, a.rec.DurationMS, false)
 	fields := []zap.Field{zap.String("service", w.req.Service.Key), zap.String("offer", o.ID),
 		zap.String("outcome", a.rec.Outcome), zap.Int("status", a.rec.Status),
 		zap.Int64("duration_ms", a.rec.DurationMS), zap.Int("inputs", len(w.req.Inputs))}

@@ -1,0 +1,86 @@
+package metrics
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"socialrouter/caddymodule/store"
+)
+
+// Store decorates a store.Store: it times Settle, counts what Settle
+// served and charged per offer, and answers Ping for the readiness check.
+// Every other method passes through untouched (embedded), so methods added
+// to store.Store later pass through too.
+type Store struct {
+	store.Store
+	kind string
+}
+
+// Pinger is a store that can tell cheaply whether it answers.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// InstrumentStore wraps s; kind ("badger", "postgres") is the store label.
+func InstrumentStore(s store.Store, kind string) *Store {
+	settleDuration.WithLabelValues(kind, resultOK)
+	reserveDuration.WithLabelValues(kind, resultOK)
+	openReservations.WithLabelValues(kind)
+	return &Store{Store: s, kind: kind}
+}
+
+// Unwrap returns the decorated store.
+func (s *Store) Unwrap() store.Store { return s.Store }
+
+// Settle times the settlement and counts the records and credits charged.
+func (s *Store) Settle(ctx context.Context, st store.Settlement) (store.SettleResult, error) {
+	start := time.Now()
+	res, err := s.Store.Settle(ctx, st)
+	settleDuration.WithLabelValues(s.kind, result(err)).Observe(time.Since(start).Seconds())
+	if err == nil && st.Offer != "" && res.Records > 0 {
+		recordsServed.WithLabelValues(st.Offer).Add(float64(res.Records))
+		creditsCharged.WithLabelValues(st.Offer).Add(res.Charged.Credits())
+	}
+	return res, err
+}
+
+// Ping asks the store whether it answers; a store that cannot tell is
+// reported as an error, so readiness never claims what it did not check.
+func (s *Store) Ping(ctx context.Context) error {
+	p, ok := s.Store.(Pinger)
+	if !ok {
+		return fmt.Errorf("%T cannot be pinged", s.Store)
+	}
+	return p.Ping(ctx)
+}
+
+// ListAccounts passes store.Exporter through, so `caddy sdr export`
+// works on a decorated store.
+func (s *Store) ListAccounts(ctx context.Context) ([]store.Account, error) {
+	ex, ok := s.Store.(store.Exporter)
+	if !ok {
+		return nil, fmt.Errorf("%T cannot list its accounts (store.Exporter)", s.Store)
+	}
+	return ex.ListAccounts(ctx)
+}
+
+// ObserveReserve records one credit reservation that took since start;
+// the decorator's Reserve (added with the reservation step) calls it.
+func (s *Store) ObserveReserve(start time.Time, err error) {
+	reserveDuration.WithLabelValues(s.kind, result(err)).Observe(time.Since(start).Seconds())
+}
+
+// ReservationOpened and ReservationClosed keep the open-reservations gauge:
+// one opened per successful reserve, one closed per settle or release.
+func (s *Store) ReservationOpened() { openReservations.WithLabelValues(s.kind).Inc() }
+
+// ReservationClosed: see ReservationOpened.
+func (s *Store) ReservationClosed() { openReservations.WithLabelValues(s.kind).Dec() }
+
+// Interface guards
+var (
+	_ store.Store    = (*Store)(nil)
+	_ store.Exporter = (*Store)(nil)
+	_ Pinger         = (*Store)(nil)
+)
