@@ -50,8 +50,11 @@ type writeReq struct {
 	// anything; err fails the whole transaction. apply may run again
 	// when the batch is retried or split.
 	apply func(b *batch) (refused, err error)
-	err   error     // refused, or the transaction's failure
-	wake  chan bool // true: lead the next batch; false: done
+	// hold is the id of the hold a settle captures: dropped in the same
+	// step as the commit lands (see holds).
+	hold string
+	err  error     // refused, or the transaction's failure
+	wake chan bool // true: lead the next batch; false: done
 }
 
 // write queues r and returns its outcome once committed.
@@ -64,8 +67,9 @@ func (s *Store) write(ctx context.Context, r *writeReq) error {
 	return r.err
 }
 
-// Settle, in ONE transaction: debits min(len(Run.Data), balance/Price)
-// records × Price from the run's account (never below zero), truncates
+// Settle, in ONE transaction: debits min(len(Run.Data), balance/Price,
+// hold/Price) records × Price from the run's account (never below zero),
+// releases the run's hold, truncates
 // Run.Data to match, writes the run, adds to the daily usage rollup of
 // (account, day, offer, platform) and to the key's spend in the current
 // bucket of each period. A failed run (Price 0, no data) is written and
@@ -75,13 +79,21 @@ func (s *Store) Settle(ctx context.Context, st store.Settlement) (store.SettleRe
 	if err != nil {
 		return store.SettleResult{}, err
 	}
+	// The hold is the call's own: nothing else changes it meanwhile. The
+	// commit drops it; a failed settle releases it here.
+	held, hasHold := s.holds.amount(st.Run.ID)
+	defer s.Release(ctx, st.Run.ID)
+	hold := ""
+	if hasHold {
+		hold = st.Run.ID
+	}
 	var res store.SettleResult
 	size := 0
 	for _, d := range p.Data {
 		size += len(d)
 	}
-	err = s.write(ctx, &writeReq{account: st.Run.AccountID, size: size, apply: func(b *batch) (refused, err error) {
-		res, refused, err = b.settle(p)
+	err = s.write(ctx, &writeReq{account: st.Run.AccountID, size: size, hold: hold, apply: func(b *batch) (refused, err error) {
+		res, refused, err = b.settle(p, held, hasHold)
 		return refused, err
 	}})
 	if err != nil {
@@ -188,11 +200,15 @@ func (s *Store) commitBatch(reqs []*writeReq) {
 				break
 			}
 		}
+		captures := err == nil && s.holds.capturing(reqs)
 		if err == nil {
 			s.accounts.lower(b.accounts)
 			err = b.txn.Commit()
 		}
 		b.txn.Discard()
+		if captures {
+			s.holds.captured(reqs, err == nil)
+		}
 		if err == nil {
 			s.accounts.committed(b.accounts)
 			for _, r := range reqs {
@@ -219,7 +235,7 @@ func (s *Store) commitBatch(reqs []*writeReq) {
 // settle adds one settlement to the batch. A failure of the settlement
 // itself (unknown account, run id taken) is returned as refused, before
 // anything is written; err is a transaction failure.
-func (b *batch) settle(p *settle.Prepared) (res store.SettleResult, refused, err error) {
+func (b *batch) settle(p *settle.Prepared, held credits.Micros, hasHold bool) (res store.SettleResult, refused, err error) {
 	run := p.S.Run
 	a, ok, err := b.account(run.AccountID)
 	if err != nil {
@@ -235,7 +251,7 @@ func (b *batch) settle(p *settle.Prepared) (res store.SettleResult, refused, err
 		}
 		return res, nil, err
 	}
-	records, charged := settle.Plan(a.Balance, p.S.Price, len(p.Data))
+	records, charged := settle.Plan(settle.Payable(a.Balance, held, hasHold), p.S.Price, len(p.Data))
 	doc, err := p.Doc(records, charged)
 	if err != nil {
 		return res, err, nil

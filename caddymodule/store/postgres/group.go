@@ -154,6 +154,14 @@ func (s *Store) settleTogether(group []*waiter) ([]store.SettleResult, error) {
 		if len(balance) != len(accounts) {
 			return fmt.Errorf("settling a group: %w", store.ErrNotFound) // settled one by one, the unknown one fails alone
 		}
+		ids := make([]string, len(group))
+		for i, g := range group {
+			ids[i] = g.p.S.Run.ID
+		}
+		held, err := takeHolds(ctx, tx, ids)
+		if err != nil {
+			return err
+		}
 		type usageKey struct {
 			account         string
 			day             time.Time
@@ -173,7 +181,8 @@ func (s *Store) settleTogether(group []*waiter) ([]store.SettleResult, error) {
 		for i, g := range group {
 			st, p := g.p.S, g.p
 			run := st.Run
-			records, charged := settle.Plan(credits.Micros(balance[run.AccountID]), st.Price, len(p.Data))
+			h, hasHold := held[run.ID]
+			records, charged := settle.Plan(settle.Payable(credits.Micros(balance[run.AccountID]), h, hasHold), st.Price, len(p.Data))
 			doc, err := p.Doc(records, charged)
 			if err != nil {
 				return err

@@ -279,3 +279,51 @@ func TestSettleGroups(t *testing.T) {
 	}
 	t.Logf("%d of 48 settles committed in shared transactions", s.GroupedSettles())
 }
+
+// TestHoldsTwoNodes runs concurrent reserve/capture on two nodes sharing
+// one schema: the balance is never overdrawn and the key never spends
+// past its limit, to the micro-credit.
+func TestHoldsTwoNodes(t *testing.T) {
+	url := testURL(t)
+	schema := testSchema(t, url)
+	var nodes []store.Store
+	for range 2 {
+		s, err := postgres.Open(t.Context(), url, postgres.WithSchema(schema))
+		if err != nil {
+			t.Fatalf("opening node: %v", err)
+		}
+		t.Cleanup(func() { s.Close() })
+		nodes = append(nodes, s)
+	}
+	const price = 1725
+	if served := storetest.ReserveCapture(t, nodes, credits.Micros(1000*price), 9*price+11, 64, 2); served != 9 {
+		t.Errorf("two nodes served %d records under a 9-record key limit, want 9", served)
+	}
+}
+
+// TestHoldExpires: a hold whose node died (never settled nor released)
+// stops counting after the hold timeout, so the account's money comes
+// back without the dead node.
+func TestHoldExpires(t *testing.T) {
+	url := testURL(t)
+	s, err := postgres.Open(t.Context(), url, postgres.WithSchema(testSchema(t, url)), postgres.WithHoldTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.CreateAccount(t.Context(), "acme", 10, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	h := store.Hold{ID: "run_dead", AccountID: "acme", Price: 1, Records: 10}
+	if got, err := s.Reserve(t.Context(), h); err != nil || got.Records != 10 {
+		t.Fatalf("Reserve = %+v, %v", got, err)
+	}
+	h.ID = "run_next"
+	if got, err := s.Reserve(t.Context(), h); err != nil || got.Records != 0 {
+		t.Fatalf("Reserve while the dead hold counts = %+v, %v; want 0 records", got, err)
+	}
+	time.Sleep(1200 * time.Millisecond)
+	if got, err := s.Reserve(t.Context(), h); err != nil || got.Records != 10 {
+		t.Errorf("Reserve after the dead hold expired = %+v, %v; want 10 records", got, err)
+	}
+}

@@ -13,8 +13,9 @@ import (
 	"socialrouter/caddymodule/store/internal/settle"
 )
 
-// Settle, in ONE transaction: debits min(len(Run.Data), balance/Price)
-// records × Price from the run's account (never below zero), truncates
+// Settle, in ONE transaction: debits min(len(Run.Data), balance/Price,
+// hold/Price) records × Price from the run's account (never below zero),
+// deletes the run's hold (the capture), truncates
 // Run.Data to match, writes the run, adds to the daily usage rollup of
 // (account, day, offer, platform) and to the key's spend in the current
 // bucket of each period. A failed run (Price 0, no data) is written and
@@ -70,7 +71,12 @@ func (s *Store) settleOne(ctx context.Context, p *settle.Prepared) (store.Settle
 		if err != nil {
 			return fmt.Errorf("locking account %s: %v", run.AccountID, err)
 		}
-		records, charged := settle.Plan(credits.Micros(balance), st.Price, len(p.Data))
+		held, err := takeHolds(ctx, tx, []string{run.ID})
+		if err != nil {
+			return err
+		}
+		h, hasHold := held[run.ID]
+		records, charged := settle.Plan(settle.Payable(credits.Micros(balance), h, hasHold), st.Price, len(p.Data))
 		doc, err := p.Doc(records, charged)
 		if err != nil {
 			return err
