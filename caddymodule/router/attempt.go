@@ -158,6 +158,7 @@ func (r *Router) attempt(ctx context.Context, o *registry.Offer, req Request, no
 		}
 	}
 	batches := split(req.Inputs, o.MaxInputs)
+	limits := batchLimits(batches, req.window(), req.scope())
 
 	dctx, cancelDeadline := context.WithTimeoutCause(ctx, r.cfg.AttemptTimeout, errAttemptTimeout)
 	defer cancelDeadline()
@@ -186,7 +187,7 @@ dispatch:
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			r.batch(rn, wd, client, o, req, in, opts, nowISO, i)
+			r.batch(rn, wd, client, o, req, in, limits[i], opts, nowISO, i)
 		}()
 	}
 	all := make(chan struct{})
@@ -277,16 +278,16 @@ func (r *Router) assemble(a *attempt, outs []batchOut, req Request) {
 
 // batch runs one upstream call and normalizes its items.
 func (r *Router) batch(rn *run, wd *watchdog, client sources.Client, o *registry.Offer, req Request,
-	inputs []string, opts map[string]any, nowISO string, i int) {
+	inputs []string, limit int, opts map[string]any, nowISO string, i int) {
 	ctx := rn.actx
 	wd.touch()
-	body, err := buildBody(ctx, o, inputs, opts, req.window(), nowISO)
+	body, err := buildBody(ctx, o, inputs, opts, limit, nowISO)
 	if err != nil {
 		rn.fail(&batchFailure{outcome: OutcomeRequestError, retryable: true, verdict: neutral,
 			message: fmt.Sprintf("building the upstream request: %v", err)}, nil)
 		return
 	}
-	callLimit := req.window()
+	callLimit := limit
 	if callLimit > 0 && req.scope() == registry.ScopePerInput {
 		callLimit *= max(1, len(inputs))
 	}
