@@ -114,7 +114,7 @@ func (w *walk) reserve(ctx context.Context, o *registry.Offer, trial bool) (*Req
 		if err != nil {
 			w.r.logger.Error("reserving credits", zap.String("offer", o.ID), zap.Error(err))
 			return nil, &Failure{Status: http.StatusServiceUnavailable, Code: "store_unavailable", Type: "internal",
-				Message: "the account store is unavailable, so no upstream was called and nothing was charged; retry shortly",
+				Message:  "the account store is unavailable, so no upstream was called and nothing was charged; retry shortly",
 				Attempts: w.attempts, cause: err}
 		}
 		if n <= 0 {
