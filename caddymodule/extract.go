@@ -13,6 +13,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	"go.uber.org/zap"
 
+	"socialrouter/caddymodule/billing"
 	"socialrouter/caddymodule/credits"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/router"
@@ -70,9 +71,14 @@ func (h *Handler) extract(w http.ResponseWriter, r *http.Request, platform, serv
 		run.Queries = body.Raw
 		run.URL = body.Raw[0]
 	}
+	bill := billing.New(h.app.store, run.ID, c.key, now)
+	defer bill.Release(context.WithoutCancel(r.Context())) // a no-op once Settle captured
 	res, err := h.app.router.Run(r.Context(), router.Request{
-		Service: svc, Inputs: body.Inputs, Options: body.Options, Limit: body.Limit, Pin: body.Pin, Now: now,
+		Service: svc, Inputs: body.Inputs, Options: body.Options, Limit: body.Limit, Pin: body.Pin, Now: now, Budget: bill,
 	})
+	if h.refusedForMoney(w, r, bill, run, res, err) {
+		return
+	}
 	h.finish(w, r, run, res, err, svc.Platform)
 }
 

@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"socialrouter/caddymodule/billing"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/router"
 	"socialrouter/caddymodule/store"
@@ -155,12 +157,18 @@ func (h *Handler) search(w http.ResponseWriter, r *http.Request) {
 		Service: svc, Inputs: inputs, Options: opts, Limit: limit, Now: now,
 		LimitScope: registry.ScopePerInput, Skip: offset,
 	}
+	bill := billing.New(h.app.store, run.ID, c.key, now)
+	defer bill.Release(context.WithoutCancel(r.Context())) // a no-op once Settle captured
+	req.Budget = bill
 	if fallback {
 		req.Offers = chain
 	} else {
 		req.Pin = offer
 	}
 	res, err := h.app.router.Run(r.Context(), req)
+	if h.refusedForMoney(w, r, bill, run, res, err) {
+		return
+	}
 	run.Pagination.NextCursor = json.RawMessage("null")
 	if err == nil && res.More {
 		b, _ := json.Marshal(encodeCursor(searchCursor{Provider: slug, Queries: queries, Offset: offset + limit}))
