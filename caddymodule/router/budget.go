@@ -36,10 +36,19 @@ const OutcomeUnpayable = "unpayable"
 var ErrNoBudget = errors.New("not one record of any offer can be paid")
 
 // records is the most records the call may return, what a Budget is asked
-// to cover: the limit, per input where it applies per input.
+// to cover: the limit, per input where it applies per input, and never
+// more than the service's records_per_input allows for the inputs.
 func (req Request) records() int {
+	inputs := max(1, len(req.Inputs))
+	perInput := req.Service.PerInput
 	if req.scope() == registry.ScopePerInput {
-		return req.Limit * max(1, len(req.Inputs))
+		if perInput > 0 {
+			return min(req.Limit, perInput) * inputs
+		}
+		return req.Limit * inputs
+	}
+	if perInput > 0 {
+		return min(req.Limit, perInput*inputs)
 	}
 	return req.Limit
 }
