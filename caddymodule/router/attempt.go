@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.uber.org/zap"
+
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/sources"
 	"socialrouter/caddymodule/store"
@@ -187,6 +189,14 @@ dispatch:
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
+			defer func() {
+				// A panic in a batch (a client, a program) fails the
+				// attempt instead of the process.
+				if e := sources.Recovered(recover()); e != nil {
+					r.logger.Error("panic in an upstream batch", zap.String("offer", o.ID), zap.String("panic", e.Message), zap.Stack("stack"))
+					rn.fail(&batchFailure{outcome: e.Outcome, retryable: true, verdict: failure, message: e.Message}, nil)
+				}
+			}()
 			r.batch(rn, wd, client, o, req, in, limits[i], opts, nowISO, i)
 		}()
 	}

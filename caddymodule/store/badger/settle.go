@@ -133,7 +133,7 @@ func (s *Store) enqueue(r *writeReq) {
 		ids[i] = r.account
 	}
 	s.accounts.begin(ids)
-	s.commitBatch(reqs)
+	s.commitSafely(reqs)
 	s.accounts.end(ids)
 
 	c.mu.Lock()
@@ -151,6 +151,28 @@ func (s *Store) enqueue(r *writeReq) {
 	for _, b := range reqs[1:] {
 		b.wake <- false
 	}
+}
+
+// commitSafely is commitBatch for the leader: a panic while writing the
+// batch fails its writes instead of leaving the queue busy forever (every
+// later write would wait for a leader that never hands over).
+func (s *Store) commitSafely(reqs []*writeReq) {
+	defer func() {
+		if p := recover(); p != nil {
+			err := fmt.Errorf("internal error committing %d writes: %v", len(reqs), p)
+			for _, r := range reqs {
+				r.err = err
+			}
+			if s.accounts != nil {
+				s.accounts.mu.Lock()
+				for _, r := range reqs {
+					s.accounts.items.remove(r.account) // the batch may have lowered it
+				}
+				s.accounts.mu.Unlock()
+			}
+		}
+	}()
+	s.commitBatch(reqs)
 }
 
 // batch is the transaction of a batch and the accounts it read, as the
