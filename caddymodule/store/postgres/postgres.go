@@ -27,6 +27,9 @@ type Store struct {
 	stopReaper  context.CancelFunc
 	reaper      sync.WaitGroup
 	closeOnce   sync.Once
+	// commitFault, set by tests, turns a settle's successful commit into
+	// an ambiguous one (the error a broken connection gives).
+	commitFault func() error
 }
 
 // Option configures Open.

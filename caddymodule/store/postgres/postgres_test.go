@@ -327,3 +327,55 @@ func TestHoldExpires(t *testing.T) {
 		t.Errorf("Reserve after the dead hold expired = %+v, %v; want 10 records", got, err)
 	}
 }
+
+// TestSettleAmbiguousCommit: a settle whose COMMIT went through but whose
+// client saw the connection break answers the run it committed, once, not
+// an error; alone and in a group.
+func TestSettleAmbiguousCommit(t *testing.T) {
+	url := testURL(t)
+	s, err := postgres.Open(t.Context(), url, postgres.WithSchema(testSchema(t, url)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	postgres.SetCommitFault(s, func() error { return fmt.Errorf("read tcp: connection reset by peer") })
+	const price = 1725
+	start := credits.Micros(1000 * price)
+	if _, err := s.CreateAccount(t.Context(), "acme", start, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	settleN := func(i int) (store.SettleResult, error) {
+		run := &store.Run{ID: fmt.Sprintf("ext_amb_%d", i), Status: "completed", AccountID: "acme", CreatedAt: time.Now(),
+			Data: []json.RawMessage{json.RawMessage(`{"n":1}`), json.RawMessage(`{"n":2}`)}}
+		return s.Settle(t.Context(), store.Settlement{Run: run, Price: price, Offer: "source_b/pro_net", Platform: "pro_net"})
+	}
+	if res, err := settleN(0); err != nil || res.Records != 2 || res.Charged != 2*price {
+		t.Fatalf("lone settle after an ambiguous commit = %+v, %v; want its 2 records", res, err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 32)
+	var charged [32]credits.Micros
+	for i := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := settleN(i + 1)
+			errs[i], charged[i] = err, res.Charged
+		}()
+	}
+	wg.Wait()
+	total := credits.Micros(2 * price)
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("settle %d: %v", i+1, err)
+		}
+		total += charged[i]
+	}
+	a, err := s.GetAccount(t.Context(), "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Balance != start-total || total != 33*2*price {
+		t.Errorf("balance %s, charged %s; want %s charged once each", a.Balance, total, credits.Micros(33*2*price))
+	}
+}

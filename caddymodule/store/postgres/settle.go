@@ -60,7 +60,7 @@ func (s *Store) settleOne(ctx context.Context, p *settle.Prepared) (store.Settle
 	st := p.S
 	run := st.Run
 	var res store.SettleResult
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	ambiguous, err := s.settleTx(ctx, func(tx pgx.Tx) error {
 		// The row lock serializes settles of one account across every
 		// node; the balance read under it is the one the debit applies to.
 		var balance int64
@@ -118,6 +118,11 @@ RETURNING balance`, run.AccountID, int64(charged)).QueryRow(func(row pgx.Row) er
 		res = store.SettleResult{Records: records, Charged: charged, Balance: credits.Micros(balance)}
 		return nil
 	})
+	if ambiguous {
+		if got, ok, cerr := s.committed(context.WithoutCancel(ctx), p); cerr == nil && ok {
+			return got, nil
+		}
+	}
 	if err != nil {
 		return store.SettleResult{}, fmt.Errorf("settling run %s: %w", run.ID, err)
 	}
