@@ -50,6 +50,10 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	path := r.URL.Path
 	if path != "/v1" && !strings.HasPrefix(path, "/v1/") {
+		if foldsOntoV1(path) {
+			notUnderV1(w)
+			return nil
+		}
 		return next.ServeHTTP(w, r)
 	}
 	seg := strings.Split(strings.Trim(strings.TrimPrefix(path, "/v1"), "/"), "/")

@@ -1,9 +1,13 @@
 package tests
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"math"
+	"net"
+	"net/http"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -204,5 +208,32 @@ func TestMoneyKeyLimitConcurrent(t *testing.T) {
 	u := g.do("GET", "/v1/account/usage?days=1", key, nil)
 	if total := num(u.JSON["total_credits"]); total > 0.01+1e-12 || !near(total, spent) {
 		t.Errorf("usage total %v, answered %v, limit 0.01", total, spent)
+	}
+}
+
+// TestFoldedPathsGetJSON404: paths Caddy's matchers fold onto /v1 get the
+// JSON 404, never an empty 200.
+func TestFoldedPathsGetJSON404(t *testing.T) {
+	g := startGateway(t, defaultConfig(t, nil))
+	for _, p := range []string{"//v1/services", "/./v1/services", "/V1/services", "/V1"} {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(g.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Written by hand: an HTTP client would clean the path.
+		fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", p)
+		r, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("GET %s: %v", p, err)
+		}
+		var body struct {
+			Error struct{ Code string } `json:"error"`
+		}
+		err = json.NewDecoder(r.Body).Decode(&body)
+		r.Body.Close()
+		conn.Close()
+		if r.StatusCode != 404 || err != nil || body.Error.Code != "not_found" {
+			t.Errorf("GET %s: %d, code %q (%v); want the JSON 404", p, r.StatusCode, body.Error.Code, err)
+		}
 	}
 }
