@@ -3,6 +3,7 @@ package tests
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // profileURLs returns n distinct profile URLs.
@@ -236,4 +238,39 @@ func TestFoldedPathsGetJSON404(t *testing.T) {
 			t.Errorf("GET %s: %d, code %q (%v); want the JSON 404", p, r.StatusCode, body.Error.Code, err)
 		}
 	}
+}
+
+// TestSlowBodyIsCut: a body trickled one byte at a time is cut at the
+// server's read_body timeout instead of holding the connection open.
+func TestSlowBodyIsCut(t *testing.T) {
+	c := defaultConfig(t, nil)
+	c.Global = "servers {\n\t\ttimeouts {\n\t\t\tread_header 1s\n\t\t\tread_body 1s\n\t\t\tidle 5s\n\t\t}\n\t}"
+	g := startGateway(t, c)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(g.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	fmt.Fprintf(conn, "POST /v1/extract/pro_net/profile.info HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n")
+	cut := false
+	for i := 0; i < 40 && !cut; i++ {
+		if _, err := conn.Write([]byte(" ")); err != nil {
+			cut = true
+			break
+		}
+		conn.SetReadDeadline(time.Now().Add(250 * time.Millisecond))
+		buf := make([]byte, 512)
+		if n, err := conn.Read(buf); n > 0 || (err != nil && !isTimeout(err)) {
+			cut = true
+		}
+	}
+	if !cut || time.Since(start) > 6*time.Second {
+		t.Errorf("a trickled body was held %s (cut: %v), want it cut near the 1 s read_body timeout", time.Since(start), cut)
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
