@@ -274,3 +274,22 @@ func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
 }
+
+// TestTokenNotInConfig: a token written as a runtime placeholder is
+// resolved at start, and GET /config/ shows the placeholder, never the
+// secret.
+func TestTokenNotInConfig(t *testing.T) {
+	s := startSim(t)
+	c := defaultConfig(t, s)
+	c.AppExtra = fmt.Sprintf("source source_a {\n\t\t\tbase_url %s\n\t\t\ttoken {env.SDR_TEST_SOURCE_TOKEN}\n\t\t}", s.A)
+	g := startGateway(t, c, "SDR_TEST_SOURCE_TOKEN=sekrit-3f9a")
+	st, body := g.admin("GET", "/config/", nil)
+	if st != 200 || strings.Contains(string(body), "sekrit-3f9a") || !strings.Contains(string(body), "{env.SDR_TEST_SOURCE_TOKEN}") {
+		t.Errorf("GET /config/: %d, secret shown or placeholder missing: %s", st, body)
+	}
+	key := g.account("acme", 1)
+	s.fault(t, map[string]any{"target": proB, "status": 503})
+	if r := g.do("POST", "/v1/extract/pro_net/profile.info", key, map[string]any{"url": profileURL}); r.Status != 200 || r.JSON["served_by"] != "source_a/actor_1" {
+		t.Errorf("a call through source_a with the resolved token: %d %s", r.Status, r.Body)
+	}
+}
