@@ -215,6 +215,7 @@ type gwConfig struct {
 	Site            string // site address; default :<Port>
 	Global          string // extra global options
 	SiteExtra       string
+	AppExtra        string // extra social_router options
 }
 
 const gwTemplate = `{
@@ -233,6 +234,7 @@ const gwTemplate = `{
 		attempt_timeout {{.AttemptTimeout}}
 		soft_timeout {{.SoftTimeout}}
 		poll_interval 50ms
+		{{.AppExtra}}
 	}
 }
 
