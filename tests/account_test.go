@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -137,7 +138,7 @@ func TestSigkillDuringSettle(t *testing.T) {
 	}
 	// No hold survived the kill: leave the account exactly three records
 	// at source_b and a call of ten URLs is served three, not refused.
-	if st, b := g2.admin("POST", "/sdr/accounts/acme/credits", map[string]any{"amount": 3*priceB + 0.0001 - bal}); st != 200 {
+	if st, b := g2.admin("POST", "/sdr/accounts/acme/credits", map[string]any{"amount": json.Number(strconv.FormatFloat(3*priceB+0.0001-bal, 'f', 6, 64))}); st != 200 {
 		t.Fatalf("debiting to three records: %d %s", st, b)
 	}
 	r := g2.do("POST", "/v1/extract/pro_net/profile.info", key, map[string]any{"urls": profileURLs(10), "limit": 10})
