@@ -5,53 +5,52 @@
 package jsondup
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
+
+	"socialrouter/internal/jsonscan"
 )
 
 // Find returns the first key that appears twice in one object of the JSON
-// text b, at any depth, and whether there is one. Invalid JSON reports no
-// duplicate: decoding it fails on its own.
+// text b, at any depth, and whether there is one. Keys are compared
+// decoded ("\u0075rl" is "url"). Invalid JSON reports no duplicate:
+// decoding it fails on its own.
 func Find(b []byte) (string, bool) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	type frame struct {
-		keys  map[string]bool // nil for an array
-		isKey bool            // the next token of this object is a key
+	if !json.Valid(b) {
+		return "", false
 	}
-	var stack []*frame
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF || err != nil {
-			return "", false
-		}
-		var top *frame
-		if len(stack) > 0 {
-			top = stack[len(stack)-1]
-		}
-		if top != nil && top.keys != nil && top.isKey {
-			if k, ok := tok.(string); ok {
-				if top.keys[k] {
-					return k, true
-				}
-				top.keys[k] = true
-				top.isKey = false
-				continue
+	return find(jsonscan.TrimSpace(jsonscan.Bytes(b)))
+}
+
+// find walks the valid JSON value s (no surrounding space).
+func find(s string) (string, bool) {
+	switch s[0] {
+	case '{':
+		seen := map[string]bool{}
+		for i := 1; ; {
+			k, v, next, ok := jsonscan.NextMember(s, i)
+			if !ok {
+				return "", false
 			}
+			if seen[k] {
+				return k, true
+			}
+			seen[k] = true
+			if k, dup := find(v); dup {
+				return k, true
+			}
+			i = next
 		}
-		switch tok {
-		case json.Delim('{'):
-			stack = append(stack, &frame{keys: map[string]bool{}, isKey: true})
-			continue
-		case json.Delim('['):
-			stack = append(stack, &frame{})
-			continue
-		case json.Delim('}'), json.Delim(']'):
-			stack = stack[:len(stack)-1]
-		}
-		// A value ended: in an object the next token is a key.
-		if len(stack) > 0 && stack[len(stack)-1].keys != nil {
-			stack[len(stack)-1].isKey = true
+	case '[':
+		for i := 1; ; {
+			v, next, ok := jsonscan.NextElem(s, i)
+			if !ok {
+				return "", false
+			}
+			if k, dup := find(v); dup {
+				return k, true
+			}
+			i = next
 		}
 	}
+	return "", false
 }

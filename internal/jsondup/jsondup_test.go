@@ -18,6 +18,9 @@ func TestFind(t *testing.T) {
 		{`[{"k":1},{"k":2}]`, "", false},
 		{`{"a":1,`, "", false},
 		{`"str"`, "", false},
+		{` {"url":1, "\u0075rl":2} `, "url", true},
+		{`{ "a" : [ ] , "b" : { } , "c" : [ { } ] }`, "", false},
+		{`{"a":"{\"x\":1,\"x\":2}"}`, "", false},
 	}
 	for _, tt := range tests {
 		k, dup := Find([]byte(tt.in))
