@@ -71,8 +71,12 @@ type App struct {
 // SourceConfig is where a source lives and how to authenticate to it.
 type SourceConfig struct {
 	BaseURL string `json:"base_url,omitempty"`
-	// Token is sent as a bearer token; it is never logged.
+	// Token is sent as a bearer token; it is never logged. Write it as a
+	// runtime placeholder ({env.SOURCE_A_TOKEN}) so that the secret stays
+	// out of the config served by the admin endpoint (see token.go).
 	Token string `json:"token,omitempty"`
+	// TokenFile names a file holding the token, read at Provision.
+	TokenFile string `json:"token_file,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -159,9 +163,13 @@ func (a *App) Provision(ctx caddy.Context) error {
 		if cfg == nil {
 			cfg = &SourceConfig{}
 		}
+		tok, err := cfg.token()
+		if err != nil {
+			return fmt.Errorf("configuring source %s: %v", src.ID, err)
+		}
 		c, err := sources.New(src.Protocol, sources.Config{
 			BaseURL:      cfg.BaseURL,
-			Token:        cfg.Token,
+			Token:        tok,
 			HTTPClient:   metrics.UpstreamClient(src.ID),
 			PollInterval: time.Duration(a.PollInterval),
 			Logger:       a.logger.Named("sources." + src.ID),

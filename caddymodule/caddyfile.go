@@ -40,7 +40,8 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //		key_prefix <prefix>
 //		source <id> {
 //			base_url <url>
-//			token <token>
+//			token <token>          # best a runtime placeholder: {env.SOURCE_A_TOKEN}
+//			token_file <path>      # or a file holding it
 //		}
 //		attempt_timeout <duration>
 //		soft_timeout <duration>
@@ -96,6 +97,10 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 						sc.Token = d.Val()
 					}
 					if d.NextArg() {
+						return d.ArgErr()
+					}
+				case "token_file":
+					if !d.AllArgs(&sc.TokenFile) {
 						return d.ArgErr()
 					}
 				default:

@@ -3,7 +3,6 @@ package caddymodule
 import (
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -46,12 +45,11 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 // ServeHTTP serves /mcp and a /v1 path and hands anything else to the next
 // handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	path := r.URL.Path
-	if path == "/mcp" {
+	if r.URL.Path == "/mcp" {
 		h.mcp.ServeHTTP(w, r)
 		return nil
 	}
-	if path != "/v1" && !strings.HasPrefix(path, "/v1/") {
+	if !api.Serves(r.URL.Path) {
 		return next.ServeHTTP(w, r)
 	}
 	h.api.ServeHTTP(w, r)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -134,6 +135,15 @@ func TestSigkillDuringSettle(t *testing.T) {
 	}
 	if int(num(u.JSON["total_requests"])) < len(answered) {
 		t.Errorf("%v requests recorded, %d answered", u.JSON["total_requests"], len(answered))
+	}
+	// No hold survived the kill: leave the account exactly three records
+	// at source_b and a call of ten URLs is served three, not refused.
+	if st, b := g2.admin("POST", "/sdr/accounts/acme/credits", map[string]any{"amount": json.Number(strconv.FormatFloat(3*priceB+0.0001-bal, 'f', 6, 64))}); st != 200 {
+		t.Fatalf("debiting to three records: %d %s", st, b)
+	}
+	r := g2.do("POST", "/v1/extract/pro_net/profile.info", key, map[string]any{"urls": profileURLs(10), "limit": 10})
+	if data, _ := r.JSON["data"].([]any); r.Status != 200 || len(data) != 3 || r.JSON["capped_by"] != "balance" {
+		t.Errorf("after the restart a call of 10 on a 3-record balance: %d %s", r.Status, r.Body)
 	}
 	t.Logf("%d runs answered before SIGKILL; balance %v, usage %v", len(answered), bal, spent)
 }

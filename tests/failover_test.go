@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -156,7 +157,8 @@ func TestBilling(t *testing.T) {
 	if len(s.calls(t)) != 0 {
 		t.Error("upstream called without credits")
 	}
-	// Exactly two records' worth: three inputs give three records, two kept.
+	// Exactly two records' worth: of three inputs the upstream is asked
+	// for two (what the hold covers), both served and charged.
 	two := g.account("two", 2*priceB)
 	s.fault(t, map[string]any{"target": companyB, "items": 1})
 	r = g.do("POST", "/v1/extract/pro_net/company.info", two, map[string]any{"urls": []string{
@@ -168,8 +170,17 @@ func TestBilling(t *testing.T) {
 		t.Errorf("balance %v after truncation, want 0", b)
 	}
 	p := r.JSON["pagination"].(map[string]any)
-	if num(p["total"]) != 3 || num(p["returned"]) != 2 {
-		t.Errorf("pagination %v", p)
+	if num(p["total"]) != 2 || num(p["returned"]) != 2 || r.JSON["capped_by"] != "balance" {
+		t.Errorf("pagination %v, capped_by %v", p, r.JSON["capped_by"])
+	}
+	asked := 0
+	for _, c := range s.calls(t) {
+		var body struct{ Input []json.RawMessage }
+		_ = json.Unmarshal(c.Body, &body)
+		asked += len(body.Input)
+	}
+	if asked != 2 {
+		t.Errorf("upstream asked for %d inputs, 2 were paid for", asked)
 	}
 }
 

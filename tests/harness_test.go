@@ -216,6 +216,7 @@ type gwConfig struct {
 	Global          string // extra global options
 	SiteExtra       string
 	Token           string // upstream bearer token of both sources
+	AppExtra        string // extra social_router options
 }
 
 const gwTemplate = `{
@@ -236,6 +237,7 @@ const gwTemplate = `{
 		attempt_timeout {{.AttemptTimeout}}
 		soft_timeout {{.SoftTimeout}}
 		poll_interval 50ms
+		{{.AppExtra}}
 	}
 }
 

@@ -1,57 +1,20 @@
 package api
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"sync"
 	"time"
 
-	"go.uber.org/zap"
-
-	"socialrouter/caddymodule/credits"
-	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/store"
 )
 
-// precheck runs the billing checks before any upstream call: the balance
-// pays for at least one record at the cheapest candidate offer, the key's
-// credit limit is not reached, and the account is under its concurrency
-// cap. It returns the release of the in-flight slot.
-func (a *API) precheck(ctx context.Context, key store.Key, offers []*registry.Offer) (func(), *Error) {
-	acct, err := a.Store.GetAccount(ctx, key.AccountID)
-	if err != nil {
-		a.Logger.Error("reading account", zap.Error(err))
-		return nil, storeUnavailable()
-	}
-	cheapest := credits.Micros(0)
-	for i, o := range offers {
-		if i == 0 || o.Price < cheapest {
-			cheapest = o.Price
-		}
-	}
-	if acct.Balance < cheapest {
-		return nil, newError(http.StatusPaymentRequired, "insufficient_credits", typeBilling,
-			fmt.Sprintf("balance %s credits does not pay for one record at %s credits; add credits to the account", acct.Balance, cheapest)).
-			with("balance", acct.Balance).with("price_per_record", cheapest)
-	}
-	if lim := key.CreditLimit; lim != nil {
-		now := time.Now().UTC()
-		spent, err := a.Store.KeySpend(ctx, key.ID, lim.Period, now)
-		if err != nil {
-			a.Logger.Error("reading key spend", zap.Error(err))
-			return nil, storeUnavailable()
-		}
-		if spent >= lim.Credits {
-			end := store.PeriodEnd(lim.Period, now)
-			e := newError(http.StatusTooManyRequests, "credit_limit_exceeded", typeRateLimit,
-				fmt.Sprintf("credit limit exceeded: this key spent %s of its %s credits per %s; the limit resets at %s",
-					spent, lim.Credits, lim.Period, end.Format(time.RFC3339))).
-				with("period", lim.Period).with("limit", lim.Credits).with("spent", spent).with("resets_at", end.Format(time.RFC3339))
-			e.RetryAfter = end.Sub(now)
-			return nil, e
-		}
-	}
+// precheck takes the account's in-flight slot before any upstream call
+// (429 too_many_concurrent_runs at the cap) and returns its release. The
+// balance and the key's credit limit are not checked here: the call's
+// billing.Call reserves before each offer attempt and refuses a call no
+// offer of which can be paid one record (refusedForMoney).
+func (a *API) precheck(key store.Key) (func(), *Error) {
 	release, ok := a.InFlight.Acquire(key.AccountID, a.MaxConcurrentRuns)
 	if !ok {
 		e := newError(http.StatusTooManyRequests, "too_many_concurrent_runs", typeRateLimit,

@@ -58,7 +58,9 @@ func TestInFlight(t *testing.T) {
 }
 
 // TestPrecheck: the balance must pay one record at the cheapest offer, and
-// a key at its credit limit is refused before any upstream call.
+// a key at its credit limit is refused before any upstream call; both are
+// decided by the call's reservation (refusedForMoney), not a read before
+// it.
 func TestPrecheck(t *testing.T) {
 	a := newTestAPI(t, 0)
 	svc, _ := a.Registry.Service("pro_net", "profile.info")
@@ -71,8 +73,11 @@ func TestPrecheck(t *testing.T) {
 	if _, err := a.store.AddCredits(t.Context(), "acme", credits.PerCredit); err != nil {
 		t.Fatal(err)
 	}
-	limited := a.key
-	limited.CreditLimit = &store.CreditLimit{Period: store.PeriodDay, Credits: 1}
+	// The limit is the stored key's: Reserve reads it in its atomic step.
+	limited, err := a.store.SetKeyLimit(t.Context(), a.key.ID, &store.CreditLimit{Period: store.PeriodDay, Credits: credits.PerCredit / 100})
+	if err != nil {
+		t.Fatal(err)
+	}
 	m, _ := parseObject([]byte(body))
 	// Under the limit the call goes on to the router, which has no source
 	// clients here: a routed failure, settled, carrying its run id.
@@ -80,11 +85,11 @@ func TestPrecheck(t *testing.T) {
 	if run != nil || apiErr == nil || apiErr.Code == "credit_limit_exceeded" || apiErr.Extra["run_id"] == nil {
 		t.Fatalf("under the limit: %+v, %+v", run, apiErr)
 	}
-	// One micro-credit spent by the key reaches its limit.
+	// A run of one record at the limit's amount spends all of it.
 	now := time.Now().UTC()
 	spent := &runs.Run{ID: "ext_spent", Status: runs.StatusCompleted, AccountID: "acme", KeyID: limited.ID,
 		Data: []json.RawMessage{json.RawMessage(`{}`)}, CreatedAt: now, CompletedAt: now}
-	if _, err := a.store.Settle(t.Context(), store.Settlement{Run: spent, Price: 1, Offer: "o", Platform: "pro_net", Now: now}); err != nil {
+	if _, err := a.store.Settle(t.Context(), store.Settlement{Run: spent, Price: credits.PerCredit / 100, Offer: "o", Platform: "pro_net", Now: now}); err != nil {
 		t.Fatal(err)
 	}
 	_, apiErr = a.Extract(t.Context(), limited, svc, m)

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"socialrouter/caddymodule/registry"
+	"socialrouter/internal/jsondup"
 )
 
 // maxBody is the largest request body accepted (413 request_too_large).
@@ -43,8 +44,8 @@ func readObject(w http.ResponseWriter, r *http.Request) (map[string]json.RawMess
 	return parseObject(b)
 }
 
-// parseObject decodes a JSON object, refusing anything else (and duplicate
-// keys are resolved by the last, as encoding/json does).
+// parseObject decodes a JSON object, refusing anything else, duplicated
+// keys included (encoding/json would keep the last).
 func parseObject(b []byte) (map[string]json.RawMessage, *Error) {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 {
@@ -60,6 +61,10 @@ func parseObject(b []byte) (map[string]json.RawMessage, *Error) {
 	if dec.More() {
 		return nil, newError(http.StatusBadRequest, "invalid_json", typeValidation,
 			"the request body must be exactly one JSON object")
+	}
+	if k, dup := jsondup.Find(b); dup {
+		return nil, newError(http.StatusBadRequest, "invalid_json", typeValidation,
+			fmt.Sprintf("the request body repeats the key %q; send each key once", k))
 	}
 	return m, nil
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"socialrouter/caddymodule/registry"
@@ -113,5 +114,19 @@ func TestParseExtract(t *testing.T) {
 				t.Errorf("default of includeEmail not filled: %v", out.Options)
 			}
 		})
+	}
+}
+
+// TestParseObjectDuplicateKey: a repeated key is invalid_json, at the top
+// level and inside options, instead of the last one silently winning.
+func TestParseObjectDuplicateKey(t *testing.T) {
+	for _, body := range []string{
+		`{"url":"nope","url":"https://www.linkedin.com/in/a"}`,
+		`{"url":"https://www.linkedin.com/in/a","options":{"includeEmail":false,"includeEmail":true}}`,
+	} {
+		_, apiErr := parseObject([]byte(body))
+		if apiErr == nil || apiErr.Status != 400 || apiErr.Code != "invalid_json" || !strings.Contains(apiErr.Message, "repeats the key") {
+			t.Errorf("parseObject(%s) = %v, want 400 invalid_json naming the key", body, apiErr)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	"go.uber.org/zap"
 
+	"socialrouter/caddymodule/billing"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/router"
 	"socialrouter/caddymodule/runs"
@@ -45,8 +46,10 @@ func (a *API) extract(w http.ResponseWriter, r *http.Request) {
 }
 
 // Extract is one extraction call for an authenticated key with a decoded
-// JSON object body: validate the body against the service, pre-check
-// billing, route to the offers, settle, and return the settled run. A
+// JSON object body: validate the body against the service, take an
+// in-flight slot, route to the offers with the call's money held before
+// each attempt (billing.Call), settle (capturing the hold), and return the
+// settled run. A
 // failed run is settled too (uncharged) and returned as the Error, which
 // then carries its run_id and attempts. Settling outlives ctx: the
 // upstream work is done and the run must not be lost.
@@ -55,11 +58,7 @@ func (a *API) Extract(ctx context.Context, key store.Key, svc *registry.Service,
 	if apiErr != nil {
 		return nil, apiErr
 	}
-	offers := svc.LiveOffers()
-	if in.Pin != nil {
-		offers = []*registry.Offer{in.Pin}
-	}
-	release, apiErr := a.precheck(ctx, key, offers)
+	release, apiErr := a.precheck(key)
 	if apiErr != nil {
 		return nil, apiErr
 	}
@@ -80,9 +79,14 @@ func (a *API) Extract(ctx context.Context, key store.Key, svc *registry.Service,
 		run.Queries = in.Raw
 		run.URL = in.Raw[0]
 	}
+	bill := billing.New(a.Store, run.ID, key, now)
+	defer bill.Release(context.WithoutCancel(ctx)) // a no-op once Settle captured
 	res, err := a.Router.Run(ctx, router.Request{
-		Service: svc, Inputs: in.Inputs, Options: in.Options, Limit: in.Limit, Pin: in.Pin, Now: now,
+		Service: svc, Inputs: in.Inputs, Options: in.Options, Limit: in.Limit, Pin: in.Pin, Now: now, Budget: bill,
 	})
+	if apiErr := a.refusedForMoney(ctx, bill, run, res, err); apiErr != nil {
+		return nil, apiErr
+	}
 	return a.settle(ctx, run, res, err, svc.Platform)
 }
 

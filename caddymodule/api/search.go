@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"socialrouter/caddymodule/billing"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/router"
 	"socialrouter/caddymodule/runs"
@@ -55,8 +56,8 @@ func (a *API) search(w http.ResponseWriter, r *http.Request) {
 }
 
 // Search is one search call for an authenticated key with a decoded JSON
-// object body: validate, pre-check billing, route (with fallback unless
-// refused), settle, and return the settled run with its next cursor. A
+// object body: validate, take an in-flight slot, route (with fallback
+// unless refused) with the call's money held before each attempt, settle, and return the settled run with its next cursor. A
 // failed run is settled and returned as the Error, as in Extract.
 func (a *API) Search(ctx context.Context, key store.Key, m map[string]json.RawMessage) (*runs.Run, *Error) {
 	reg := a.Registry
@@ -144,7 +145,7 @@ func (a *API) Search(ctx context.Context, key store.Key, m map[string]json.RawMe
 			}
 		}
 	}
-	release, apiErr := a.precheck(ctx, key, chain)
+	release, apiErr := a.precheck(key)
 	if apiErr != nil {
 		return nil, apiErr
 	}
@@ -159,12 +160,18 @@ func (a *API) Search(ctx context.Context, key store.Key, m map[string]json.RawMe
 		Service: svc, Inputs: inputs, Options: opts, Limit: limit, Now: now,
 		LimitScope: registry.ScopePerInput, Skip: offset,
 	}
+	bill := billing.New(a.Store, run.ID, key, now)
+	defer bill.Release(context.WithoutCancel(ctx)) // a no-op once Settle captured
+	req.Budget = bill
 	if fallback {
 		req.Offers = chain
 	} else {
 		req.Pin = offer
 	}
 	res, err := a.Router.Run(ctx, req)
+	if apiErr := a.refusedForMoney(ctx, bill, run, res, err); apiErr != nil {
+		return nil, apiErr
+	}
 	run.Pagination.NextCursor = json.RawMessage("null")
 	if err == nil && res.More {
 		b, _ := json.Marshal(encodeCursor(searchCursor{Provider: slug, Queries: queries, Offset: offset + limit}))

@@ -172,6 +172,7 @@ type serviceDecl struct {
 	Accepts     []acceptDecl `json:"accepts"`
 	Options     []optionDecl `json:"options"`
 	LimitScope  string       `json:"limit_scope"`
+	PerInput    int          `json:"records_per_input"`
 	Record      string       `json:"record"`
 	Offers      []offerDecl  `json:"offers"`
 }
@@ -281,6 +282,7 @@ func (c *compiler) service(r *Registry, key string, v cue.Value, seenOffer map[s
 		Extract:       d.Extract,
 		Search:        d.Search,
 		LimitScope:    d.LimitScope,
+		PerInput:      d.PerInput,
 		Record:        d.Record,
 		optionsByName: map[string]*Option{},
 		pos:           v.Pos().String(),

@@ -89,6 +89,9 @@ type Service struct {
 	Accepts    []*Accept
 	Options    []*Option
 	LimitScope string
+	// PerInput is the most records one input yields (records_per_input),
+	// 0 when unknown: the records a call's credit hold covers.
+	PerInput int
 	// Record is the record definition name, e.g. "#CompanyInfo".
 	Record string
 	// Offers in failover order, coming_soon offers included (see Live).

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.uber.org/zap"
+
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/sources"
@@ -168,6 +170,7 @@ func (r *Router) attempt(ctx context.Context, o *registry.Offer, req Request, no
 		}
 	}
 	batches := split(req.Inputs, o.MaxInputs)
+	limits := batchLimits(batches, req.window(), req.scope())
 
 	dctx, cancelDeadline := context.WithTimeoutCause(ctx, r.cfg.AttemptTimeout, errAttemptTimeout)
 	defer cancelDeadline()
@@ -203,7 +206,15 @@ dispatch:
 		go func() {
 			defer done()
 			defer func() { <-sem }()
-			r.batch(rn, wd, client, o, req, in, opts, nowISO, i)
+			defer func() {
+				// A panic in a batch (a client, a program) fails the
+				// attempt instead of the process.
+				if e := sources.Recovered(recover()); e != nil {
+					r.logger.Error("panic in an upstream batch", zap.String("offer", o.ID), zap.String("panic", e.Message), zap.Stack("stack"))
+					rn.fail(&batchFailure{outcome: e.Outcome, retryable: true, verdict: failure, message: e.Message}, nil)
+				}
+			}()
+			r.batch(rn, wd, client, o, req, in, limits[i], opts, nowISO, i)
 		}()
 	}
 	done()
@@ -293,16 +304,16 @@ func (r *Router) assemble(a *attempt, outs []batchOut, req Request) {
 
 // batch runs one upstream call and normalizes its items.
 func (r *Router) batch(rn *run, wd *watchdog, client sources.Client, o *registry.Offer, req Request,
-	inputs []string, opts map[string]any, nowISO string, i int) {
+	inputs []string, limit int, opts map[string]any, nowISO string, i int) {
 	ctx := rn.actx
 	wd.touch()
-	body, err := buildBody(ctx, o, inputs, opts, req.window(), nowISO)
+	body, err := buildBody(ctx, o, inputs, opts, limit, nowISO)
 	if err != nil {
 		rn.fail(&batchFailure{outcome: OutcomeRequestError, retryable: true, verdict: neutral,
 			message: fmt.Sprintf("building the upstream request: %v", err)}, nil)
 		return
 	}
-	callLimit := req.window()
+	callLimit := limit
 	if callLimit > 0 && req.scope() == registry.ScopePerInput {
 		callLimit *= max(1, len(inputs))
 	}

@@ -152,6 +152,9 @@ type Request struct {
 	// already returned by earlier pages: the upstream is asked for
 	// Skip+Limit and the first Skip are dropped.
 	Skip int
+	// Budget, if set, holds the call's money before each offer attempt
+	// and caps the records the attempt asks for (see Budget).
+	Budget Budget
 }
 
 // scope is the limit scope in force for the request.
@@ -234,6 +237,9 @@ func (r *Router) Run(ctx context.Context, req Request) (*Result, error) {
 		if len(w.tried) > 0 {
 			return nil, w.classify()
 		}
+		if w.unpayable > 0 {
+			return nil, w.refusal()
+		}
 	}
 	// Every offer is refused: failing without trying would keep the
 	// service down until a cooldown ends, so try the head anyway.
@@ -251,6 +257,8 @@ type walk struct {
 	attempts []runs.Attempt
 	tried    []*attempt
 	skipped  int
+	// unpayable counts offers skipped because the Budget covered nothing.
+	unpayable int
 }
 
 // skip records an offer the walk passed over.
@@ -269,7 +277,11 @@ func (w *walk) skip(o *registry.Offer) {
 // when the walk ends here: with res on success, or with fail when the
 // client went away or the upstream rejected the input.
 func (w *walk) try(ctx context.Context, o *registry.Offer, trial bool, note string) (res *Result, fail *Failure, done bool) {
-	a := w.r.attempt(ctx, o, w.req, w.nowISO)
+	req, fail := w.reserve(ctx, o, trial)
+	if fail != nil || req == nil {
+		return nil, fail, fail != nil
+	}
+	a := w.r.attempt(ctx, o, *req, w.nowISO)
 	if note != "" {
 		a.rec.Message = joinMsg(note, a.rec.Message)
 	}
@@ -305,6 +317,8 @@ func (w *walk) finish(res *Result, fail *Failure, done bool) (*Result, error) {
 		return res, nil
 	case fail != nil:
 		return nil, fail
+	case len(w.tried) == 0:
+		return nil, w.refusal()
 	}
 	return nil, w.classify()
 }

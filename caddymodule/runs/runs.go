@@ -70,6 +70,10 @@ type Run struct {
 	CompletedAt time.Time         `json:"completed_at"`
 	Error       *RunError         `json:"error,omitempty"`
 	Attempts    []Attempt         `json:"attempts,omitempty"`
+	// CappedBy says what money limited the records asked of the upstream
+	// below the call's limit: store.CappedBalance or
+	// store.CappedCreditLimit; empty when money did not cap the call.
+	CappedBy string `json:"capped_by,omitempty"`
 
 	// AccountID and KeyID scope the run; they are stored but never rendered.
 	AccountID string `json:"-"`

@@ -105,7 +105,7 @@ func (d *DatasetScrape) Do(ctx context.Context, c Call) (*Result, error) {
 			select {
 			case sem <- struct{}{}:
 				if err = ctx.Err(); err == nil {
-					r, err = d.scrape(ctx, scrapeURL, body, c.Activity)
+					r, err = d.safeScrape(ctx, scrapeURL, body, c.Activity)
 				} else {
 					err = transportError(ctx, "before upstream request", err)
 				}
@@ -155,6 +155,17 @@ func (d *DatasetScrape) Do(ctx context.Context, c Call) (*Result, error) {
 		out.Status = r.Status
 	}
 	return out, nil
+}
+
+// safeScrape is scrape in a chunk's own goroutine: a panic there would
+// kill the process, so it becomes the chunk's failure.
+func (d *DatasetScrape) safeScrape(ctx context.Context, scrapeURL string, body []byte, activity func()) (r *Result, err error) {
+	defer func() {
+		if e := Recovered(recover()); e != nil {
+			r, err = nil, e
+		}
+	}()
+	return d.scrape(ctx, scrapeURL, body, activity)
 }
 
 // scrape runs one chunk: the scrape request, then, on 202, the snapshot.

@@ -320,3 +320,16 @@ func TestDatasetScrapeBadBodyIsFinal(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestDatasetScrapeChunkPanic: a panic in a chunk's goroutine fails the
+// call as internal_error instead of killing the process.
+func TestDatasetScrapeChunkPanic(t *testing.T) {
+	srv := httptest.NewServer(&fakeScrape{})
+	defer srv.Close()
+	c, _ := NewDatasetScrape(Config{BaseURL: srv.URL, PollInterval: time.Millisecond})
+	_, err := c.Do(context.Background(), Call{Target: "gd_x", Body: inputs(45), Activity: func() { panic("activity bug") }})
+	var e *Error
+	if !errors.As(err, &e) || e.Outcome != OutcomeInternal || !e.Retryable {
+		t.Fatalf("got %v, want a retryable internal_error", err)
+	}
+}

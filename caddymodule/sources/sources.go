@@ -74,7 +74,19 @@ const (
 	OutcomeAuth         = "upstream_auth"
 	OutcomePayment      = "upstream_payment"
 	OutcomeSnapshot     = "snapshot_failed"
+	// OutcomeInternal is a bug of the gateway (a panic) while calling the
+	// upstream: the attempt fails, retryably, and the process lives on.
+	OutcomeInternal = "internal_error"
 )
+
+// Recovered turns a panic recovered while running an upstream call into
+// the call's failure (nil when p is nil).
+func Recovered(p any) *Error {
+	if p == nil {
+		return nil
+	}
+	return &Error{Outcome: OutcomeInternal, Retryable: true, Message: fmt.Sprintf("internal error while calling the upstream: %v", p)}
+}
 
 // Error is a failed upstream call.
 type Error struct {

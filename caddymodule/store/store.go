@@ -133,8 +133,10 @@ type Store interface {
 	// KeySpend returns what a key spent in the period bucket containing at.
 	KeySpend(ctx context.Context, keyID, period string, at time.Time) (credits.Micros, error)
 
-	// Settle, in ONE transaction: debits min(len(Run.Data), balance/Price)
-	// records × Price from the run's account (never below zero), truncates
+	// Settle, in ONE transaction: debits min(len(Run.Data), balance/Price,
+	// hold/Price) records × Price from the run's account (never below zero),
+	// hold being the run id's hold when it has one (the capture: never more
+	// than reserved), releases that hold (also for a failed run), truncates
 	// Run.Data to match, writes the run, adds to the daily usage rollup of
 	// (account, day, offer, platform) and to the key's spend in the current
 	// bucket of each period. A failed run (Price 0, no data) is written and
@@ -150,6 +152,17 @@ type Store interface {
 	// again; dst lets the caller reuse one buffer across calls, since the
 	// answer is tens of KB. ErrNotFound as GetRun.
 	GetRunJSON(ctx context.Context, dst []byte, accountID, runID string) ([]byte, error)
+	// Reserve, in one atomic step, sets the hold of call h.ID to
+	// h.Price × n, replacing the hold it had (so a failover re-sizes it):
+	// n is the most records, at most h.Records, that both the account's
+	// available balance (balance − its other holds) and the key's room in
+	// each window of its credit limit (limit − spent − its other holds)
+	// pay for. n = 0 leaves no hold. Settle captures the hold of its run
+	// id; Release drops it; holds do not outlive a crash (see Hold).
+	Reserve(ctx context.Context, h Hold) (HoldResult, error)
+	// Release drops the hold of a call, if it has one.
+	Release(ctx context.Context, id string) error
+
 	// Usage returns the account's rollup rows with Day >= since.
 	Usage(ctx context.Context, accountID string, since time.Time) ([]UsageRow, error)
 

@@ -49,6 +49,7 @@ type Store struct {
 	db       *bdb.DB
 	keySeq   *bdb.Sequence
 	settles  committer
+	holds    holds         // open reservations, in memory: a restart releases them
 	keys     *keyCache     // nil: no cache
 	accounts *accountCache // nil: no cache
 	trim     *trimmer      // nil: value log pages left to the kernel
@@ -112,7 +113,7 @@ func open(dir string, opts Options, bo bdb.Options) (*Store, error) {
 		return nil, fmt.Errorf("opening key sequence: %v", err)
 	}
 	s := &Store{
-		db: db, keySeq: seq,
+		db: db, keySeq: seq, holds: newHolds(),
 		keys:     newKeyCache(cacheSize(opts.KeyCacheSize, DefaultKeyCacheSize)),
 		accounts: newAccountCache(cacheSize(opts.AccountCacheSize, DefaultAccountCacheSize)),
 	}

@@ -51,8 +51,11 @@ type writeReq struct {
 	// anything; err fails the whole transaction. apply may run again
 	// when the batch is retried or split.
 	apply func(b *batch) (refused, err error)
-	err   error     // refused, or the transaction's failure
-	wake  chan bool // true: lead the next batch; false: done
+	// hold is the id of the hold a settle captures: dropped in the same
+	// step as the commit lands (see holds).
+	hold string
+	err  error     // refused, or the transaction's failure
+	wake chan bool // true: lead the next batch; false: done
 }
 
 // write queues r and returns its outcome once committed.
@@ -65,8 +68,9 @@ func (s *Store) write(ctx context.Context, r *writeReq) error {
 	return r.err
 }
 
-// Settle, in ONE transaction: debits min(len(Run.Data), balance/Price)
-// records × Price from the run's account (never below zero), truncates
+// Settle, in ONE transaction: debits min(len(Run.Data), balance/Price,
+// hold/Price) records × Price from the run's account (never below zero),
+// releases the run's hold, truncates
 // Run.Data to match, writes the run, adds to the daily usage rollup of
 // (account, day, offer, platform) and to the key's spend in the current
 // bucket of each period. A failed run (Price 0, no data) is written and
@@ -76,14 +80,22 @@ func (s *Store) Settle(ctx context.Context, st store.Settlement) (store.SettleRe
 	if err != nil {
 		return store.SettleResult{}, err
 	}
+	// The hold is the call's own: nothing else changes it meanwhile. The
+	// commit drops it; a failed settle releases it here.
+	held, hasHold := s.holds.amount(st.Run.ID)
+	defer s.Release(ctx, st.Run.ID)
+	hold := ""
+	if hasHold {
+		hold = st.Run.ID
+	}
 	var res store.SettleResult
 	size := 0
 	for _, d := range p.Data {
 		size += len(d)
 	}
 	pd := packRunDoc(p) // compressed here, not in the commit leader
-	err = s.write(ctx, &writeReq{account: st.Run.AccountID, size: size, apply: func(b *batch) (refused, err error) {
-		res, refused, err = b.settle(p, pd)
+	err = s.write(ctx, &writeReq{account: st.Run.AccountID, size: size, hold: hold, apply: func(b *batch) (refused, err error) {
+		res, refused, err = b.settle(p, pd, held, hasHold)
 		return refused, err
 	}})
 	if err != nil {
@@ -123,7 +135,7 @@ func (s *Store) enqueue(r *writeReq) {
 		ids[i] = r.account
 	}
 	s.accounts.begin(ids)
-	s.commitBatch(reqs)
+	s.commitSafely(reqs)
 	s.accounts.end(ids)
 
 	c.mu.Lock()
@@ -141,6 +153,28 @@ func (s *Store) enqueue(r *writeReq) {
 	for _, b := range reqs[1:] {
 		b.wake <- false
 	}
+}
+
+// commitSafely is commitBatch for the leader: a panic while writing the
+// batch fails its writes instead of leaving the queue busy forever (every
+// later write would wait for a leader that never hands over).
+func (s *Store) commitSafely(reqs []*writeReq) {
+	defer func() {
+		if p := recover(); p != nil {
+			err := fmt.Errorf("internal error committing %d writes: %v", len(reqs), p)
+			for _, r := range reqs {
+				r.err = err
+			}
+			if s.accounts != nil {
+				s.accounts.mu.Lock()
+				for _, r := range reqs {
+					s.accounts.items.remove(r.account) // the batch may have lowered it
+				}
+				s.accounts.mu.Unlock()
+			}
+		}
+	}()
+	s.commitBatch(reqs)
 }
 
 // batch is the transaction of a batch and the accounts it read, as the
@@ -190,11 +224,15 @@ func (s *Store) commitBatch(reqs []*writeReq) {
 				break
 			}
 		}
+		captures := err == nil && s.holds.capturing(reqs)
 		if err == nil {
 			s.accounts.lower(b.accounts)
 			err = b.txn.Commit()
 		}
 		b.txn.Discard()
+		if captures {
+			s.holds.captured(reqs, err == nil)
+		}
 		if err == nil {
 			s.accounts.committed(b.accounts)
 			for _, r := range reqs {
@@ -221,7 +259,7 @@ func (s *Store) commitBatch(reqs []*writeReq) {
 // settle adds one settlement to the batch. A failure of the settlement
 // itself (unknown account, run id taken) is returned as refused, before
 // anything is written; err is a transaction failure.
-func (b *batch) settle(p *settle.Prepared, pd packedDoc) (res store.SettleResult, refused, err error) {
+func (b *batch) settle(p *settle.Prepared, pd packedDoc, held credits.Micros, hasHold bool) (res store.SettleResult, refused, err error) {
 	run := p.S.Run
 	a, ok, err := b.account(run.AccountID)
 	if err != nil {
@@ -237,7 +275,7 @@ func (b *batch) settle(p *settle.Prepared, pd packedDoc) (res store.SettleResult
 		}
 		return res, nil, err
 	}
-	records, charged := settle.Plan(a.Balance, p.S.Price, len(p.Data))
+	records, charged := settle.Plan(settle.Payable(a.Balance, held, hasHold), p.S.Price, len(p.Data))
 	doc, err := p.Doc(records, charged)
 	if err != nil {
 		return res, err, nil

@@ -100,7 +100,18 @@ func (l *lines) settle(ctx context.Context, s *Store, p *settle.Prepared) (store
 // bad settle (a taken run id, say) fails alone.
 func (s *Store) settleGroup(group []*waiter) {
 	if len(group) > 1 {
-		results, err := s.settleTogether(group)
+		results, ambiguous, err := s.settleTogether(group)
+		if ambiguous {
+			// The group may have committed: a settle whose run is stored
+			// answers it, the others settle one by one.
+			for _, g := range group {
+				var ok bool
+				if g.res, ok, g.err = s.committed(context.WithoutCancel(g.ctx), g.p); g.err == nil && !ok {
+					g.res, g.err = s.settleOne(g.ctx, g.p)
+				}
+			}
+			return
+		}
 		if err == nil {
 			s.lines.grouped.Add(int64(len(group)))
 			for i, g := range group {
@@ -119,7 +130,7 @@ func (s *Store) settleGroup(group []*waiter) {
 // as consecutive Settle calls would: each is charged what its account's
 // balance, left by the previous ones, pays for. Debits, usage and key spend
 // are summed per row, so each row is written once.
-func (s *Store) settleTogether(group []*waiter) ([]store.SettleResult, error) {
+func (s *Store) settleTogether(group []*waiter) ([]store.SettleResult, bool, error) {
 	// Settle's callers pass a context that outlives the client
 	// (context.WithoutCancel), but the group must not depend on one of
 	// them: it has its own bound.
@@ -132,7 +143,7 @@ func (s *Store) settleTogether(group []*waiter) ([]store.SettleResult, error) {
 	slices.Sort(accounts)
 	accounts = slices.Compact(accounts)
 	results := make([]store.SettleResult, len(group))
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	ambiguous, err := s.settleTx(ctx, func(tx pgx.Tx) error {
 		balance := make(map[string]int64, len(accounts))
 		rows, err := tx.Query(ctx, `SELECT id, balance FROM accounts WHERE id = ANY($1) ORDER BY id FOR UPDATE`, accounts)
 		if err != nil {
@@ -154,6 +165,14 @@ func (s *Store) settleTogether(group []*waiter) ([]store.SettleResult, error) {
 		if len(balance) != len(accounts) {
 			return fmt.Errorf("settling a group: %w", store.ErrNotFound) // settled one by one, the unknown one fails alone
 		}
+		ids := make([]string, len(group))
+		for i, g := range group {
+			ids[i] = g.p.S.Run.ID
+		}
+		held, err := takeHolds(ctx, tx, ids)
+		if err != nil {
+			return err
+		}
 		type usageKey struct {
 			account         string
 			day             time.Time
@@ -173,7 +192,8 @@ func (s *Store) settleTogether(group []*waiter) ([]store.SettleResult, error) {
 		for i, g := range group {
 			st, p := g.p.S, g.p
 			run := st.Run
-			records, charged := settle.Plan(credits.Micros(balance[run.AccountID]), st.Price, len(p.Data))
+			h, hasHold := held[run.ID]
+			records, charged := settle.Plan(settle.Payable(credits.Micros(balance[run.AccountID]), h, hasHold), st.Price, len(p.Data))
 			doc, err := p.Doc(records, charged)
 			if err != nil {
 				return err
@@ -237,7 +257,7 @@ RETURNING balance`, acct, total).QueryRow(func(row pgx.Row) error {
 		return tx.SendBatch(ctx, b).Close()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("settling a group of %d runs: %w", len(group), err)
+		return nil, ambiguous, fmt.Errorf("settling a group of %d runs: %w", len(group), err)
 	}
-	return results, nil
+	return results, false, nil
 }

@@ -89,6 +89,23 @@ EXCEPTION WHEN OTHERS THEN
 END
 $$;
 `},
+	{3, "holds: money reserved for calls in flight", `
+-- A hold is money set aside for one call before its upstream is called
+-- (Reserve), captured and deleted by the call's Settle. A node that dies
+-- mid-call leaves its holds behind: they stop counting at expires_at
+-- (the database's clock, the same for every node) and the reaper deletes
+-- them.
+CREATE TABLE holds (
+	id         TEXT PRIMARY KEY, -- the call's run id
+	account_id TEXT NOT NULL,
+	key_id     TEXT,
+	amount     BIGINT NOT NULL CHECK (amount > 0),
+	expires_at TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX holds_account ON holds (account_id);
+CREATE INDEX holds_key ON holds (key_id) WHERE key_id IS NOT NULL;
+CREATE INDEX holds_expires ON holds (expires_at);
+`},
 }
 
 // migrate creates the schema if asked and applies pending migrations. It

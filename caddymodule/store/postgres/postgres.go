@@ -9,6 +9,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -19,15 +21,30 @@ import (
 
 // Store is the PostgreSQL implementation of store.Store.
 type Store struct {
-	pool  *pgxpool.Pool
-	lines lines // per-account settle grouping
+	pool        *pgxpool.Pool
+	lines       lines // per-account settle grouping
+	holdTimeout time.Duration
+	stopReaper  context.CancelFunc
+	reaper      sync.WaitGroup
+	closeOnce   sync.Once
+	// commitFault, set by tests, turns a settle's successful commit into
+	// an ambiguous one (the error a broken connection gives).
+	commitFault func() error
 }
 
 // Option configures Open.
 type Option func(*config)
 
 type config struct {
-	schema string
+	schema      string
+	holdTimeout time.Duration
+}
+
+// WithHoldTimeout sets how long a hold counts when its call never settles
+// nor releases it (its node died). Default DefaultHoldTimeout; it must
+// exceed the longest call.
+func WithHoldTimeout(d time.Duration) Option {
+	return func(c *config) { c.holdTimeout = d }
 }
 
 // WithSchema keeps every table in the named schema, created if missing, by
@@ -42,7 +59,7 @@ func WithSchema(name string) Option {
 // settings such as pool_max_conns are read from it) and applies pending
 // migrations.
 func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
-	var c config
+	c := config{holdTimeout: DefaultHoldTimeout}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -61,12 +78,24 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("migrating postgres schema: %v", err)
 	}
-	return &Store{pool: pool}, nil
+	rctx, stop := context.WithCancel(context.Background())
+	s := &Store{pool: pool, holdTimeout: c.holdTimeout, stopReaper: stop}
+	s.reaper.Add(1)
+	go func() {
+		defer s.reaper.Done()
+		s.reap(rctx)
+	}()
+	return s, nil
 }
 
-// Close closes the pool; calling it again does nothing.
+// Close stops the hold reaper and closes the pool; calling it again does
+// nothing.
 func (s *Store) Close() error {
-	s.pool.Close()
+	s.closeOnce.Do(func() {
+		s.stopReaper()
+		s.reaper.Wait()
+		s.pool.Close()
+	})
 	return nil
 }
 

@@ -280,3 +280,103 @@ func TestSettleGroups(t *testing.T) {
 	}
 	t.Logf("%d of 48 settles committed in shared transactions", s.GroupedSettles())
 }
+
+// TestHoldsTwoNodes runs concurrent reserve/capture on two nodes sharing
+// one schema: the balance is never overdrawn and the key never spends
+// past its limit, to the micro-credit.
+func TestHoldsTwoNodes(t *testing.T) {
+	url := testURL(t)
+	schema := testSchema(t, url)
+	var nodes []store.Store
+	for range 2 {
+		s, err := postgres.Open(t.Context(), url, postgres.WithSchema(schema))
+		if err != nil {
+			t.Fatalf("opening node: %v", err)
+		}
+		t.Cleanup(func() { s.Close() })
+		nodes = append(nodes, s)
+	}
+	const price = 1725
+	if served := storetest.ReserveCapture(t, nodes, credits.Micros(1000*price), 9*price+11, 64, 2); served != 9 {
+		t.Errorf("two nodes served %d records under a 9-record key limit, want 9", served)
+	}
+}
+
+// TestHoldExpires: a hold whose node died (never settled nor released)
+// stops counting after the hold timeout, so the account's money comes
+// back without the dead node.
+func TestHoldExpires(t *testing.T) {
+	url := testURL(t)
+	s, err := postgres.Open(t.Context(), url, postgres.WithSchema(testSchema(t, url)), postgres.WithHoldTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.CreateAccount(t.Context(), "acme", 10, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	h := store.Hold{ID: "run_dead", AccountID: "acme", Price: 1, Records: 10}
+	if got, err := s.Reserve(t.Context(), h); err != nil || got.Records != 10 {
+		t.Fatalf("Reserve = %+v, %v", got, err)
+	}
+	h.ID = "run_next"
+	if got, err := s.Reserve(t.Context(), h); err != nil || got.Records != 0 {
+		t.Fatalf("Reserve while the dead hold counts = %+v, %v; want 0 records", got, err)
+	}
+	time.Sleep(1200 * time.Millisecond)
+	if got, err := s.Reserve(t.Context(), h); err != nil || got.Records != 10 {
+		t.Errorf("Reserve after the dead hold expired = %+v, %v; want 10 records", got, err)
+	}
+}
+
+// TestSettleAmbiguousCommit: a settle whose COMMIT went through but whose
+// client saw the connection break answers the run it committed, once, not
+// an error; alone and in a group.
+func TestSettleAmbiguousCommit(t *testing.T) {
+	url := testURL(t)
+	s, err := postgres.Open(t.Context(), url, postgres.WithSchema(testSchema(t, url)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	postgres.SetCommitFault(s, func() error { return fmt.Errorf("read tcp: connection reset by peer") })
+	const price = 1725
+	start := credits.Micros(1000 * price)
+	if _, err := s.CreateAccount(t.Context(), "acme", start, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	settleN := func(i int) (store.SettleResult, error) {
+		run := &runs.Run{ID: fmt.Sprintf("ext_amb_%d", i), Status: "completed", AccountID: "acme", CreatedAt: time.Now(),
+			Data: []json.RawMessage{json.RawMessage(`{"n":1}`), json.RawMessage(`{"n":2}`)}}
+		return s.Settle(t.Context(), store.Settlement{Run: run, Price: price, Offer: "source_b/pro_net", Platform: "pro_net"})
+	}
+	if res, err := settleN(0); err != nil || res.Records != 2 || res.Charged != 2*price {
+		t.Fatalf("lone settle after an ambiguous commit = %+v, %v; want its 2 records", res, err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 32)
+	var charged [32]credits.Micros
+	for i := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := settleN(i + 1)
+			errs[i], charged[i] = err, res.Charged
+		}()
+	}
+	wg.Wait()
+	total := credits.Micros(2 * price)
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("settle %d: %v", i+1, err)
+		}
+		total += charged[i]
+	}
+	a, err := s.GetAccount(t.Context(), "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Balance != start-total || total != 33*2*price {
+		t.Errorf("balance %s, charged %s; want %s charged once each", a.Balance, total, credits.Micros(33*2*price))
+	}
+}

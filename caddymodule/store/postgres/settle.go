@@ -14,8 +14,9 @@ import (
 	"socialrouter/caddymodule/store/internal/settle"
 )
 
-// Settle, in ONE transaction: debits min(len(Run.Data), balance/Price)
-// records × Price from the run's account (never below zero), truncates
+// Settle, in ONE transaction: debits min(len(Run.Data), balance/Price,
+// hold/Price) records × Price from the run's account (never below zero),
+// deletes the run's hold (the capture), truncates
 // Run.Data to match, writes the run, adds to the daily usage rollup of
 // (account, day, offer, platform) and to the key's spend in the current
 // bucket of each period. A failed run (Price 0, no data) is written and
@@ -60,7 +61,7 @@ func (s *Store) settleOne(ctx context.Context, p *settle.Prepared) (store.Settle
 	st := p.S
 	run := st.Run
 	var res store.SettleResult
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	ambiguous, err := s.settleTx(ctx, func(tx pgx.Tx) error {
 		// The row lock serializes settles of one account across every
 		// node; the balance read under it is the one the debit applies to.
 		var balance int64
@@ -71,7 +72,12 @@ func (s *Store) settleOne(ctx context.Context, p *settle.Prepared) (store.Settle
 		if err != nil {
 			return fmt.Errorf("locking account %s: %v", run.AccountID, err)
 		}
-		records, charged := settle.Plan(credits.Micros(balance), st.Price, len(p.Data))
+		held, err := takeHolds(ctx, tx, []string{run.ID})
+		if err != nil {
+			return err
+		}
+		h, hasHold := held[run.ID]
+		records, charged := settle.Plan(settle.Payable(credits.Micros(balance), h, hasHold), st.Price, len(p.Data))
 		doc, err := p.Doc(records, charged)
 		if err != nil {
 			return err
@@ -113,6 +119,11 @@ RETURNING balance`, run.AccountID, int64(charged)).QueryRow(func(row pgx.Row) er
 		res = store.SettleResult{Records: records, Charged: charged, Balance: credits.Micros(balance)}
 		return nil
 	})
+	if ambiguous {
+		if got, ok, cerr := s.committed(context.WithoutCancel(ctx), p); cerr == nil && ok {
+			return got, nil
+		}
+	}
 	if err != nil {
 		return store.SettleResult{}, fmt.Errorf("settling run %s: %w", run.ID, err)
 	}

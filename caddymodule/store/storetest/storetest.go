@@ -53,6 +53,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"concurrent_mixed", testConcurrentMixed},
 		{"concurrent_some_fail", testConcurrentSomeFail},
 		{"list_accounts", testListAccounts},
+		{"holds", testHolds},
+		{"holds_key_limit", testHoldsKeyLimit},
+		{"holds_concurrent_balance", testHoldsConcurrentBalance},
+		{"holds_concurrent_key_limit", testHoldsConcurrentKeyLimit},
 	}
 	for _, s := range suites {
 		t.Run(s.name, func(t *testing.T) {

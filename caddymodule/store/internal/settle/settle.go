@@ -62,6 +62,15 @@ func Plan(balance, price credits.Micros, n int) (records int, charged credits.Mi
 	return records, credits.Micros(records) * price
 }
 
+// Payable is what a settle may charge: the balance, and at most the run's
+// hold when it has one (a capture never takes more than was reserved).
+func Payable(balance, held credits.Micros, hasHold bool) credits.Micros {
+	if hasHold && held < balance {
+		return held
+	}
+	return balance
+}
+
 // Now returns the settle time in UTC, the current time when s.Now is zero.
 func Now(s store.Settlement) time.Time {
 	if s.Now.IsZero() {

@@ -1,0 +1,175 @@
+// Package billing is the money of one call, authorize then capture: before
+// each offer attempt it holds price × the most records the attempt may
+// return (store.Store.Reserve), so the upstream is never asked for records
+// nobody can pay; the run's Settle captures what was served and releases
+// the rest. It implements router.Budget and decides the 402/429 answers of
+// a call no offer of which can be paid one record. It knows nothing of
+// HTTP handlers: the caller writes what it decides.
+package billing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/registry"
+	"socialrouter/caddymodule/router"
+	"socialrouter/caddymodule/store"
+)
+
+// Call holds the money of one call. Create it with New, pass it as the
+// router.Request's Budget, and Release it when the call ends (a no-op
+// once Settle captured the hold).
+type Call struct {
+	st   store.Store
+	hold store.Hold
+	key  store.Key
+
+	mu      sync.Mutex
+	held    map[string]store.HoldResult // by offer id, the last Reserve of each
+	refused []refusal                   // offers not one record of which could be paid
+	refusal *router.Failure             // what Refusal returned, to know it again
+}
+
+// refusal is one unpayable offer and what capped it.
+type refusal struct {
+	offer *registry.Offer
+	by    string
+}
+
+// New returns the money of the call that will be stored as run runID,
+// made with key at now.
+func New(st store.Store, runID string, key store.Key, now time.Time) *Call {
+	return &Call{
+		st:   st,
+		hold: store.Hold{ID: runID, AccountID: key.AccountID, KeyID: key.ID, Now: now},
+		key:  key,
+		held: map[string]store.HoldResult{},
+	}
+}
+
+// Reserve re-sizes the call's hold for offer o (router.Budget): the most
+// of records its price lets the balance and the key's limit pay for.
+func (c *Call) Reserve(ctx context.Context, o *registry.Offer, records int) (int, string, error) {
+	h := c.hold
+	h.Price, h.Records = o.Price, records
+	res, err := c.st.Reserve(ctx, h)
+	if err != nil {
+		return 0, "", err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.held[o.ID] = res
+	if res.Records > 0 {
+		return res.Records, "", nil
+	}
+	c.refused = append(c.refused, refusal{offer: o, by: res.CappedBy})
+	if res.CappedBy == store.CappedCreditLimit {
+		return 0, fmt.Sprintf("skipped: this key's credit limit per %s has no room for one record at %s credits", res.Period, o.Price), nil
+	}
+	return 0, fmt.Sprintf("skipped: the available balance does not pay for one record at %s credits", o.Price), nil
+}
+
+// CappedBy says what money capped the records asked of offer o (the
+// serving offer): store.CappedBalance, store.CappedCreditLimit or "".
+func (c *Call) CappedBy(o *registry.Offer) string {
+	if o == nil {
+		return ""
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.held[o.ID].CappedBy
+}
+
+// Release drops what the call still holds: after a failed or refused call,
+// or a settle that did not commit.
+func (c *Call) Release(ctx context.Context) error {
+	return c.st.Release(ctx, c.hold.ID)
+}
+
+// Refusal is the router failure of a call whose every offer was unpayable
+// (router.Budget); Refused turns it into the answer.
+func (c *Call) Refusal() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.refusal = &router.Failure{Status: http.StatusPaymentRequired, Code: "insufficient_credits", Type: "billing",
+		Message: "not one record of any offer can be paid"}
+	return c.refusal
+}
+
+// Answer is an error answer the caller writes as the error envelope:
+// status, code, type, message, the extra fields of the error object and
+// the Retry-After header when set.
+type Answer struct {
+	Status     int
+	Code       string
+	Type       string
+	Message    string
+	Extra      map[string]any
+	RetryAfter time.Duration
+}
+
+// Refused returns the answer of a call the router refused because no
+// offer could be paid one record (nil for any other outcome): 402
+// insufficient_credits when the balance is short, else 429
+// credit_limit_exceeded with Retry-After to the end of the key's window.
+// The messages and fields are those of the balance and limit checks.
+func (c *Call) Refused(ctx context.Context, err error) (*Answer, error) {
+	var f *router.Failure
+	c.mu.Lock()
+	if !errors.As(err, &f) || f != c.refusal || f == nil {
+		c.mu.Unlock()
+		return nil, nil
+	}
+	var cheapest credits.Micros
+	byLimit := true
+	for i, r := range c.refused {
+		if i == 0 || r.offer.Price < cheapest {
+			cheapest = r.offer.Price
+		}
+		byLimit = byLimit && r.by == store.CappedCreditLimit
+	}
+	c.mu.Unlock()
+	if byLimit && c.key.CreditLimit != nil {
+		return c.limitAnswer(ctx)
+	}
+	acct, err := c.st.GetAccount(ctx, c.hold.AccountID)
+	if err != nil {
+		return nil, fmt.Errorf("reading account %s: %w", c.hold.AccountID, err)
+	}
+	msg := fmt.Sprintf("balance %s credits does not pay for one record at %s credits; add credits to the account", acct.Balance, cheapest)
+	if acct.Balance >= cheapest {
+		msg = fmt.Sprintf("balance %s credits does not pay for one record at %s credits once the calls in flight are paid; add credits to the account or wait for them", acct.Balance, cheapest)
+	}
+	return &Answer{Status: http.StatusPaymentRequired, Code: "insufficient_credits", Type: "billing", Message: msg,
+		Extra: map[string]any{"balance": acct.Balance, "price_per_record": cheapest}}, nil
+}
+
+// limitAnswer is the 429 of a key whose window has no room for a record.
+func (c *Call) limitAnswer(ctx context.Context) (*Answer, error) {
+	lim := c.key.CreditLimit
+	now := c.hold.Now
+	spent, err := c.st.KeySpend(ctx, c.key.ID, lim.Period, now)
+	if err != nil {
+		return nil, fmt.Errorf("reading spend of key %s: %w", c.key.ID, err)
+	}
+	end := store.PeriodEnd(lim.Period, now)
+	held := ""
+	if spent < lim.Credits {
+		held = ", and what is left is held by its calls in flight or pays for no record"
+	}
+	return &Answer{
+		Status: http.StatusTooManyRequests, Code: "credit_limit_exceeded", Type: "rate_limit",
+		Message: fmt.Sprintf("credit limit exceeded: this key spent %s of its %s credits per %s%s; the limit resets at %s",
+			spent, lim.Credits, lim.Period, held, end.Format(time.RFC3339)),
+		Extra:      map[string]any{"period": lim.Period, "limit": lim.Credits, "spent": spent, "resets_at": end.Format(time.RFC3339)},
+		RetryAfter: end.Sub(now),
+	}, nil
+}
+
+// Interface guard
+var _ router.Budget = (*Call)(nil)

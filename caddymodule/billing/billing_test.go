@@ -1,0 +1,135 @@
+package billing
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/registry"
+	"socialrouter/caddymodule/router"
+	"socialrouter/caddymodule/store"
+	"socialrouter/caddymodule/store/badger"
+)
+
+var (
+	now   = time.Date(2026, 3, 4, 10, 30, 0, 0, time.UTC)
+	cheap = &registry.Offer{ID: "source_b/pro_net", Price: 1725}
+	dear  = &registry.Offer{ID: "source_a/actor", Price: 2000}
+)
+
+// openStore is a real badger store in a temporary directory, with an
+// account holding balance and a key, limited when limit is set.
+func openStore(t *testing.T, balance credits.Micros, limit *store.CreditLimit) (store.Store, store.Key) {
+	t.Helper()
+	st, err := badger.Open(t.TempDir(), badger.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	ctx := t.Context()
+	if _, err := st.CreateAccount(ctx, "acme", balance, now); err != nil {
+		t.Fatal(err)
+	}
+	k := store.Key{ID: "key_1", AccountID: "acme", Hash: [32]byte{1}, Display: "sdr_…0001", CreatedAt: now, CreditLimit: limit}
+	if err := st.CreateKey(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	return st, k
+}
+
+func TestReserveCapsAndResizes(t *testing.T) {
+	st, k := openStore(t, 5*2000, nil)
+	c := New(st, "ext_1", k, now)
+	ctx := t.Context()
+	if n, note, err := c.Reserve(ctx, cheap, 3); n != 3 || note != "" || err != nil {
+		t.Fatalf("Reserve(3 at cheap) = %d, %q, %v; want 3", n, note, err)
+	}
+	if got := c.CappedBy(cheap); got != "" {
+		t.Errorf("CappedBy = %q for an uncapped hold", got)
+	}
+	// Failover to the dear offer re-sizes the same hold: 5 records fit,
+	// not 5 minus the 3 of the first hold.
+	if n, _, err := c.Reserve(ctx, dear, 10); n != 5 || err != nil {
+		t.Fatalf("Reserve(10 at dear) = %d, %v; want 5", n, err)
+	}
+	if got := c.CappedBy(dear); got != store.CappedBalance {
+		t.Errorf("CappedBy(dear) = %q, want balance", got)
+	}
+	// Another call sees the whole balance held.
+	other := New(st, "ext_2", k, now)
+	if n, note, _ := other.Reserve(ctx, cheap, 1); n != 0 || !strings.Contains(note, "balance") {
+		t.Errorf("second call Reserve = %d, %q; want 0 and a note on the balance", n, note)
+	}
+	if err := c.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, _ := other.Reserve(ctx, cheap, 1); n != 1 {
+		t.Errorf("after Release the second call got %d records, want 1", n)
+	}
+}
+
+func TestRefused(t *testing.T) {
+	day := &store.CreditLimit{Period: store.PeriodDay, Credits: 1000}
+	tests := []struct {
+		name       string
+		balance    credits.Micros
+		limit      *store.CreditLimit
+		hold       bool // another call holds the balance
+		wantStatus int
+		wantCode   string
+		wantMsg    string
+		wantExtra  []string
+		wantRetry  time.Duration
+	}{
+		{"empty balance", 100, nil, false, http.StatusPaymentRequired, "insufficient_credits",
+			"balance 0.0001 credits does not pay for one record at 0.001725 credits", []string{"balance", "price_per_record"}, 0},
+		{"balance held by calls in flight", 1725, nil, true, http.StatusPaymentRequired, "insufficient_credits",
+			"once the calls in flight are paid", []string{"balance", "price_per_record"}, 0},
+		{"key limit below one record", 100 * credits.PerCredit, day, false, http.StatusTooManyRequests, "credit_limit_exceeded",
+			"credit limit exceeded: this key spent 0 of its 0.001 credits per day", []string{"period", "limit", "spent", "resets_at"}, 13*time.Hour + 30*time.Minute},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st, k := openStore(t, tt.balance, tt.limit)
+			ctx := t.Context()
+			if tt.hold {
+				if n, _, _ := New(st, "ext_0", k, now).Reserve(ctx, cheap, 1); n != 1 {
+					t.Fatalf("the other call got %d records", n)
+				}
+			}
+			c := New(st, "ext_1", k, now)
+			for _, o := range []*registry.Offer{cheap, dear} {
+				if n, note, err := c.Reserve(ctx, o, 10); n != 0 || note == "" || err != nil {
+					t.Fatalf("Reserve(%s) = %d, %q, %v; want 0 with a note", o.ID, n, note, err)
+				}
+			}
+			a, err := c.Refused(ctx, c.Refusal())
+			if err != nil || a == nil {
+				t.Fatalf("Refused = %+v, %v", a, err)
+			}
+			if a.Status != tt.wantStatus || a.Code != tt.wantCode || !strings.Contains(a.Message, tt.wantMsg) || a.RetryAfter != tt.wantRetry {
+				t.Errorf("answer %+v; want %d %s %q Retry-After %s", a, tt.wantStatus, tt.wantCode, tt.wantMsg, tt.wantRetry)
+			}
+			for _, f := range tt.wantExtra {
+				if _, ok := a.Extra[f]; !ok {
+					t.Errorf("answer lacks field %s: %v", f, a.Extra)
+				}
+			}
+		})
+	}
+}
+
+func TestRefusedOnlyItsOwnRefusal(t *testing.T) {
+	st, k := openStore(t, 0, nil)
+	c := New(st, "ext_1", k, now)
+	other := New(st, "ext_2", k, now)
+	for _, err := range []error{nil, errors.New("boom"), &router.Failure{Status: 502, Code: "provider_error"}, other.Refusal(), context.Canceled} {
+		if a, rerr := c.Refused(t.Context(), err); a != nil || rerr != nil {
+			t.Errorf("Refused(%v) = %+v, %v; want nothing", err, a, rerr)
+		}
+	}
+}

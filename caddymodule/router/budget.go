@@ -1,0 +1,160 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"go.uber.org/zap"
+
+	"socialrouter/caddymodule/registry"
+	"socialrouter/caddymodule/runs"
+)
+
+// Budget is the money side of a call, asked before each offer attempt:
+// authorize, then call. The router knows nothing of balances or stores;
+// the caller's Budget holds the money (and re-sizes the hold on failover)
+// and says how many records the attempt may ask the upstream for.
+type Budget interface {
+	// Reserve holds money for at most records records of offer o and
+	// returns how many it covers (0..records). 0 skips the offer, with
+	// note as the attempt's message; an error ends the call.
+	Reserve(ctx context.Context, o *registry.Offer, records int) (covered int, note string, err error)
+	// Refusal is the failure of a call whose every candidate offer was
+	// skipped because not one record of it could be paid.
+	Refusal() error
+}
+
+// OutcomeUnpayable is an offer the walk skipped because the call's money
+// (the balance, or the key's credit limit) does not pay for one record of
+// it; the attempt's message says which.
+const OutcomeUnpayable = "unpayable"
+
+// ErrNoBudget is the failure of a call every offer of which was unpayable
+// when its Budget gives no Refusal.
+var ErrNoBudget = errors.New("not one record of any offer can be paid")
+
+// records is the most records the call may return, what a Budget is asked
+// to cover: the limit, per input where it applies per input, and never
+// more than the service's records_per_input allows for the inputs.
+func (req Request) records() int {
+	inputs := max(1, len(req.Inputs))
+	perInput := req.Service.PerInput
+	if req.scope() == registry.ScopePerInput {
+		if perInput > 0 {
+			return min(req.Limit, perInput) * inputs
+		}
+		return req.Limit * inputs
+	}
+	if perInput > 0 {
+		return min(req.Limit, perInput*inputs)
+	}
+	return req.Limit
+}
+
+// capped returns the request cut to covered records, so the upstream is
+// never asked for more than the call's money covers. Per call: the limit,
+// and no more inputs than records (an input yields at least one record, so
+// more inputs is upstream work nobody pays for: 1,000 URLs with limit 1
+// make one upstream input, not 1,000). Per input: a per-input limit and as
+// many inputs as it fills.
+func (req Request) capped(covered int) Request {
+	if req.Limit <= 0 || covered <= 0 {
+		return req
+	}
+	if req.scope() == registry.ScopePerInput {
+		if covered >= req.records() {
+			return req
+		}
+		req.Limit = min(req.Limit, covered)
+		if n := covered / req.Limit; n < len(req.Inputs) {
+			req.Inputs = req.Inputs[:n:n]
+		}
+		return req
+	}
+	req.Limit = min(req.Limit, covered)
+	if len(req.Inputs) > req.Limit {
+		req.Inputs = req.Inputs[:req.Limit:req.Limit]
+	}
+	return req
+}
+
+// batchLimits is the limit each batch asks its upstream for. Per input it
+// is the window of every input; per call the call's window is shared out
+// in proportion to the batches' inputs (each at least one record when
+// there are no more inputs than records), so that the batches together
+// never ask for more than the call may return.
+func batchLimits(batches [][]string, window int, scope string) []int {
+	out := make([]int, len(batches))
+	if window <= 0 || scope == registry.ScopePerInput || len(batches) == 1 {
+		for i := range out {
+			out[i] = window
+		}
+		return out
+	}
+	total := 0
+	for _, b := range batches {
+		total += len(b)
+	}
+	given := 0
+	for i, b := range batches {
+		out[i] = window * len(b) / max(1, total)
+		given += out[i]
+	}
+	for i := 0; given < window; i = (i + 1) % len(out) {
+		out[i]++
+		given++
+	}
+	return out
+}
+
+// reserve asks the call's Budget for offer o before it is called and
+// returns the request the attempt runs, cut to what the money covers; nil
+// (and no failure) when the offer is skipped as unpayable.
+func (w *walk) reserve(ctx context.Context, o *registry.Offer, trial bool) (*Request, *Failure) {
+	req := w.req
+	covered := req.records()
+	if b := req.Budget; b != nil {
+		n, note, err := b.Reserve(ctx, o, covered)
+		if err != nil || n <= 0 {
+			w.r.breakers.report(o, neutral, trial) // the offer was not called
+		}
+		if err != nil {
+			w.r.logger.Error("reserving credits", zap.String("offer", o.ID), zap.Error(err))
+			return nil, &Failure{Status: http.StatusServiceUnavailable, Code: "store_unavailable", Type: "internal",
+				Message:  "the account store is unavailable, so no upstream was called and nothing was charged; retry shortly",
+				Attempts: w.attempts, cause: err}
+		}
+		if n <= 0 {
+			if note == "" {
+				note = fmt.Sprintf("skipped: not one record at %s credits can be paid", o.Price)
+			}
+			w.unpayable++
+			w.attempts = append(w.attempts, runs.Attempt{Offer: o.ID, Outcome: OutcomeUnpayable, Message: note})
+			return nil, nil
+		}
+		covered = min(covered, n)
+	}
+	req = req.capped(covered)
+	return &req, nil
+}
+
+// refusal is the failure of a walk that called no offer because none
+// could be paid.
+func (w *walk) refusal() *Failure {
+	var err error
+	if w.req.Budget != nil {
+		err = w.req.Budget.Refusal()
+	}
+	var f *Failure
+	if errors.As(err, &f) {
+		f.Attempts = w.attempts
+		return f
+	}
+	if err == nil {
+		err = ErrNoBudget
+	}
+	return &Failure{Status: http.StatusPaymentRequired, Code: "insufficient_credits", Type: "billing",
+		Message: err.Error(), Attempts: w.attempts, cause: err}
+}

@@ -1,0 +1,213 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"sync"
+	"testing"
+
+	"socialrouter/caddymodule/registry"
+	"socialrouter/caddymodule/sources"
+)
+
+// tableBudget covers, per offer, at most covers[offer] records (absent:
+// everything asked) and records what it was asked.
+type tableBudget struct {
+	covers  map[string]int
+	err     error
+	refusal error
+
+	mu    sync.Mutex
+	asked []string // "<offer>:<records>"
+}
+
+func (b *tableBudget) Reserve(_ context.Context, o *registry.Offer, records int) (int, string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.asked = append(b.asked, fmt.Sprintf("%s:%d", o.ID, records))
+	if b.err != nil {
+		return 0, "", b.err
+	}
+	if n, ok := b.covers[o.ID]; ok {
+		return min(n, records), "skipped: the balance pays for no record", nil
+	}
+	return records, "", nil
+}
+
+func (b *tableBudget) Refusal() error { return b.refusal }
+
+// asked sums the records the upstream calls of a fake asked for: the
+// limit of each call, or its inputs when it has none.
+func askedRecords(calls []sources.Call) (records, inputs int) {
+	for _, c := range calls {
+		n := len(bodyInputs(c.Body))
+		inputs += n
+		if c.Limit > 0 {
+			records += c.Limit
+		} else {
+			records += n
+		}
+	}
+	return records, inputs
+}
+
+func urls(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("https://example.com/in/u%d", i)
+	}
+	return out
+}
+
+// TestBudgetCapsUpstream: the upstream is never asked for more records
+// than the Budget covered, per call and per input, failover included.
+func TestBudgetCapsUpstream(t *testing.T) {
+	reg := testRegistry(t)
+	tests := []struct {
+		name    string
+		svc     string
+		inputs  int
+		limit   int
+		covers  map[string]int
+		headErr bool
+		// want: records the serving offer's calls ask for at most, its
+		// inputs, and the records served.
+		wantAsked, wantInputs, wantRecords int
+		wantAttempts                       []string
+	}{
+		{"per call, balance for 3 of 10", "pro_net/profile.info", 5, 10, map[string]int{headID: 3}, false, 3, 3, 3,
+			[]string{headID + ":ok"}},
+		{"per call limit 1 of 30 inputs, funded", "pro_net/profile.info", 30, 1, nil, false, 1, 1, 1,
+			[]string{headID + ":ok"}},
+		{"per call, head unpayable", "pro_net/profile.info", 4, 10, map[string]int{headID: 0, secondID: 2}, false, 2, 2, 2,
+			[]string{headID + ":unpayable", secondID + ":ok"}},
+		{"failover gets the second offer's cover", "pro_net/profile.info", 4, 10, map[string]int{headID: 4, secondID: 1}, true, 1, 1, 1,
+			[]string{headID + ":upstream_5xx", secondID + ":ok"}},
+		{"per input, 5 of 3x4", "pro_net/post.list", 3, 4, map[string]int{"source_a/actor_2": 5}, false, 4, 1, 4,
+			[]string{"source_a/actor_2:ok"}},
+		{"per input, 2 of 3x4", "pro_net/post.list", 3, 4, map[string]int{"source_a/actor_2": 2}, false, 2, 1, 2,
+			[]string{"source_a/actor_2:ok"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			svc := service(t, reg, tt.svc)
+			a := &fake{do: echo(6)}
+			if tt.headErr {
+				a.do = fail(&sources.Error{Outcome: sources.OutcomeUpstream5xx, Status: 503, Retryable: true})
+			}
+			b := &fake{do: echo(6)}
+			bud := &tableBudget{covers: tt.covers}
+			r := setup(t, Config{}, a, b)
+			res, err := r.Run(context.Background(), Request{Service: svc, Inputs: urls(tt.inputs), Limit: tt.limit, Budget: bud})
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if got := outcomes(res.Attempts); !reflect.DeepEqual(got, tt.wantAttempts) {
+				t.Errorf("attempts %v, want %v", got, tt.wantAttempts)
+			}
+			serving := a
+			if res.Offer.Source.ID == "source_b" {
+				serving = b
+			}
+			asked, inputs := askedRecords(serving.Calls())
+			if asked > tt.wantAsked || inputs != tt.wantInputs {
+				t.Errorf("upstream asked for %d records of %d inputs, want at most %d of %d (calls %+v)", asked, inputs, tt.wantAsked, tt.wantInputs, serving.Calls())
+			}
+			if len(res.Records) != tt.wantRecords {
+				t.Errorf("%d records served, want %d", len(res.Records), tt.wantRecords)
+			}
+			if n, ok := tt.covers[headID]; ok && n == 0 && len(a.Calls()) != 0 {
+				t.Errorf("unpayable head was called %d times", len(a.Calls()))
+			}
+		})
+	}
+}
+
+// TestBudgetRefusal: no offer payable → the Budget's refusal, before any
+// upstream call; a Budget error → 503, no upstream call either.
+func TestBudgetRefusal(t *testing.T) {
+	reg := testRegistry(t)
+	svc := service(t, reg, "pro_net/profile.info")
+	refusal := &Failure{Status: http.StatusPaymentRequired, Code: "insufficient_credits", Type: "billing", Message: "no money"}
+	tests := []struct {
+		name       string
+		bud        *tableBudget
+		pin        bool
+		wantStatus int
+		wantCode   string
+	}{
+		{"every offer unpayable", &tableBudget{covers: map[string]int{headID: 0, secondID: 0}, refusal: refusal}, false, 402, "insufficient_credits"},
+		{"pinned offer unpayable", &tableBudget{covers: map[string]int{headID: 0}, refusal: refusal}, true, 402, "insufficient_credits"},
+		{"refusal without a Failure", &tableBudget{covers: map[string]int{headID: 0, secondID: 0}, refusal: errors.New("plain")}, false, 402, "insufficient_credits"},
+		{"store down", &tableBudget{err: errors.New("connection refused")}, false, 503, "store_unavailable"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := &fake{}, &fake{}
+			r := setup(t, Config{}, a, b)
+			req := Request{Service: svc, Inputs: urls(2), Limit: 10, Budget: tt.bud}
+			if tt.pin {
+				req.Pin = offer(t, svc, headID)
+			}
+			_, err := r.Run(context.Background(), req)
+			f := asFailure(t, err)
+			if f.Status != tt.wantStatus || f.Code != tt.wantCode {
+				t.Errorf("failure %d %s, want %d %s", f.Status, f.Code, tt.wantStatus, tt.wantCode)
+			}
+			if n := len(a.Calls()) + len(b.Calls()); n != 0 {
+				t.Errorf("%d upstream calls, want none", n)
+			}
+		})
+	}
+}
+
+func TestBatchLimits(t *testing.T) {
+	batch := func(n int) []string { return make([]string, n) }
+	tests := []struct {
+		name    string
+		batches [][]string
+		window  int
+		scope   string
+		want    []int
+	}{
+		{"one batch", [][]string{batch(3)}, 7, registry.ScopePerCall, []int{7}},
+		{"shared per call", [][]string{batch(20), batch(20), batch(5)}, 45, registry.ScopePerCall, []int{20, 20, 5}},
+		{"shared with remainder", [][]string{batch(2), batch(1)}, 10, registry.ScopePerCall, []int{7, 3}},
+		{"per input keeps the window", [][]string{batch(2), batch(1)}, 4, registry.ScopePerInput, []int{4, 4}},
+		{"no limit", [][]string{batch(2), batch(1)}, 0, registry.ScopePerCall, []int{0, 0}},
+	}
+	for _, tt := range tests {
+		got := batchLimits(tt.batches, tt.window, tt.scope)
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: batchLimits = %v, want %v", tt.name, got, tt.want)
+		}
+		if tt.scope == registry.ScopePerCall && tt.window > 0 {
+			sum := 0
+			for _, n := range got {
+				sum += n
+			}
+			if sum != tt.window {
+				t.Errorf("%s: shares sum to %d, want the window %d", tt.name, sum, tt.window)
+			}
+		}
+	}
+}
+
+// TestBatchPanicFailsOver: a client that panics fails its attempt
+// (internal_error) and the walk moves on; the process lives.
+func TestBatchPanicFailsOver(t *testing.T) {
+	reg := testRegistry(t)
+	svc := service(t, reg, "pro_net/profile.info")
+	a := &fake{do: func(context.Context, sources.Call) (*sources.Result, error) { panic("client bug") }}
+	r := setup(t, Config{}, a, &fake{})
+	res, err := r.Run(context.Background(), Request{Service: svc, Inputs: urls(3), Limit: 10})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got := outcomes(res.Attempts); !reflect.DeepEqual(got, []string{headID + ":internal_error", secondID + ":ok"}) {
+		t.Errorf("attempts %v", got)
+	}
+}
