@@ -1,6 +1,7 @@
 // Package api is the /v1 HTTP API of Social Data Router as a plain
-// http.Handler: routing, authentication, validation, the billing
-// pre-check, calling the router, settling and rendering the answers. It
+// http.Handler: routing, authentication, validation, the in-flight cap,
+// reserving money before each offer attempt (billing), calling the router,
+// settling and rendering the answers. It
 // knows nothing of Caddy: the caller hands it the registry, store, router
 // and shared in-flight counts of one config generation (Config). Extract
 // and Search are the calls without the HTTP around them, for front-ends

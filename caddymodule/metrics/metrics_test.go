@@ -178,13 +178,36 @@ func TestStore(t *testing.T) {
 	if _, err := s.ListAccounts(ctx); err != nil {
 		t.Errorf("list accounts through the decorator: %v", err)
 	}
-	s.ReservationOpened()
-	s.ReservationOpened()
-	s.ReservationClosed()
-	s.ObserveReserve(time.Now(), nil)
-	if v, _ := value(t, reg, "sdr_store_open_reservations", map[string]string{"store": "t_badger"}); v != 1 {
-		t.Errorf("open reservations %v, want 1", v)
+	// Two calls hold money, one re-sizes its hold (failover), one releases:
+	// one hold stays open; settling its run closes it.
+	for _, h := range []store.Hold{
+		{ID: "ext_2", AccountID: "acme", Price: 100, Records: 2, Now: now},
+		{ID: "ext_3", AccountID: "acme", Price: 100, Records: 1, Now: now},
+		{ID: "ext_2", AccountID: "acme", Price: 200, Records: 1, Now: now},
+	} {
+		if _, err := s.Reserve(ctx, h); err != nil {
+			t.Fatal(err)
+		}
 	}
+	if err := s.Release(ctx, "ext_3"); err != nil {
+		t.Fatal(err)
+	}
+	open := func(want float64) {
+		t.Helper()
+		if v, _ := value(t, reg, "sdr_store_open_reservations", map[string]string{"store": "t_badger"}); v != want {
+			t.Errorf("open reservations %v, want %v", v, want)
+		}
+	}
+	open(1)
+	if v, _ := value(t, reg, "sdr_store_reserve_duration_seconds", map[string]string{"store": "t_badger", "result": "ok"}); v != 3 {
+		t.Errorf("reservations timed %v, want 3", v)
+	}
+	run2 := &runs.Run{ID: "ext_2", Status: "completed", AccountID: "acme", KeyID: "k1", CreatedAt: now, CompletedAt: now,
+		Data: []json.RawMessage{json.RawMessage(`{"a":1}`)}}
+	if _, err := s.Settle(ctx, store.Settlement{Run: run2, Price: 200, Offer: "t_store/a", Platform: "p", Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	open(0)
 	if err := bs.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"socialrouter/caddymodule/store"
@@ -15,6 +16,9 @@ import (
 type Store struct {
 	store.Store
 	kind string
+	// open is the set of call ids holding a reservation on this node, so
+	// the gauge counts a hold once however often failover re-sizes it.
+	open sync.Map
 }
 
 // Pinger is a store that can tell cheaply whether it answers.
@@ -37,6 +41,9 @@ func (s *Store) Unwrap() store.Store { return s.Store }
 func (s *Store) Settle(ctx context.Context, st store.Settlement) (store.SettleResult, error) {
 	start := time.Now()
 	res, err := s.Store.Settle(ctx, st)
+	if err == nil && st.Run != nil {
+		s.closed(st.Run.ID)
+	}
 	settleDuration.WithLabelValues(s.kind, result(err)).Observe(time.Since(start).Seconds())
 	if err == nil && st.Offer != "" && res.Records > 0 {
 		recordsServed.WithLabelValues(st.Offer).Add(float64(res.Records))
@@ -65,8 +72,41 @@ func (s *Store) ListAccounts(ctx context.Context) ([]store.Account, error) {
 	return ex.ListAccounts(ctx)
 }
 
-// ObserveReserve records one credit reservation that took since start;
-// the decorator's Reserve (added with the reservation step) calls it.
+// Reserve times the reservation and counts the call's hold as open while
+// it covers at least one record.
+func (s *Store) Reserve(ctx context.Context, h store.Hold) (store.HoldResult, error) {
+	start := time.Now()
+	res, err := s.Store.Reserve(ctx, h)
+	s.ObserveReserve(start, err)
+	switch {
+	case err != nil:
+	case res.Records > 0:
+		if _, loaded := s.open.LoadOrStore(h.ID, struct{}{}); !loaded {
+			s.ReservationOpened()
+		}
+	default:
+		s.closed(h.ID)
+	}
+	return res, err
+}
+
+// Release drops the call's hold and closes it in the gauge.
+func (s *Store) Release(ctx context.Context, id string) error {
+	err := s.Store.Release(ctx, id)
+	if err == nil {
+		s.closed(id)
+	}
+	return err
+}
+
+// closed closes the hold of call id in the gauge, if it was open.
+func (s *Store) closed(id string) {
+	if _, ok := s.open.LoadAndDelete(id); ok {
+		s.ReservationClosed()
+	}
+}
+
+// ObserveReserve records one credit reservation that took since start.
 func (s *Store) ObserveReserve(start time.Time, err error) {
 	reserveDuration.WithLabelValues(s.kind, result(err)).Observe(time.Since(start).Seconds())
 }
