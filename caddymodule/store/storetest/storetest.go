@@ -54,6 +54,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"concurrent_some_fail", testConcurrentSomeFail},
 		{"list_accounts", testListAccounts},
 	}
+	suites = append(suites, memberSuites...)
 	for _, s := range suites {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()
