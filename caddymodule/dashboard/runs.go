@@ -1,0 +1,70 @@
+package dashboard
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+
+	"socialrouter/caddymodule/store"
+)
+
+type runsData struct {
+	Runs     []store.RunSummary
+	Filter   map[string]string
+	Services []string
+	Error    string
+}
+
+// runsPage serves GET /runs?service=&status=&from=&to=: the account's
+// latest runs, newest first.
+func (h *Handler) runsPage(w http.ResponseWriter, r *http.Request, s *session) {
+	f, vals, err := runFilter(r)
+	d := runsData{Filter: vals}
+	status := http.StatusOK
+	if err != nil {
+		d.Error, status = err.Error(), http.StatusBadRequest
+	} else if d.Runs, err = h.Store.ListRuns(r.Context(), s.AccountID, f); err != nil {
+		h.failed(w, r, s, "listing runs", err)
+		return
+	}
+	if reg := h.Registry(); reg != nil {
+		for _, e := range catalogue(reg) {
+			if !slices.Contains(d.Services, e.Service) {
+				d.Services = append(d.Services, e.Service)
+			}
+		}
+	}
+	h.render(w, status, "runs", s, view{Title: "Runs", Nav: "runs", Data: d})
+}
+
+// runPage serves GET /runs/{id}; another account's run is not found.
+func (h *Handler) runPage(w http.ResponseWriter, r *http.Request, s *session) {
+	run, err := h.Store.GetRun(r.Context(), s.AccountID, r.PathValue("id"))
+	if errors.Is(err, store.ErrNotFound) {
+		h.notFound(w, r, s)
+		return
+	}
+	if err != nil {
+		h.failed(w, r, s, "reading run", err)
+		return
+	}
+	h.render(w, http.StatusOK, "run", s, view{Title: "Run " + run.ID, Nav: "runs", Data: run})
+}
+
+// downloadRun serves GET /runs/{id}/download: the run as the API answers
+// GET /v1/extractions/{id}, as a file.
+func (h *Handler) downloadRun(w http.ResponseWriter, r *http.Request, s *session) {
+	id := r.PathValue("id")
+	b, err := h.Store.GetRunJSON(r.Context(), nil, s.AccountID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		h.notFound(w, r, s)
+		return
+	}
+	if err != nil {
+		h.failed(w, r, s, "reading run", err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Disposition", `attachment; filename="`+id+`.json"`)
+	w.Write(b)
+}
