@@ -341,7 +341,7 @@ func (e *env) settleRun(account, keyID string, n int) runs.Run {
 	r := &runs.Run{ID: "ext_01jrun" + account + keyID, Status: "completed", Platform: "pro_net", Service: "company.info",
 		URL: "https://example.com/c", ServedBy: "source_b/pro_net", Provider: "source_b", Data: data,
 		Pagination: runs.Pagination{Total: n}, CreatedAt: now, CompletedAt: now.Add(time.Second),
-		Attempts: []runs.Attempt{{Offer: "source_b/pro_net", Outcome: "ok", Status: 200, DurationMS: 900, Records: n}},
+		Attempts:  []runs.Attempt{{Offer: "source_b/pro_net", Outcome: "ok", Status: 200, DurationMS: 900, Records: n}},
 		AccountID: account, KeyID: keyID}
 	if _, err := e.store.Settle(e.t.Context(), store.Settlement{Run: r, Price: 1725, Offer: "source_b/pro_net", Platform: "pro_net", Now: now}); err != nil {
 		e.t.Fatal(err)
