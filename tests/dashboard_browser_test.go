@@ -86,8 +86,8 @@ func TestDashboardInBrowser(t *testing.T) {
 				scancel()
 				t.Fatalf("viewport: %v", err)
 			}
-			time.Sleep(200 * time.Millisecond) // let the layout settle
-			shot := chromedp.FullScreenshot(90)
+			time.Sleep(200 * time.Millisecond)   // let the layout settle
+			shot := chromedp.FullScreenshot(100) // 100: PNG (below, JPEG)
 			if len(viewport) > 0 {
 				shot = chromedp.CaptureScreenshot()
 			}

@@ -78,7 +78,7 @@ func dailyChart(rows []store.UsageRow, today time.Time, title string, group func
 	const w, h, top, bottom, left = 600.0, 180.0, 10.0, 20.0, 4.0
 	barW := (w - left) / chartDays
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg viewBox="0 0 %g %g" role="img" aria-label="%s" preserveAspectRatio="none" class="chart">`,
+	fmt.Fprintf(&b, `<svg viewBox="0 0 %g %g" role="img" aria-label="%s" class="chart">`,
 		w, h, template.HTMLEscapeString(title))
 	fmt.Fprintf(&b, `<line x1="0" y1="%g" x2="%g" y2="%g" class="axis"/>`, h-bottom, w, h-bottom)
 	for d, day := range per {
@@ -95,8 +95,12 @@ func dailyChart(rows []store.UsageRow, today time.Time, title string, group func
 			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s %s: %s</title></rect>`,
 				x+1, y, barW-2, bh, color[g], date.Format("Jan 2"), template.HTMLEscapeString(g), format(v))
 		}
-		if d%7 == 0 || d == chartDays-1 {
-			fmt.Fprintf(&b, `<text x="%.1f" y="%g" class="tick">%s</text>`, x+1, h-5, date.Format("Jan 2"))
+		if (chartDays-1-d)%7 == 0 { // weekly, ending today (flush right)
+			tx, anchor := x+barW/2, "middle"
+			if d == chartDays-1 {
+				tx, anchor = x+barW, "end"
+			}
+			fmt.Fprintf(&b, `<text x="%.1f" y="%g" class="tick" text-anchor="%s">%s</text>`, tx, h-5, anchor, date.Format("Jan 2"))
 		}
 	}
 	if peak <= 0 {

@@ -40,12 +40,8 @@ func (h *Handler) runsPage(w http.ResponseWriter, r *http.Request, s *session) {
 // runPage serves GET /runs/{id}; another account's run is not found.
 func (h *Handler) runPage(w http.ResponseWriter, r *http.Request, s *session) {
 	run, err := h.Store.GetRun(r.Context(), s.AccountID, r.PathValue("id"))
-	if errors.Is(err, store.ErrNotFound) {
-		h.notFound(w, r, s)
-		return
-	}
 	if err != nil {
-		h.failed(w, r, s, "reading run", err)
+		h.runError(w, r, s, err)
 		return
 	}
 	h.render(w, http.StatusOK, "run", s, view{Title: "Run " + run.ID, Nav: "runs", Data: run})
@@ -56,15 +52,21 @@ func (h *Handler) runPage(w http.ResponseWriter, r *http.Request, s *session) {
 func (h *Handler) downloadRun(w http.ResponseWriter, r *http.Request, s *session) {
 	id := r.PathValue("id")
 	b, err := h.Store.GetRunJSON(r.Context(), nil, s.AccountID, id)
-	if errors.Is(err, store.ErrNotFound) {
-		h.notFound(w, r, s)
-		return
-	}
 	if err != nil {
-		h.failed(w, r, s, "reading run", err)
+		h.runError(w, r, s, err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Disposition", `attachment; filename="`+id+`.json"`)
 	w.Write(b)
+}
+
+// runError answers a failed run lookup: 404 for a missing run or another
+// account's (the store scopes the lookup).
+func (h *Handler) runError(w http.ResponseWriter, r *http.Request, s *session, err error) {
+	if errors.Is(err, store.ErrNotFound) {
+		h.notFound(w, r, s)
+		return
+	}
+	h.failed(w, r, s, "reading run", err)
 }
