@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -476,5 +477,32 @@ func TestCookieAttributes(t *testing.T) {
 		if k.Name != c.name || !k.HttpOnly || k.SameSite != http.SameSiteLaxMode || k.Path != "/" || k.Secure != c.tls {
 			t.Errorf("tls=%v: cookie %+v", c.tls, k)
 		}
+	}
+}
+
+// TestSigninTimingHidesUnknownEmails: an unknown email costs the same
+// argon2id check as a wrong password (without it, the answer would come
+// tens of times faster and tell the email is unknown).
+func TestSigninTimingHidesUnknownEmails(t *testing.T) {
+	e := newEnv(t, false)
+	e.member("acme", "alice@example.com")
+	dummyHash() // computed once, not inside a timed sign-in
+	median := func(email string) time.Duration {
+		var ds []time.Duration
+		for i := range 5 {
+			start := time.Now()
+			p := e.browser().do(http.MethodPost, "/dashboard/signin",
+				url.Values{"email": {email}, "password": {"wrong password " + string(rune('a'+i))}})
+			ds = append(ds, time.Since(start))
+			if p.status != http.StatusUnauthorized {
+				t.Fatalf("%s: %d", email, p.status)
+			}
+		}
+		slices.Sort(ds)
+		return ds[len(ds)/2]
+	}
+	known, unknown := median("alice@example.com"), median("nobody@example.com")
+	if unknown < known/3 || known < unknown/3 {
+		t.Errorf("sign-in took %v for a known email, %v for an unknown one: too far apart", known, unknown)
 	}
 }
