@@ -16,7 +16,7 @@ type accountData struct {
 }
 
 // showAccount renders the account page (password and sessions).
-func (h *Handler) showAccount(w http.ResponseWriter, r *http.Request, s *session, status int, d accountData) {
+func (h *Handler) showAccount(w http.ResponseWriter, r *http.Request, s *Session, status int, d accountData) {
 	list, err := h.Store.ListSessions(r.Context(), s.MemberID, h.now())
 	if err != nil {
 		h.failed(w, r, s, "listing sessions", err)
@@ -27,7 +27,7 @@ func (h *Handler) showAccount(w http.ResponseWriter, r *http.Request, s *session
 }
 
 // accountPage serves GET /account.
-func (h *Handler) accountPage(w http.ResponseWriter, r *http.Request, s *session) {
+func (h *Handler) accountPage(w http.ResponseWriter, r *http.Request, s *Session) {
 	d := accountData{}
 	if r.URL.Query().Get("done") == "password" {
 		d.Done = "Password changed. Your other sessions were signed out."
@@ -37,7 +37,7 @@ func (h *Handler) accountPage(w http.ResponseWriter, r *http.Request, s *session
 
 // changePassword serves POST /account/password: checks the current
 // password, stores the new hash and signs out every other session.
-func (h *Handler) changePassword(w http.ResponseWriter, r *http.Request, s *session) {
+func (h *Handler) changePassword(w http.ResponseWriter, r *http.Request, s *Session) {
 	f, err := readPasswordChange(w, r)
 	if err != nil {
 		h.showAccount(w, r, s, http.StatusBadRequest, accountData{Error: err.Error()})
@@ -76,7 +76,7 @@ func (h *Handler) changePassword(w http.ResponseWriter, r *http.Request, s *sess
 
 // revokeSession serves POST /account/sessions/{id}/revoke: ends one of the
 // member's own sessions (another member's id is not found).
-func (h *Handler) revokeSession(w http.ResponseWriter, r *http.Request, s *session) {
+func (h *Handler) revokeSession(w http.ResponseWriter, r *http.Request, s *Session) {
 	id := r.PathValue("id")
 	list, err := h.Store.ListSessions(r.Context(), s.MemberID, h.now())
 	if err != nil {

@@ -63,7 +63,7 @@ func (h *Handler) acceptInvite(w http.ResponseWriter, r *http.Request) {
 		h.failed(w, r, nil, "starting session", err)
 		return
 	}
-	s := &session{Member: m}
+	s := &Session{Member: m}
 	s.AccountID = m.AccountID
 	h.record(r.Context(), s, "member_joined", m.Email)
 	http.Redirect(w, r, h.Path, http.StatusSeeOther)

@@ -33,7 +33,7 @@ type keysData struct {
 }
 
 // keyRows lists the account's keys with their current spend and last use.
-func (h *Handler) keyRows(r *http.Request, s *session) ([]keyRow, error) {
+func (h *Handler) keyRows(r *http.Request, s *Session) ([]keyRow, error) {
 	ctx := r.Context()
 	keys, err := h.Store.ListKeys(ctx, s.AccountID)
 	if err != nil {
@@ -69,7 +69,7 @@ func (h *Handler) keyRows(r *http.Request, s *session) ([]keyRow, error) {
 }
 
 // showKeys renders the keys page with status and extra state.
-func (h *Handler) showKeys(w http.ResponseWriter, r *http.Request, s *session, status int, d keysData) {
+func (h *Handler) showKeys(w http.ResponseWriter, r *http.Request, s *Session, status int, d keysData) {
 	rows, err := h.keyRows(r, s)
 	if err != nil {
 		h.failed(w, r, s, "listing keys", err)
@@ -80,13 +80,13 @@ func (h *Handler) showKeys(w http.ResponseWriter, r *http.Request, s *session, s
 }
 
 // keysPage serves GET /keys.
-func (h *Handler) keysPage(w http.ResponseWriter, r *http.Request, s *session) {
+func (h *Handler) keysPage(w http.ResponseWriter, r *http.Request, s *Session) {
 	h.showKeys(w, r, s, http.StatusOK, keysData{})
 }
 
 // createKey serves POST /keys: the secret is in this one answer (not
 // stored, not cacheable) and never again.
-func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, s *session) {
+func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, s *Session) {
 	f, err := readKey(w, r)
 	if err != nil {
 		h.showKeys(w, r, s, http.StatusBadRequest, keysData{Error: err.Error(), Name: f.Name})
@@ -107,7 +107,7 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, s *session) 
 
 // ownKey returns a key of the member's account; another account's key
 // is not found, as a missing one.
-func (h *Handler) ownKey(r *http.Request, s *session) (store.Key, error) {
+func (h *Handler) ownKey(r *http.Request, s *Session) (store.Key, error) {
 	k, err := h.Store.GetKey(r.Context(), r.PathValue("id"))
 	if err == nil && k.AccountID != s.AccountID {
 		err = store.ErrNotFound
@@ -116,7 +116,7 @@ func (h *Handler) ownKey(r *http.Request, s *session) (store.Key, error) {
 }
 
 // keyError answers a failed key lookup: 404 for a missing or foreign key.
-func (h *Handler) keyError(w http.ResponseWriter, r *http.Request, s *session, err error) {
+func (h *Handler) keyError(w http.ResponseWriter, r *http.Request, s *Session, err error) {
 	if errors.Is(err, store.ErrNotFound) {
 		h.notFound(w, r, s)
 		return
@@ -125,7 +125,7 @@ func (h *Handler) keyError(w http.ResponseWriter, r *http.Request, s *session, e
 }
 
 // setLimit serves POST /keys/{id}/limit; empty credits removes the limit.
-func (h *Handler) setLimit(w http.ResponseWriter, r *http.Request, s *session) {
+func (h *Handler) setLimit(w http.ResponseWriter, r *http.Request, s *Session) {
 	k, err := h.ownKey(r, s)
 	if err != nil {
 		h.keyError(w, r, s, err)
@@ -154,7 +154,7 @@ func (h *Handler) setLimit(w http.ResponseWriter, r *http.Request, s *session) {
 
 // revokePage serves GET /keys/{id}/revoke: a confirmation, since a
 // revoked key cannot be restored.
-func (h *Handler) revokePage(w http.ResponseWriter, r *http.Request, s *session) {
+func (h *Handler) revokePage(w http.ResponseWriter, r *http.Request, s *Session) {
 	k, err := h.ownKey(r, s)
 	if err != nil {
 		h.keyError(w, r, s, err)
@@ -165,7 +165,7 @@ func (h *Handler) revokePage(w http.ResponseWriter, r *http.Request, s *session)
 
 // revokeKey serves POST /keys/{id}/revoke; the next API call with the key
 // answers 401 revoked_api_key.
-func (h *Handler) revokeKey(w http.ResponseWriter, r *http.Request, s *session) {
+func (h *Handler) revokeKey(w http.ResponseWriter, r *http.Request, s *Session) {
 	k, err := h.ownKey(r, s)
 	if err != nil {
 		h.keyError(w, r, s, err)

@@ -16,8 +16,9 @@ import (
 	"socialrouter/caddymodule/store"
 )
 
-// session is the signed-in member of a request.
-type session struct {
+// Session is the signed-in member of a request, as RequireMember hands it
+// to a handler.
+type Session struct {
 	store.Session
 	Member store.Member
 }
@@ -67,7 +68,7 @@ func clearCookie(w http.ResponseWriter, r *http.Request) {
 // currentSession returns the request's live session: present in the store,
 // before its absolute end and used within the idle timeout. A live session
 // seen more than touchEvery ago is touched.
-func (h *Handler) currentSession(r *http.Request) (*session, error) {
+func (h *Handler) currentSession(r *http.Request) (*Session, error) {
 	c, err := r.Cookie(cookieName(r))
 	if err != nil || c.Value == "" {
 		return nil, store.ErrNotFound
@@ -92,14 +93,14 @@ func (h *Handler) currentSession(r *http.Request) (*session, error) {
 		}
 		s.LastSeen = now
 	}
-	return &session{Session: s, Member: m}, nil
+	return &Session{Session: s, Member: m}, nil
 }
 
 // RequireMember wraps a handler that needs a signed-in member: without a
 // live session, a GET is redirected to sign-in with a return path (?next=)
 // and anything else answers 401. Reusable by any page that needs a
 // member's consent (such as an OAuth consent page).
-func (h *Handler) RequireMember(fn func(http.ResponseWriter, *http.Request, *session)) http.Handler {
+func (h *Handler) RequireMember(fn func(http.ResponseWriter, *http.Request, *Session)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s, err := h.currentSession(r)
 		if err != nil {
@@ -148,7 +149,7 @@ func truncate(s string, n int) string {
 
 // record appends to the account's activity trail; a failure is logged,
 // not shown, since the action itself succeeded.
-func (h *Handler) record(ctx context.Context, s *session, action, detail string) {
+func (h *Handler) record(ctx context.Context, s *Session, action, detail string) {
 	a := store.Activity{AccountID: s.AccountID, At: h.now(), Member: s.Member.Email, Action: action, Detail: detail}
 	if err := h.Store.AddActivity(ctx, a); err != nil {
 		h.Logger.Error("recording dashboard activity", zap.String("action", action), zap.Error(err))

@@ -19,7 +19,7 @@ type overviewData struct {
 // overview serves GET /: the balance, the spend of the current UTC day,
 // ISO week and month, and 30 days of daily spend and records. The numbers
 // come from the same daily rollups as GET /v1/account/usage.
-func (h *Handler) overview(w http.ResponseWriter, r *http.Request, s *session) {
+func (h *Handler) overview(w http.ResponseWriter, r *http.Request, s *Session) {
 	ctx := r.Context()
 	acct, err := h.Store.GetAccount(ctx, s.AccountID)
 	if err != nil {

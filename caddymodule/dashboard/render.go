@@ -69,7 +69,7 @@ type view struct {
 }
 
 // render writes a page with status.
-func (h *Handler) render(w http.ResponseWriter, status int, page string, s *session, v view) {
+func (h *Handler) render(w http.ResponseWriter, status int, page string, s *Session, v view) {
 	t, ok := pages[page]
 	if !ok {
 		panic("no dashboard page " + page)
@@ -96,12 +96,12 @@ func (h *Handler) renderError(w http.ResponseWriter, r *http.Request, status int
 
 // notFound is the answer for unknown paths and for ids of other accounts
 // alike, so an id of another account cannot be told from a missing one.
-func (h *Handler) notFound(w http.ResponseWriter, r *http.Request, s *session) {
+func (h *Handler) notFound(w http.ResponseWriter, r *http.Request, s *Session) {
 	h.render(w, http.StatusNotFound, "error", s, view{Title: "Not found", Data: "There is nothing here."})
 }
 
 // failed logs a store error and answers 503.
-func (h *Handler) failed(w http.ResponseWriter, r *http.Request, s *session, what string, err error) {
+func (h *Handler) failed(w http.ResponseWriter, r *http.Request, s *Session, what string, err error) {
 	h.Logger.Error("dashboard: "+what, zap.Error(err))
 	h.render(w, http.StatusServiceUnavailable, "error", s, view{Title: "Unavailable",
 		Data: fmt.Sprintf("The account store could not answer (%s); try again shortly.", what)})

@@ -20,7 +20,7 @@ func (h *Handler) routes() http.Handler {
 	mux.HandleFunc("GET /invite/{token}", h.invitePage)
 	mux.HandleFunc("POST /invite/{token}", h.acceptInvite)
 
-	member := func(pattern string, fn func(http.ResponseWriter, *http.Request, *session)) {
+	member := func(pattern string, fn func(http.ResponseWriter, *http.Request, *Session)) {
 		mux.Handle(pattern, h.RequireMember(fn))
 	}
 	member("POST /signout", h.signout)

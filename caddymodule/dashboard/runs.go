@@ -17,7 +17,7 @@ type runsData struct {
 
 // runsPage serves GET /runs?service=&status=&from=&to=: the account's
 // latest runs, newest first.
-func (h *Handler) runsPage(w http.ResponseWriter, r *http.Request, s *session) {
+func (h *Handler) runsPage(w http.ResponseWriter, r *http.Request, s *Session) {
 	f, vals, err := runFilter(r)
 	d := runsData{Filter: vals}
 	status := http.StatusOK
@@ -38,7 +38,7 @@ func (h *Handler) runsPage(w http.ResponseWriter, r *http.Request, s *session) {
 }
 
 // runPage serves GET /runs/{id}; another account's run is not found.
-func (h *Handler) runPage(w http.ResponseWriter, r *http.Request, s *session) {
+func (h *Handler) runPage(w http.ResponseWriter, r *http.Request, s *Session) {
 	run, err := h.Store.GetRun(r.Context(), s.AccountID, r.PathValue("id"))
 	if err != nil {
 		h.runError(w, r, s, err)
@@ -49,7 +49,7 @@ func (h *Handler) runPage(w http.ResponseWriter, r *http.Request, s *session) {
 
 // downloadRun serves GET /runs/{id}/download: the run as the API answers
 // GET /v1/extractions/{id}, as a file.
-func (h *Handler) downloadRun(w http.ResponseWriter, r *http.Request, s *session) {
+func (h *Handler) downloadRun(w http.ResponseWriter, r *http.Request, s *Session) {
 	id := r.PathValue("id")
 	b, err := h.Store.GetRunJSON(r.Context(), nil, s.AccountID, id)
 	if err != nil {
@@ -63,7 +63,7 @@ func (h *Handler) downloadRun(w http.ResponseWriter, r *http.Request, s *session
 
 // runError answers a failed run lookup: 404 for a missing run or another
 // account's (the store scopes the lookup).
-func (h *Handler) runError(w http.ResponseWriter, r *http.Request, s *session, err error) {
+func (h *Handler) runError(w http.ResponseWriter, r *http.Request, s *Session, err error) {
 	if errors.Is(err, store.ErrNotFound) {
 		h.notFound(w, r, s)
 		return

@@ -21,7 +21,7 @@ func catalogue(reg *registry.Registry) []registry.CatalogueEntry {
 
 // servicesPage serves GET /services: every callable service with its
 // accepted inputs, options and live offers' prices.
-func (h *Handler) servicesPage(w http.ResponseWriter, r *http.Request, s *session) {
+func (h *Handler) servicesPage(w http.ResponseWriter, r *http.Request, s *Session) {
 	var entries []registry.CatalogueEntry
 	if reg := h.Registry(); reg != nil {
 		entries = catalogue(reg)
@@ -32,12 +32,12 @@ func (h *Handler) servicesPage(w http.ResponseWriter, r *http.Request, s *sessio
 // referencePage serves GET /reference: the API reference, rendered in the
 // browser by the vendored Redoc from the dashboard's copy of the OpenAPI
 // document.
-func (h *Handler) referencePage(w http.ResponseWriter, r *http.Request, s *session) {
+func (h *Handler) referencePage(w http.ResponseWriter, r *http.Request, s *Session) {
 	h.render(w, http.StatusOK, "reference", s, view{Title: "API reference", Nav: "reference"})
 }
 
 // openapi serves GET /openapi.json, the document of GET /v1/openapi.json.
-func (h *Handler) openapi(w http.ResponseWriter, r *http.Request, s *session) {
+func (h *Handler) openapi(w http.ResponseWriter, r *http.Request, s *Session) {
 	reg := h.Registry()
 	if reg == nil {
 		h.notFound(w, r, s)

@@ -61,7 +61,7 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 		h.failed(w, r, nil, "starting session", err)
 		return
 	}
-	s := &session{Member: m}
+	s := &Session{Member: m}
 	s.AccountID = m.AccountID
 	h.record(r.Context(), s, "signed_in", "from "+ip)
 	http.Redirect(w, r, h.safeNext(f.Next), http.StatusSeeOther)
@@ -69,7 +69,7 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 
 // signout serves POST /signout: the session is deleted from the store, so
 // the cookie is worthless even if kept.
-func (h *Handler) signout(w http.ResponseWriter, r *http.Request, s *session) {
+func (h *Handler) signout(w http.ResponseWriter, r *http.Request, s *Session) {
 	if err := h.Store.DeleteSession(r.Context(), s.ID); err != nil {
 		h.failed(w, r, s, "signing out", err)
 		return
