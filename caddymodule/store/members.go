@@ -61,7 +61,7 @@ type RunSummary struct {
 	ServedBy    string         `json:"served_by,omitempty"`
 	KeyID       string         `json:"key_id,omitempty"`
 	CreditsUsed credits.Micros `json:"credits_used"`
-	Records     int            `json:"records"`
+	Records     int            `json:"records"` // pagination.returned
 	CreatedAt   time.Time      `json:"created_at"`
 }
 

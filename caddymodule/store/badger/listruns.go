@@ -7,15 +7,16 @@ import (
 
 	bdb "github.com/dgraph-io/badger/v4"
 
+	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
 	"socialrouter/caddymodule/store/internal/settle"
 )
 
 // runHead is what a listing decodes of a stored run: the records are
-// skipped (json.RawMessage only), not kept.
+// scanned past, not kept; their number is pagination.returned.
 type runHead struct {
 	store.RunSummary
-	Data []json.RawMessage `json:"data"`
+	Pagination runs.Pagination `json:"pagination"`
 }
 
 // ListRuns returns an account's runs matching f, newest first. Run ids
@@ -52,7 +53,7 @@ func (s *Store) ListRuns(ctx context.Context, accountID string, f store.RunFilte
 			if !keep(r, f) {
 				continue
 			}
-			r.Records = len(h.Data)
+			r.Records = h.Pagination.Returned
 			out = append(out, r)
 		}
 		return nil

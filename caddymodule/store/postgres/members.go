@@ -234,7 +234,7 @@ func (s *Store) ListRuns(ctx context.Context, accountID string, f store.RunFilte
 	}
 	rows, err := s.pool.Query(ctx, `
 SELECT id, COALESCE(doc->>'kind', ''), status, COALESCE(doc->>'platform', ''), COALESCE(doc->>'service', ''),
-       COALESCE(doc->>'served_by', ''), COALESCE(key_id, ''), credits_used, COALESCE(json_array_length(doc->'data'), 0), created_at
+       COALESCE(doc->>'served_by', ''), COALESCE(key_id, ''), credits_used, COALESCE((doc->'pagination'->>'returned')::int, 0), created_at
 FROM runs
 WHERE account_id = $1
   AND ($2 = '' OR doc->>'service' = $2)
