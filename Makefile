@@ -10,7 +10,7 @@ CUE       := $(BIN)/cue
 CUE_VER   := v0.17.1
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build test test-unit test-e2e check fmt run demo bench print-xcaddy clean
+.PHONY: all build chromium test test-unit test-e2e check fmt run demo bench print-xcaddy clean
 
 all: build
 
@@ -41,12 +41,17 @@ test: build
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /tests -e /caddymodule/router -e /caddymodule/store)
 	$(MAKE) test-e2e
 
-test-e2e: build
+test-e2e: build chromium
 	@set -o pipefail; SDR_BIN=$(abspath $(CADDY)) SDR_SIM_BIN=$(abspath $(SIM)) \
 		$(GO) test -count=1 -p 1 -v -timeout 15m ./tests/ 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|SKIP' ; \
 	status=$${PIPESTATUS[0]}; \
 	if ! bash scripts/check-skips.sh $(BIN)/e2e.log; then exit 1; fi; \
 	if [ $$status -ne 0 ]; then tail -80 $(BIN)/e2e.log; fi; exit $$status
+
+## chromium: Debian's Chromium, which the dashboard's browser test
+## (tests/dashboard_browser_test.go) drives; installed only when missing.
+chromium:
+	@command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
 
 check: $(CUE)
 	$(GO) vet ./...

@@ -18,7 +18,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "sdr",
-		Usage: "account|key|check|openapi|export|import …",
+		Usage: "account|key|member|check|openapi|export|import …",
 		Short: "Manages Social Data Router accounts, keys and service declarations",
 		Long: `
 Account and key commands talk to a running gateway through Caddy's admin
@@ -31,6 +31,7 @@ check and openapi work offline on a services directory.
   caddy sdr key create <account> [--name <name>] [--limit-period day --limit-credits 2]
   caddy sdr key limit <key_id> (--period <p> --credits <n> | --clear)
   caddy sdr key revoke <key_id>
+  caddy sdr member invite <account> <email> [--dashboard <url>]
   caddy sdr check [dir]
   caddy sdr openapi [dir]
   caddy sdr export --storage badger <dir>|postgres <url> [--output file]
@@ -141,7 +142,7 @@ func buildSDRCommand(cmd *cobra.Command) {
 			return err
 		},
 	}
-	cmd.AddCommand(account, key, check, openapi)
+	cmd.AddCommand(account, key, check, openapi, memberCommand())
 	transfer.AddCommands(cmd)
 }
 

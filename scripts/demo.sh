@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make demo: start the upstream simulator and the gateway, create a demo
-# account and key through the admin API, print a curl that works, and stop
-# everything on Ctrl-C.
+# account, key and dashboard invitation through the admin API, print a curl
+# that works, and stop everything on Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,6 +48,12 @@ if [ -z "$KEY" ]; then
 	echo "creating the demo key failed" >&2
 	exit 1
 fi
+INVITE=$(bin/caddy sdr member invite demo demo@example.com --address "$ADMIN" \
+	--dashboard "http://127.0.0.1:$PORT/dashboard/" | head -n 1)
+if [ -z "$INVITE" ]; then
+	echo "inviting the demo member failed" >&2
+	exit 1
+fi
 
 cat <<MSG
 
@@ -56,6 +62,9 @@ Social Data Router demo is running.
   simulator    http://127.0.0.1:9101 (source_a), http://127.0.0.1:9102 (source_b)
   account      demo, 10 credits
   API key      $KEY
+  dashboard    $INVITE
+               (one-time invitation of demo@example.com: open it, choose a
+               password, then sign in at http://127.0.0.1:$PORT/dashboard/)
 
 Try:
 

@@ -60,6 +60,7 @@ func New(c Config) *Handler {
 	h.route("/sdr/accounts/{id}", h.getAccount, http.MethodGet)
 	h.route("/sdr/accounts/{id}/credits", h.addCredits, http.MethodPost)
 	h.route("/sdr/accounts/{id}/keys", h.createKey, http.MethodPost)
+	h.route("/sdr/accounts/{id}/members", h.inviteMember, http.MethodPost)
 	h.route("/sdr/keys/{id}", h.key, http.MethodPatch, http.MethodDelete)
 	h.route("/sdr/sources/{id}/status", h.setSourceStatus, http.MethodPut)
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -108,6 +108,7 @@ type UsageRow struct {
 // Store is the account plane's persistence. Every method is safe for
 // concurrent use. Every run query is scoped to an account.
 type Store interface {
+	Members // the dashboard's members, sessions, activity and run listing
 	// CreateAccount creates an account; ErrExists if the id is taken.
 	CreateAccount(ctx context.Context, id string, balance credits.Micros, now time.Time) (Account, error)
 	// GetAccount returns an account; ErrNotFound if absent.

@@ -58,6 +58,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"holds_concurrent_balance", testHoldsConcurrentBalance},
 		{"holds_concurrent_key_limit", testHoldsConcurrentKeyLimit},
 	}
+	suites = append(suites, memberSuites...)
 	for _, s := range suites {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()

@@ -1,0 +1,82 @@
+// Package dashboard is the account dashboard: server-rendered pages where
+// an account's members sign in, create and revoke API keys, set credit
+// limits and see their spend and runs. It is a plain http.Handler over the
+// store and the current registry; Caddy's sdr_dashboard handler mounts it.
+//
+// Layout (after miniflux): routes.go lists every route, one small file per
+// page or action, forms.go validates every form, middleware.go loads the
+// session and csrf.go refuses cross-site writes; templates and static
+// assets are embedded.
+package dashboard
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"socialrouter/caddymodule/registry"
+	"socialrouter/caddymodule/store"
+)
+
+// Lifetimes of a session: it ends after IdleTimeout without a request, and
+// AbsoluteTimeout after sign-in whatever the activity.
+const (
+	IdleTimeout     = 12 * time.Hour
+	AbsoluteTimeout = 7 * 24 * time.Hour
+	// touchEvery bounds the store writes that keep a session alive: one
+	// per session per minute at most.
+	touchEvery = time.Minute
+)
+
+// Config is what the dashboard works with.
+type Config struct {
+	Store store.Store
+	// Registry returns the registry of the current config generation.
+	Registry func() *registry.Registry
+	// KeyPrefix is the prefix of API keys (<prefix>_live_…).
+	KeyPrefix string
+	// Path is where the dashboard is mounted, with a trailing slash
+	// (default "/dashboard/").
+	Path   string
+	Logger *zap.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Handler serves the dashboard. Build it with New.
+type Handler struct {
+	Config
+	throttle *throttle
+	handler  http.Handler
+}
+
+// New builds the dashboard and its routes.
+func New(c Config) *Handler {
+	if c.Path == "" {
+		c.Path = "/dashboard/"
+	}
+	if !strings.HasSuffix(c.Path, "/") {
+		c.Path += "/"
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	h := &Handler{Config: c, throttle: newThrottle()}
+	h.handler = h.routes()
+	return h
+}
+
+// ServeHTTP serves a request under Path.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.handler.ServeHTTP(w, r)
+}
+
+func (h *Handler) now() time.Time { return h.Now().UTC() }
+
+// link is a dashboard URL path for a path relative to the mount point.
+func (h *Handler) link(rel string) string { return h.Path + strings.TrimPrefix(rel, "/") }

@@ -1,0 +1,72 @@
+package dashboard
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+
+	"socialrouter/caddymodule/store"
+)
+
+type runsData struct {
+	Runs     []store.RunSummary
+	Filter   map[string]string
+	Services []string
+	Error    string
+}
+
+// runsPage serves GET /runs?service=&status=&from=&to=: the account's
+// latest runs, newest first.
+func (h *Handler) runsPage(w http.ResponseWriter, r *http.Request, s *Session) {
+	f, vals, err := runFilter(r)
+	d := runsData{Filter: vals}
+	status := http.StatusOK
+	if err != nil {
+		d.Error, status = err.Error(), http.StatusBadRequest
+	} else if d.Runs, err = h.Store.ListRuns(r.Context(), s.AccountID, f); err != nil {
+		h.failed(w, r, s, "listing runs", err)
+		return
+	}
+	if reg := h.Registry(); reg != nil {
+		for _, e := range catalogue(reg) {
+			if !slices.Contains(d.Services, e.Service) {
+				d.Services = append(d.Services, e.Service)
+			}
+		}
+	}
+	h.render(w, status, "runs", s, view{Title: "Runs", Nav: "runs", Data: d})
+}
+
+// runPage serves GET /runs/{id}; another account's run is not found.
+func (h *Handler) runPage(w http.ResponseWriter, r *http.Request, s *Session) {
+	run, err := h.Store.GetRun(r.Context(), s.AccountID, r.PathValue("id"))
+	if err != nil {
+		h.runError(w, r, s, err)
+		return
+	}
+	h.render(w, http.StatusOK, "run", s, view{Title: "Run " + run.ID, Nav: "runs", Data: run})
+}
+
+// downloadRun serves GET /runs/{id}/download: the run as the API answers
+// GET /v1/extractions/{id}, as a file.
+func (h *Handler) downloadRun(w http.ResponseWriter, r *http.Request, s *Session) {
+	id := r.PathValue("id")
+	b, err := h.Store.GetRunJSON(r.Context(), nil, s.AccountID, id)
+	if err != nil {
+		h.runError(w, r, s, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Disposition", `attachment; filename="`+id+`.json"`)
+	w.Write(b)
+}
+
+// runError answers a failed run lookup: 404 for a missing run or another
+// account's (the store scopes the lookup).
+func (h *Handler) runError(w http.ResponseWriter, r *http.Request, s *Session, err error) {
+	if errors.Is(err, store.ErrNotFound) {
+		h.notFound(w, r, s)
+		return
+	}
+	h.failed(w, r, s, "reading run", err)
+}
