@@ -154,7 +154,7 @@ const (
 	pKey     = 'k' // k keyID → key
 	pHash    = 'h' // h digest → keyID
 	pKeyList = 'l' // l account NUL seq → keyID (creation order)
-	pRun     = 'r' // r account NUL runID → run JSON
+	pRun     = 'r' // r account NUL runID → run document (rundoc.go: JSON, or S2-compressed JSON)
 	pUsage   = 'u' // u account NUL day offer NUL platform → counters
 	pSpend   = 's' // s keyID NUL period NUL bucket → micro-credits
 	pSeq     = 'q' // q k → key sequence lease

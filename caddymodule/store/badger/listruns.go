@@ -33,6 +33,7 @@ func (s *Store) ListRuns(ctx context.Context, accountID string, f store.RunFilte
 	}
 	f.Since, f.Until = settle.Time(f.Since), settle.Time(f.Until) // as stored
 	var out []store.RunSummary
+	var buf []byte
 	err := s.db.View(func(txn *bdb.Txn) error {
 		prefix := append(join(pRun, accountID), 0)
 		it := txn.NewIterator(bdb.IteratorOptions{Prefix: prefix, Reverse: true})
@@ -42,7 +43,14 @@ func (s *Store) ListRuns(ctx context.Context, accountID string, f store.RunFilte
 				return err
 			}
 			var h runHead
-			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &h) }); err != nil {
+			if err := it.Item().Value(func(v []byte) error {
+				doc, err := appendRunDoc(buf[:0], v) // documents are stored compressed (rundoc.go)
+				if err != nil {
+					return err
+				}
+				buf = doc
+				return json.Unmarshal(doc, &h)
+			}); err != nil {
 				return fmt.Errorf("decoding run: %v", err)
 			}
 			r := h.RunSummary
