@@ -167,6 +167,9 @@ func normalizeAll(t *testing.T, r fixtureRun) (records []map[string]any, dataIte
 		if err := declared(t).ValidateRecord(r.service, rec); err != nil {
 			t.Errorf("item %d: record does not validate against %s: %v\n%s", i, r.service.Record, err, rec)
 		}
+		if v := r.service.CheckRecord(rec); v != nil {
+			t.Errorf("item %d: CheckRecord refuses a record CUE accepts: %v\n%s", i, v, rec)
+		}
 		var m map[string]any
 		if err := json.Unmarshal(rec, &m); err != nil {
 			t.Fatal(err)
