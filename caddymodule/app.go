@@ -138,7 +138,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	start := time.Now()
 	reg, err := registry.Load(a.Services)
 	if err != nil {
-		return fmt.Errorf("loading services: %w", err)
+		return fmt.Errorf("%w (loading services from %s)", err, a.Services) // the operator's file:line:column first
 	}
 	a.reg = reg
 	a.logger.Info("services compiled", zap.Int("services", len(reg.Services)), zap.Duration("took", time.Since(start)))
