@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
+	"cuelang.org/go/cue/token"
 	"github.com/itchyny/gojq"
 )
 
@@ -38,23 +40,66 @@ func posOf(v cue.Value) (position, bool) {
 }
 
 // programErrf reports an error of the jq program declared at v. A jq
-// syntax error is placed at the line and column of the offending token
-// inside the CUE file, when the program is one string literal there;
-// otherwise at the field.
+// syntax error says where in the program it is and is placed at that
+// token inside the operator's CUE file, when a string literal of the
+// field's expression holds it (a program may be concatenated from
+// several, a shared prelude first); otherwise at the field.
 func (c *compiler) programErrf(v cue.Value, src string, err error, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...) + ": " + err.Error()
-	p, ok := posOf(v)
 	var pe *gojq.ParseError
-	if ok && errors.As(err, &pe) {
+	if errors.As(err, &pe) {
 		off := max(0, min(len(src), pe.Offset-len(pe.Token)))
-		if at, found := literalPos(c.files[p.file], v.Pos().Offset(), src, off); found {
-			line, col := lineCol(src, off)
-			c.problems = append(c.problems, fmt.Sprintf("%s:%d:%d: %s (line %d, column %d of the program)",
-				p.file, at.line, at.col, msg, line, col))
+		line, col := lineCol(src, off)
+		msg += fmt.Sprintf(" (line %d, column %d of the program)", line, col)
+		if at, found := c.tokenPos(v, src, off); found {
+			c.problems = append(c.problems, at.String()+": "+msg)
 			return
 		}
 	}
 	c.errf(v, "%s", msg)
+}
+
+// tokenPos finds byte off of the program src in the string literals of
+// v's declarations in the operator's files.
+func (c *compiler) tokenPos(v cue.Value, src string, off int) (position, bool) {
+	nodes := []ast.Node{v.Source()}
+	_, parts := v.Expr()
+	for _, p := range parts {
+		nodes = append(nodes, p.Source())
+	}
+	var found position
+	ok := false
+	for _, n := range nodes {
+		if n == nil || ok {
+			continue
+		}
+		ast.Walk(n, func(x ast.Node) bool {
+			lit, isLit := x.(*ast.BasicLit)
+			if ok || !isLit || lit.Kind != token.STRING {
+				return !ok
+			}
+			p := lit.Pos()
+			file := c.files[p.Filename()]
+			decoded, positions, dok := decodeLiteral(file, p.Offset())
+			if !dok || len(decoded) == 0 {
+				return true
+			}
+			idx := strings.Index(src, decoded)
+			if idx < 0 || strings.Contains(src[idx+1:], decoded) || off < idx || off > idx+len(decoded) {
+				return true // not in this literal, or ambiguous
+			}
+			at := p.Offset()
+			if k := off - idx; k < len(positions) {
+				at = positions[k]
+			} else if len(positions) > 0 {
+				at = positions[len(positions)-1] + 1
+			}
+			line, col := lineCol(string(file), at)
+			found, ok = position{p.Filename(), line, col}, true
+			return false
+		}, nil)
+	}
+	return found, ok
 }
 
 // lineCol is the 1-based line and column of byte offset off in s.
@@ -72,11 +117,29 @@ func lineCol(s string, off int) (line, col int) {
 
 // literalPos finds, in file (a CUE source), the position of byte off of
 // the string literal starting at byte start, provided the literal's value
-// is want: a single-line "…" (escapes decoded) or a multi-line """…"""
-// (indentation of the closing quotes removed), with or without #.
+// is want.
 func literalPos(file []byte, start int, want string, off int) (position, bool) {
-	if start < 0 || start >= len(file) {
+	decoded, positions, ok := decodeLiteral(file, start)
+	if !ok || decoded != want || off > len(positions) {
 		return position{}, false
+	}
+	at := start
+	if off < len(positions) {
+		at = positions[off]
+	} else if len(positions) > 0 {
+		at = positions[len(positions)-1] + 1
+	}
+	line, col := lineCol(string(file), at)
+	return position{line: line, col: col}, true
+}
+
+// decodeLiteral reads the CUE string literal starting at byte start of
+// file: a single-line "…" (escapes decoded) or a multi-line """…"""
+// (indentation of the closing quotes removed), with or without #. It
+// returns the value and, for each of its bytes, its offset in file.
+func decodeLiteral(file []byte, start int) (string, []int, bool) {
+	if start < 0 || start >= len(file) {
+		return "", nil, false
 	}
 	i := start
 	hashes := 0
@@ -86,7 +149,7 @@ func literalPos(file []byte, start int, want string, off int) (position, bool) {
 	}
 	multi := i+2 < len(file) && string(file[i:i+3]) == `"""`
 	if !multi && (i >= len(file) || file[i] != '"') {
-		return position{}, false
+		return "", nil, false
 	}
 	// positions[k] is the file offset of decoded byte k.
 	var decoded []byte
@@ -99,7 +162,7 @@ func literalPos(file []byte, start int, want string, off int) (position, bool) {
 		i++ // the first content line
 		end := indexFrom(file, i, `"""`)
 		if end < 0 {
-			return position{}, false
+			return "", nil, false
 		}
 		ls := end
 		for ls > 0 && (file[ls-1] == ' ' || file[ls-1] == '\t') {
@@ -147,17 +210,7 @@ func literalPos(file []byte, start int, want string, off int) (position, bool) {
 			i++
 		}
 	}
-	if string(decoded) != want || off > len(positions) {
-		return position{}, false
-	}
-	at := start
-	if off < len(positions) {
-		at = positions[off]
-	} else if len(positions) > 0 {
-		at = positions[len(positions)-1] + 1
-	}
-	line, col := lineCol(string(file), at)
-	return position{line: line, col: col}, true
+	return string(decoded), positions, true
 }
 
 func indexFrom(b []byte, from int, sub string) int {
