@@ -68,9 +68,8 @@ func TestEveryDefaultRouteAnswers(t *testing.T) {
 	if err := s.Check(); err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Routes()) != 23 {
-		t.Errorf("%d default routes, want 23", len(s.Routes()))
-	}
+	// Which routes exist is TestDeclaredRoutesCoverEveryOffer's business:
+	// one per live offer's target, from the declarations.
 	actor := client(t, sources.ProtocolActorRun, srv.URL, "")
 	scrape := client(t, sources.ProtocolDatasetScrape, srv.URL, "")
 	for target, path := range s.Routes() {
