@@ -102,6 +102,22 @@ func (rep *report) experiments(ctx context.Context, cfg *config) error {
 			fn    func() ([]byte, error)
 		}{"the same on gojq without its del(.. | nulls), nulls pruned in Go", runJQ(modP)})
 	}
+	if svc, ok := cur.Service("pro_net", "profile.info"); ok {
+		// What the router adds to every record before serving it.
+		rec, _, err := curP.NormalizeItem(ctx, item, input, now)
+		if err != nil {
+			return err
+		}
+		variants = append(variants, struct {
+			label string
+			fn    func() ([]byte, error)
+		}{"CheckRecord of that record (its compiled schema, as the router)", func() ([]byte, error) {
+			if v := svc.CheckRecord(rec); v != nil {
+				return nil, v
+			}
+			return rec, nil
+		}})
+	}
 	variants = append(variants, struct {
 		label string
 		fn    func() ([]byte, error)

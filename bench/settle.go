@@ -23,7 +23,7 @@ import (
 	"socialrouter/caddymodule/store"
 	"socialrouter/caddymodule/store/badger"
 	"socialrouter/caddymodule/store/postgres"
-	"socialrouter/cmd/upstream-sim/fixtures"
+	"socialrouter/services"
 )
 
 // Settle benchmark parameters: what one settle writes is what an N = 10
@@ -42,9 +42,9 @@ const (
 var settleData = func() []json.RawMessage {
 	var out []json.RawMessage
 	for _, dir := range []string{"source_b", "source_a"} {
-		names, _ := fs.Glob(fixtures.FS, dir+"/*.json")
+		names, _ := fs.Glob(services.FS, "examples/"+dir+"/*.json")
 		for _, name := range names {
-			raw, err := fs.ReadFile(fixtures.FS, name)
+			raw, err := fs.ReadFile(services.FS, name)
 			var items []json.RawMessage
 			if err != nil || json.Unmarshal(raw, &items) != nil {
 				continue

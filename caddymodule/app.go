@@ -151,7 +151,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	reg, err := registry.Load(a.Services)
 	metrics.RegistryLoaded(time.Since(start), err)
 	if err != nil {
-		return fmt.Errorf("loading services: %w", err)
+		return fmt.Errorf("%w (loading services from %s)", err, a.Services) // the operator's file:line:column first
 	}
 	a.reg = reg
 	metrics.Offers(a.offerSources())

@@ -12,18 +12,19 @@ import (
 	"github.com/spf13/cobra"
 
 	"socialrouter/caddymodule/registry"
+	"socialrouter/caddymodule/servicecheck"
 	"socialrouter/caddymodule/transfer"
 )
 
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "sdr",
-		Usage: "account|key|member|check|openapi|export|import …",
+		Usage: "account|key|member|check|try|openapi|export|import …",
 		Short: "Manages Social Data Router accounts, keys and service declarations",
 		Long: `
 Account and key commands talk to a running gateway through Caddy's admin
 endpoint (--address, default as Caddy's own commands: localhost:2019).
-check and openapi work offline on a services directory.
+check, try and openapi work offline on a services directory.
 
   caddy sdr account create <id> [--balance <credits>]
   caddy sdr account show <id>
@@ -33,6 +34,7 @@ check and openapi work offline on a services directory.
   caddy sdr key revoke <key_id>
   caddy sdr member invite <account> <email> [--dashboard <url>]
   caddy sdr check [dir]
+  caddy sdr try <platform>/<service> --payload FILE [--offer ID] [--input URL] [--services DIR]
   caddy sdr openapi [dir]
   caddy sdr export --storage badger <dir>|postgres <url> [--output file]
   caddy sdr import --storage badger <dir>|postgres <url> [--input file]
@@ -122,7 +124,10 @@ func buildSDRCommand(cmd *cobra.Command) {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(c.OutOrStdout(), "ok: %d services, %d sources\n", len(reg.Services), len(reg.Sources))
+			if err := servicecheck.CheckDir(os.Stderr, reg, append(args, "./services")[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(c.OutOrStdout(), "ok: %d services, %d sources, every live offer's example checked\n", len(reg.Services), len(reg.Sources))
 			return nil
 		},
 	}
@@ -142,7 +147,8 @@ func buildSDRCommand(cmd *cobra.Command) {
 			return err
 		},
 	}
-	cmd.AddCommand(account, key, check, openapi, memberCommand())
+	try := servicecheck.TryCommand(func(dir string) (*registry.Registry, error) { return loadDir([]string{dir}) })
+	cmd.AddCommand(account, key, check, openapi, try, memberCommand())
 	transfer.AddCommands(cmd)
 }
 

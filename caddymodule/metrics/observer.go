@@ -24,6 +24,10 @@ func (Router) AttemptEnded(offer, source, outcome string, d time.Duration, skipp
 	attemptDuration.WithLabelValues(offer, result).Observe(d.Seconds())
 }
 
+// RecordRefused counts one record of offer dropped by the record-schema
+// check.
+func (Router) RecordRefused(offer string) { RecordsRefused(offer, 1) }
+
 // RegistryLoaded records one compilation of the declarations.
 func RegistryLoaded(d time.Duration, err error) {
 	registryLoads.WithLabelValues(result(err)).Inc()

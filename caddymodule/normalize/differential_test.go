@@ -28,7 +28,7 @@ const (
 
 // fpFixtureDirs hold <source>/<platform>__<service>.json upstream payloads:
 // the simulator's copy of the shared fixtures (TestFixturesMatchShared).
-var fpFixtureDirs = []string{"../../cmd/upstream-sim/fixtures"}
+var fpFixtureDirs = []string{"../../services/examples"}
 
 // fpExtra feeds fixtures to offers whose service has none of its own name.
 var fpExtra = map[string][]string{

@@ -14,15 +14,16 @@ import (
 	"testing"
 )
 
-// The fixtures are real (or documented) upstream payloads, one file per
-// <source>/<platform>__<service>.json: shared/fixtures/upstream, as the
-// simulator embeds them (TestFixturesMatchShared keeps the copy in step).
+// The fixtures are the services' examples, real (or documented) upstream
+// payloads, one file per <source>/<platform>__<service>.json under
+// services/examples: shared/fixtures/upstream plus the examples of offers
+// it has none for (TestFixturesMatchShared keeps the copies in step).
 // Reading the in-repository copy means a clone without shared/ beside it
 // runs these tests instead of skipping them. Every fixture goes through the
 // normalizer of each offer of its source that serves that service; every
 // record must validate against the service's record definition.
 
-const fixturesDir = "../../cmd/upstream-sim/fixtures"
+const fixturesDir = "../../services/examples"
 
 // sharedFixturesDir is where the fixtures come from, when it is there.
 const sharedFixturesDir = "../../../shared/fixtures/upstream"
@@ -45,14 +46,6 @@ func TestFixturesMatchShared(t *testing.T) {
 }
 
 const fixtureNow = "2026-01-02T03:04:05.000Z"
-
-// extraFixtures feeds a fixture to a service it is not named after: the
-// search type video.search shares the video item layout, and source_b's
-// profile search returns profile records of the profile.info layout.
-var extraFixtures = []struct{ file, service, offer string }{
-	{"source_a/video_net__channel.videos.json", "video_net/video.search", "source_a/actor_4"},
-	{"source_b/photo_net__profile.info.json", "photo_net/profile.search", "source_b/photo_net"},
-}
 
 var utcTimestampRE = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?Z$`)
 
@@ -95,18 +88,6 @@ func fixtureRuns(t *testing.T, reg *Registry) []fixtureRun {
 		if n == 0 {
 			t.Errorf("fixture %s: service %s has no %s offer", f, s.Key, src)
 		}
-	}
-	for _, x := range extraFixtures {
-		platform, name, _ := strings.Cut(x.service, "/")
-		s, ok := reg.Service(platform, name)
-		if !ok {
-			t.Fatalf("no service %s", x.service)
-		}
-		o, ok := s.Offer(x.offer)
-		if !ok {
-			t.Fatalf("%s has no offer %s", x.service, x.offer)
-		}
-		runs = append(runs, fixtureRun{filepath.Join(fixturesDir, x.file), s, o})
 	}
 	return runs
 }
@@ -166,6 +147,9 @@ func normalizeAll(t *testing.T, r fixtureRun) (records []map[string]any, dataIte
 		}
 		if err := declared(t).ValidateRecord(r.service, rec); err != nil {
 			t.Errorf("item %d: record does not validate against %s: %v\n%s", i, r.service.Record, err, rec)
+		}
+		if v := r.service.CheckRecord(rec); v != nil {
+			t.Errorf("item %d: CheckRecord refuses a record CUE accepts: %v\n%s", i, v, rec)
 		}
 		var m map[string]any
 		if err := json.Unmarshal(rec, &m); err != nil {
@@ -339,6 +323,26 @@ func marshalBody(v any) string {
 	return buf.String()
 }
 
+// alterLastAlnum changes the last letter or digit of s.
+func alterLastAlnum(s string) string {
+	b := []byte(s)
+	for i := len(b) - 1; i >= 0; i-- {
+		switch c := b[i]; {
+		case c >= '0' && c <= '9':
+			b[i] = '0' + (c-'0'+1)%10
+			return string(b)
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
+			if c == 'q' || c == 'Q' {
+				b[i] = c - 1
+			} else {
+				b[i] = 'q'
+			}
+			return string(b)
+		}
+	}
+	return s + "1"
+}
+
 // probeValue is a value of option o that differs from its default.
 func probeValue(o *Option) any {
 	switch o.Type {
@@ -379,9 +383,14 @@ func TestRequestPrograms(t *testing.T) {
 				}
 				base := requestBody(t, o, inputs, defaults, 7)
 				text := marshalBody(base)
-				for _, in := range inputs {
-					if !strings.Contains(text, in) {
-						t.Errorf("request body lacks input %q: %s", in, text)
+				// Each input reaches the body, as is or transformed (a
+				// program may send a username, an id or a canonical form):
+				// changing one character of it changes the body.
+				for i, in := range inputs {
+					other := append([]string(nil), inputs...)
+					other[i] = alterLastAlnum(in)
+					if got := requestBody(t, o, other, defaults, 7); reflect.DeepEqual(got, base) {
+						t.Errorf("request body does not depend on input %q: %s", in, text)
 					}
 				}
 				if o.Source.Protocol == "dataset_scrape" {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -27,8 +28,10 @@ type Error struct {
 	Problems []string
 }
 
+// Error leads with the first problem's file:line:column, so a refused
+// reload's message points at the operator's file first.
 func (e *Error) Error() string {
-	return "compiling services: " + strings.Join(e.Problems, "; ")
+	return strings.Join(e.Problems, "; ") + fmt.Sprintf(" (%d problem(s) compiling services)", len(e.Problems))
 }
 
 // Load compiles every *.cue file of dir together with the embedded schemas.
@@ -86,7 +89,7 @@ func LoadFiles(files map[string][]byte) (*Registry, error) {
 	for _, name := range schemaFiles {
 		b, _ := schemas.FS.ReadFile(name)
 		if err := inst.AddFile("schemas/"+name, b); err != nil {
-			return nil, cueError(err)
+			return nil, cueError(err, cue.Value{})
 		}
 	}
 	names := make([]string, 0, len(files))
@@ -96,17 +99,17 @@ func LoadFiles(files map[string][]byte) (*Registry, error) {
 	sort.Strings(names)
 	for _, n := range names {
 		if err := inst.AddFile(n, files[n]); err != nil {
-			return nil, cueError(err)
+			return nil, cueError(err, cue.Value{})
 		}
 	}
 	v := cuecontext.New().BuildInstance(inst)
 	if err := v.Err(); err != nil {
-		return nil, cueError(err)
+		return nil, cueError(err, v)
 	}
 	if err := v.Validate(cue.Concrete(true)); err != nil {
-		return nil, cueError(err)
+		return nil, cueError(err, v)
 	}
-	c := &compiler{v: v}
+	c := &compiler{v: v, files: files}
 	r := c.compile()
 	if len(c.problems) > 0 {
 		return nil, &Error{Problems: c.problems}
@@ -114,15 +117,70 @@ func LoadFiles(files map[string][]byte) (*Registry, error) {
 	return r, nil
 }
 
-func cueError(err error) error {
+// cueError lists CUE's errors, each led by the position in an operator's
+// file when there is one (the schema's own positions follow), and naming
+// the field.
+func cueError(err error, v cue.Value) error {
 	var problems []string
 	for _, e := range cueerrors.Errors(err) {
-		problems = append(problems, strings.TrimSpace(cueerrors.Details(e, nil)))
+		format, args := e.Msg()
+		msg := fmt.Sprintf(format, args...)
+		path := e.Path()
+		if len(path) > 0 {
+			msg = "field " + strings.Join(path, ".") + ": " + msg
+		}
+		var lead string
+		var schemaAt []string
+		for _, p := range cueerrors.Positions(e) {
+			at := fmt.Sprintf("%s:%d:%d", p.Filename(), p.Line(), p.Column())
+			switch {
+			case strings.HasPrefix(p.Filename(), "schemas/"):
+				schemaAt = append(schemaAt, at)
+			case lead == "":
+				lead = at
+			}
+		}
+		if lead == "" {
+			lead = operatorPos(v, path)
+		}
+		if lead != "" {
+			msg = lead + ": " + msg
+		}
+		if len(schemaAt) > 0 {
+			msg += " (schema: " + strings.Join(schemaAt, ", ") + ")"
+		}
+		problems = append(problems, msg)
 	}
 	if len(problems) == 0 {
 		problems = []string{err.Error()}
 	}
 	return &Error{Problems: problems}
+}
+
+// operatorPos is the position, in an operator's file, of the value at path
+// or of its nearest parent that has one; "" when none does.
+func operatorPos(v cue.Value, path []string) string {
+	if !v.Exists() {
+		return ""
+	}
+	for n := len(path); n > 0; n-- {
+		sels := make([]cue.Selector, 0, n)
+		for _, p := range path[:n] {
+			if i, err := strconv.Atoi(p); err == nil {
+				sels = append(sels, cue.Index(i))
+			} else {
+				sels = append(sels, cue.Str(strings.Trim(p, `"`)))
+			}
+		}
+		x := v.LookupPath(cue.MakePath(sels...))
+		_, parts := x.Expr() // the conjuncts: the schema's and the operator's
+		for _, c := range append([]cue.Value{x}, parts...) {
+			if pos := c.Pos(); pos.IsValid() && !strings.HasPrefix(pos.Filename(), "schemas/") {
+				return fmt.Sprintf("%s:%d:%d", pos.Filename(), pos.Line(), pos.Column())
+			}
+		}
+	}
+	return ""
 }
 
 type sourceDecl struct {
@@ -179,13 +237,15 @@ type serviceDecl struct {
 
 type compiler struct {
 	v        cue.Value
+	files    map[string][]byte // the operator's files, for positions inside programs
 	problems []string
 }
 
+// errf records a problem, led by the file:line:column of at.
 func (c *compiler) errf(at cue.Value, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
-	if p := at.Pos(); p.IsValid() {
-		msg = fmt.Sprintf("%s:%d: %s", p.Filename(), p.Line(), msg)
+	if p, ok := posOf(at); ok {
+		msg = p.String() + ": " + msg
 	}
 	c.problems = append(c.problems, msg)
 }
@@ -288,7 +348,7 @@ func (c *compiler) service(r *Registry, key string, v cue.Value, seenOffer map[s
 		pos:           v.Pos().String(),
 	}
 	if key != s.Key {
-		c.errf(v, "service declared under %q must be keyed %q", key, s.Key)
+		c.errf(v.LookupPath(cue.ParsePath("platform")), "field platform/service: service declared under %q must be keyed %q", key, s.Key)
 	}
 	if rec := c.v.LookupPath(cue.ParsePath(d.Record)); !rec.Exists() {
 		c.errf(v.LookupPath(cue.ParsePath("record")), "service %s: record definition %s is not declared", s.Key, d.Record)
@@ -371,10 +431,18 @@ func (c *compiler) offer(r *Registry, s *Service, d offerDecl, v cue.Value, seen
 		o.Implements[opt] = true
 	}
 	if o.Request, err = normalize.Compile(d.Request); err != nil {
-		c.errf(v.LookupPath(cue.ParsePath("request")), "service %s: offer %s: request program: %v", s.Key, d.Offer, err)
+		c.programErrf(v.LookupPath(cue.ParsePath("request")), d.Request, err, "service %s: offer %s: request program", s.Key, d.Offer)
 	}
 	if o.Normalize, err = normalize.CompileNormalizer(d.Normalize); err != nil {
-		c.errf(v.LookupPath(cue.ParsePath("normalize")), "service %s: offer %s: normalize program: %v", s.Key, d.Offer, err)
+		c.programErrf(v.LookupPath(cue.ParsePath("normalize")), d.Normalize, err, "service %s: offer %s: normalize program", s.Key, d.Offer)
+	} else if o.Normalize == nil && d.Status != StatusComingSoon {
+		// Raw upstream items are never served as records. Point at the
+		// empty program when the offer declares one, else at the offer.
+		at := v.LookupPath(cue.ParsePath("normalize"))
+		if p, ok := posOf(at); !ok || strings.HasPrefix(p.file, "schemas/") {
+			at = v.LookupPath(cue.ParsePath("offer"))
+		}
+		c.errf(at, "service %s: offer %s: normalize is empty: an active offer maps each upstream item to a record", s.Key, d.Offer)
 	}
 	return o
 }

@@ -88,8 +88,13 @@ func (c *mutationCheck) check(r fixtureRun, m any, what string) {
 		return
 	}
 	c.seen[string(rec)] = true
-	if err := c.reg.ValidateRecord(r.service, rec); err != nil {
+	err = c.reg.ValidateRecord(r.service, rec)
+	if err != nil {
 		note(strings.SplitN(err.Error(), ":", 2)[0], what)
+	}
+	// The gateway's compiled check must judge every record as CUE does.
+	if v := r.service.CheckRecord(rec); (v == nil) != (err == nil) {
+		note("check disagrees", fmt.Sprintf("%s: CUE %v, CheckRecord %v: %s", what, err, v, rec))
 	}
 }
 

@@ -119,6 +119,7 @@ services: "pro_net/company.info": {
 		price_per_record: 0.001725
 		max_inputs:       1000
 		target:           "gd_company"
+		normalize:        "{name: .name}"
 	}, {
 		offer:            "source_a/actor_1"
 		price_per_record: 0.0069
@@ -140,7 +141,7 @@ services: "pro_net/post.search": {
 		max_length: 85
 	}]
 	record: "#OAPost"
-	offers: [{offer: "source_a/actor_2", price_per_record: 0.00276, max_inputs: 50, target: "actor~posts"}]
+	offers: [{offer: "source_a/actor_2", price_per_record: 0.00276, max_inputs: 50, target: "actor~posts", normalize: "{name: .name}"}]
 }
 
 services: "forum_net/subreddit.posts": {
@@ -177,10 +178,10 @@ services: "forum_net/subreddit.posts": {
 	limit_scope: "per_input"
 	record:      "#OAPost"
 	offers: [{
-		offer: "source_a/actor_6", price_per_record: 0.00276, max_inputs: 10, target: "actor~forum"
+		offer: "source_a/actor_6", price_per_record: 0.00276, max_inputs: 10, target: "actor~forum", normalize: "{name: .name}"
 		implements: ["sort", "postedAfter"]
 	}, {
-		offer: "source_a/actor_7", price_per_record: 0.00552, max_inputs: 5, target: "actor~forum2"
+		offer: "source_a/actor_7", price_per_record: 0.00552, max_inputs: 5, target: "actor~forum2", normalize: "{name: .name}"
 	}]
 }
 
@@ -192,7 +193,7 @@ services: "maps/place.search": {
 	search:      true
 	accepts: [{format: "free-text query", example: "pizza in Rome", pattern: ".+"}]
 	record: "#OARankedPlace"
-	offers: [{offer: "source_a/actor_3", price_per_record: 0.00552, max_inputs: 100, target: "actor~maps"}]
+	offers: [{offer: "source_a/actor_3", price_per_record: 0.00552, max_inputs: 100, target: "actor~maps", normalize: "{name: .name}"}]
 }
 
 services: "video_net/video.search": {
@@ -204,7 +205,7 @@ services: "video_net/video.search": {
 	search:      true
 	accepts: [{format: "free-text query", example: "caddy server", pattern: ".+"}]
 	record: "#OAPost"
-	offers: [{offer: "source_a/actor_4", price_per_record: 0.00552, max_inputs: 100, target: "actor~yt"}]
+	offers: [{offer: "source_a/actor_4", price_per_record: 0.00552, max_inputs: 100, target: "actor~yt", normalize: "{name: .name}"}]
 }
 
 services: "pin_net/pin.info": {

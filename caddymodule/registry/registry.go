@@ -100,6 +100,8 @@ type Service struct {
 	optionsByName map[string]*Option
 	live          []*Offer
 	pos           string
+	// check is the compiled record schema (recordcheck.go).
+	check *checkNode
 }
 
 // Accept is one accepted input shape with its compiled matcher.

@@ -122,16 +122,20 @@ func (c *compiler) renderViews(r *Registry) {
 		}
 	}
 	r.searchSlugs = sortedKeys(slugs)
+	checks := map[string]*checkNode{}
 	for _, s := range r.Services {
-		if _, done := v.records[s.Record]; done {
-			continue
+		if _, done := v.records[s.Record]; !done {
+			sch, err := recordSchema(r.value.LookupPath(cue.ParsePath(s.Record)))
+			if err != nil {
+				c.errf(r.value, "record %s: %v", s.Record, err)
+				continue
+			}
+			v.records[s.Record] = sch
+			if checks[s.Record], err = compileRecordCheck(sch); err != nil {
+				c.errf(r.value.LookupPath(cue.ParsePath(s.Record)), "record %s: compiling its check: %v", s.Record, err)
+			}
 		}
-		sch, err := recordSchema(r.value.LookupPath(cue.ParsePath(s.Record)))
-		if err != nil {
-			c.errf(r.value, "record %s: %v", s.Record, err)
-			continue
-		}
-		v.records[s.Record] = sch
+		s.check = checks[s.Record]
 	}
 	r.views = v
 	doc, err := r.buildOpenAPI()

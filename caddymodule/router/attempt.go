@@ -65,6 +65,10 @@ type batchOut struct {
 	// first such error.
 	skipped int
 	skipErr error
+	// invalid counts records off the record schema (recordcheck.go);
+	// invalidMsg describes the first.
+	invalid    int
+	invalidMsg string
 }
 
 // run is the shared state of one attempt's batches.
@@ -268,8 +272,9 @@ dispatch:
 // assemble turns the batches' outputs into the attempt's records, or an
 // error_records failure when every item was an error record.
 func (r *Router) assemble(a *attempt, outs []batchOut, req Request) {
-	var items, errItems, skipped int
+	var items, errItems, skipped, invalid, records int
 	var skipErr error
+	var invalidMsg string
 	var perInput [][]json.RawMessage
 	for _, out := range outs {
 		items += out.items
@@ -277,6 +282,13 @@ func (r *Router) assemble(a *attempt, outs []batchOut, req Request) {
 		skipped += out.skipped
 		if skipErr == nil {
 			skipErr = out.skipErr
+		}
+		invalid += out.invalid
+		if invalidMsg == "" {
+			invalidMsg = out.invalidMsg
+		}
+		for _, recs := range out.perInput {
+			records += len(recs)
 		}
 		perInput = append(perInput, out.perInput...)
 		if a.rec.Status == 0 {
@@ -286,6 +298,11 @@ func (r *Router) assemble(a *attempt, outs []batchOut, req Request) {
 	if items > 0 && errItems >= items {
 		a.rec.Outcome, a.retryable, a.verdict = OutcomeErrorRecords, true, failure
 		a.rec.Message = fmt.Sprintf("all %d items were error records", items)
+		return
+	}
+	if records == 0 && skipped+invalid > 0 {
+		a.rec.Outcome, a.retryable, a.verdict = OutcomeNoValidRecords, true, failure
+		a.rec.Message = noneSurvived(items, errItems, skipped, invalid, skipErr, invalidMsg)
 		return
 	}
 	a.ok, a.verdict = true, success
@@ -298,6 +315,9 @@ func (r *Router) assemble(a *attempt, outs []batchOut, req Request) {
 	}
 	if skipped > 0 {
 		notes = append(notes, fmt.Sprintf("%d items skipped: normalize: %v", skipped, skipErr))
+	}
+	if invalid > 0 {
+		notes = append(notes, fmt.Sprintf("%d records off the record schema dropped: %s", invalid, invalidMsg))
 	}
 	a.rec.Message = strings.Join(notes, "; ")
 }
@@ -358,7 +378,7 @@ func (r *Router) batch(rn *run, wd *watchdog, client sources.Client, o *registry
 			}
 			continue
 		}
-		if ok {
+		if ok && r.keepRecord(o, rec, &out) {
 			out.perInput[k] = append(out.perInput[k], rec)
 		}
 	}

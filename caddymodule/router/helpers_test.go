@@ -15,7 +15,7 @@ import (
 
 // testCUE declares a tiny registry: profile.info (per_call) with two live
 // offers and a coming_soon one, post.list (per_input), and post.info whose
-// offer declares no programs at all.
+// offer declares no request program.
 const testCUE = `package sdr
 
 #R: {
@@ -109,6 +109,7 @@ services: "photo_net/post.info": {
 		price_per_record: 0.001
 		max_inputs:       10
 		target:           "ds2"
+		normalize:        "{name: (.raw | tostring)}"
 	}]
 }
 `

@@ -12,6 +12,9 @@ import (
 // Plain arguments keep the metrics package free of an import of router.
 type Observer interface {
 	AttemptEnded(offer, source, outcome string, d time.Duration, skipped bool)
+	// RecordRefused is one record of offer dropped by the record-schema
+	// check: neither served nor billed.
+	RecordRefused(offer string)
 }
 
 // observe reports one attempt (or skip) to the configured observer.

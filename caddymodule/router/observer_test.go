@@ -10,8 +10,18 @@ import (
 
 // recorder is an Observer that keeps what it was told.
 type recorder struct {
-	mu   sync.Mutex
-	seen []string
+	mu      sync.Mutex
+	seen    []string
+	refused map[string]int
+}
+
+func (r *recorder) RecordRefused(offer string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.refused == nil {
+		r.refused = map[string]int{}
+	}
+	r.refused[offer]++
 }
 
 func (r *recorder) AttemptEnded(offer, source, outcome string, d time.Duration, skipped bool) {

@@ -486,7 +486,7 @@ func TestRunRequestBody(t *testing.T) {
 		})
 	}
 
-	t.Run("no programs: default body and raw items", func(t *testing.T) {
+	t.Run("no request program: default body", func(t *testing.T) {
 		post := service(t, reg, "photo_net/post.info")
 		b := &fake{do: func(context.Context, sources.Call) (*sources.Result, error) {
 			return &sources.Result{Status: 200, Items: []jsonRaw{rawf(`{"raw": true}`)}}, nil
@@ -500,7 +500,7 @@ func TestRunRequestBody(t *testing.T) {
 		if got := b.Calls()[0].Body; !reflect.DeepEqual(got, want) {
 			t.Errorf("body %#v, want %#v", got, want)
 		}
-		if len(res.Records) != 1 || string(res.Records[0]) != `{"raw": true}` {
+		if len(res.Records) != 1 || string(res.Records[0]) != `{"name":"true"}` {
 			t.Errorf("records %s", res.Records)
 		}
 	})

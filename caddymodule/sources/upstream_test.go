@@ -496,7 +496,7 @@ func FuzzSplitItems(f *testing.F) {
 // BenchmarkSplitItems splits the simulator's pro_net profile fixture (the
 // body of make bench's end-to-end load), against gjson's validation alone.
 func BenchmarkSplitItems(b *testing.B) {
-	body, err := os.ReadFile("../../cmd/upstream-sim/fixtures/source_b/pro_net__profile.info.json")
+	body, err := os.ReadFile("../../services/examples/source_b/pro_net__profile.info.json")
 	if err != nil {
 		b.Fatal(err)
 	}

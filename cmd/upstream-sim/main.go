@@ -1,6 +1,7 @@
 // Command upstream-sim is the upstream simulator: it speaks both upstream
-// protocols (actor_run and dataset_scrape) from fixture files, with fault
-// injection, for tests, benchmarks and `make demo`. The server logic is in
+// protocols (actor_run and dataset_scrape) from the services' example
+// payloads (services/examples), each on the target its offer declares, with
+// fault injection, for tests, benchmarks and `make demo`. The server logic is in
 // package sim; this only parses flags and listens.
 //
 // Both listeners serve both protocols and the /_sim control endpoints, over
@@ -42,8 +43,9 @@ func main() {
 	var faults faultFlags
 	addrA := flag.String("a", "127.0.0.1:9101", "listen address for source_a (actor_run); empty disables")
 	addrB := flag.String("b", "127.0.0.1:9102", "listen address for source_b (dataset_scrape); empty disables")
-	fixturesDir := flag.String("fixtures", "", "fixture directory (default: the embedded copy)")
-	routesFile := flag.String("routes", "", `JSON file {"<target id>": "source_a/<file>.json", ...} merged over the built-in routes`)
+	servicesDir := flag.String("services", "", "services directory whose offers' examples are served, routed by their targets (default: the embedded declarations)")
+	fixturesDir := flag.String("fixtures", "", "directory of extra payloads, added to the examples (a routes.json at its root adds routes)")
+	routesFile := flag.String("routes", "", `JSON file {"<target id>": "source_a/<file>.json", ...} merged over the declared routes`)
 	token := flag.String("token", "", "require this bearer token on protocol endpoints (401 otherwise)")
 	latency := flag.Duration("latency", 0, "latency added before every protocol answer")
 	items := flag.Int("items", 0, "actor_run: items per answer (fixture repeated); dataset_scrape: records per input (0 = as in the fixture)")
@@ -51,6 +53,12 @@ func main() {
 	flag.Parse()
 
 	opts := sim.Options{Token: *token, Latency: *latency, Items: *items}
+	if *servicesDir != "" {
+		opts.Services = os.DirFS(*servicesDir)
+		if _, _, err := sim.DeclaredRoutes(opts.Services); err != nil {
+			log.Fatalf("upstream-sim: -services %s: %v", *servicesDir, err)
+		}
+	}
 	if *fixturesDir != "" {
 		opts.Fixtures = os.DirFS(*fixturesDir)
 	}

@@ -18,7 +18,7 @@ import (
 	"socialrouter/caddymodule/credits"
 	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
-	"socialrouter/cmd/upstream-sim/fixtures"
+	"socialrouter/services"
 )
 
 func TestRunDocCodec(t *testing.T) {
@@ -160,12 +160,12 @@ func fixtureRecords(tb testing.TB, n int) []json.RawMessage {
 	tb.Helper()
 	var out []json.RawMessage
 	for _, dir := range []string{"source_b", "source_a"} {
-		files, err := fs.Glob(fixtures.FS, path.Join(dir, "*.json"))
+		files, err := fs.Glob(services.FS, path.Join("examples", dir, "*.json"))
 		if err != nil {
 			tb.Fatal(err)
 		}
 		for _, f := range files {
-			b, err := fs.ReadFile(fixtures.FS, f)
+			b, err := fs.ReadFile(services.FS, f)
 			if err != nil {
 				tb.Fatal(err)
 			}

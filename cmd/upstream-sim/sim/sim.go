@@ -39,7 +39,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"socialrouter/cmd/upstream-sim/fixtures"
+	"socialrouter/services"
 )
 
 // Protocol names as they appear in the call log; they match the source
@@ -69,12 +69,18 @@ const (
 )
 
 // Options configure a simulator. The zero value serves the embedded
-// fixtures with the default routes, no token and no faults.
+// services' examples on the routes their declarations derive, no token and
+// no faults.
 type Options struct {
-	// Fixtures is where fixture paths are read from; nil means the embedded
-	// copy. A routes.json at its root is merged over the default routes.
+	// Services is a services directory (*.cue and examples/) whose offers'
+	// examples are served, each on its offer's target (DeclaredRoutes); nil
+	// means the embedded declarations (package socialrouter/services).
+	Services fs.FS
+	// Fixtures adds payload files: they are read before the examples (a
+	// file of the same path shadows one), and a routes.json at its root is
+	// merged over the declared routes.
 	Fixtures fs.FS
-	// Routes maps target ids to fixture paths, merged over the defaults.
+	// Routes maps target ids to fixture paths, merged over the others.
 	Routes map[string]string
 	// Token, if set, must be sent as Authorization: Bearer on protocol
 	// endpoints (401 otherwise), like the real upstreams.
@@ -182,28 +188,33 @@ type fixture struct {
 	errs [][]byte
 }
 
-// New builds a simulator. Unusable options (a bad initial fault, an
-// unreadable routes.json in Options.Fixtures) panic, as they are
-// programming errors of the caller; use Check to validate fixtures.
+// New builds a simulator. Unusable options (declarations that do not
+// compile or lack an example, a bad initial fault, an unreadable
+// routes.json in Options.Fixtures) panic, as they are programming errors of
+// the caller (the command checks them first); use Check to validate
+// fixtures.
 func New(opts Options) *Sim {
 	s := &Sim{
 		opts:      opts,
-		fsys:      opts.Fixtures,
-		routes:    map[string]string{},
 		faults:    map[string]Fault{},
 		snapshots: map[string]*snapshot{},
 		cache:     map[string]*fixture{},
 	}
-	if s.fsys == nil {
-		s.fsys = fixtures.FS
-	}
 	if s.opts.MaxCalls <= 0 {
 		s.opts.MaxCalls = defaultMaxCalls
 	}
-	if err := mergeRoutesFile(s.routes, fixtures.FS); err != nil {
-		panic(fmt.Sprintf("sim: embedded routes: %v", err))
+	svc := opts.Services
+	if svc == nil {
+		svc = services.FS
 	}
+	routes, examples, err := DeclaredRoutes(svc)
+	if err != nil {
+		panic(fmt.Sprintf("sim: declared routes: %v", err))
+	}
+	s.routes = routes
+	s.fsys = layered{examples}
 	if opts.Fixtures != nil {
+		s.fsys = layered{opts.Fixtures, examples}
 		if err := mergeRoutesFile(s.routes, opts.Fixtures); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			panic(fmt.Sprintf("sim: fixtures routes: %v", err))
 		}
@@ -262,8 +273,12 @@ func LoadRoutes(data []byte) (map[string]string, error) {
 	return routes, nil
 }
 
+// RoutesFile is the name of the routes table a fixtures directory may
+// hold at its root: a JSON object mapping a target id to a fixture path.
+const RoutesFile = "routes.json"
+
 func mergeRoutesFile(dst map[string]string, fsys fs.FS) error {
-	data, err := fs.ReadFile(fsys, fixtures.RoutesFile)
+	data, err := fs.ReadFile(fsys, RoutesFile)
 	if err != nil {
 		return err
 	}

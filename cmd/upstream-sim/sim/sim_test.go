@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,8 +16,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/sources"
-	"socialrouter/cmd/upstream-sim/fixtures"
 )
 
 const (
@@ -69,9 +68,8 @@ func TestEveryDefaultRouteAnswers(t *testing.T) {
 	if err := s.Check(); err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Routes()) != 23 {
-		t.Errorf("%d default routes, want 23", len(s.Routes()))
-	}
+	// Which routes exist is TestDeclaredRoutesCoverEveryOffer's business:
+	// one per live offer's target, from the declarations.
 	actor := client(t, sources.ProtocolActorRun, srv.URL, "")
 	scrape := client(t, sources.ProtocolDatasetScrape, srv.URL, "")
 	for target, path := range s.Routes() {
@@ -505,9 +503,12 @@ func TestCustomFixturesAndRoutes(t *testing.T) {
 			t.Errorf("%s: %d %s, want the data items only", target, st, body)
 		}
 	}
-	// Default routes still exist but their files are not in this directory.
-	if err := s.Check(); err == nil || !strings.Contains(err.Error(), actorTarget) {
-		t.Errorf("Check() = %v, want missing default fixtures reported", err)
+	// The directory adds to the examples: the declared routes still answer.
+	if err := s.Check(); err != nil {
+		t.Errorf("Check() = %v, want the declared examples still found", err)
+	}
+	if st, body := post(t, srv.URL+"/v2/acts/"+actorTarget+"/run-sync-get-dataset-items", `{}`); st != 201 || !strings.HasPrefix(body, "[{") {
+		t.Errorf("declared route %s: %d %s", actorTarget, st, body)
 	}
 	for _, path := range []string{"bad.json", "errsonly.json", "missing.json"} {
 		if _, err := s.fixture(path); err == nil {
@@ -538,21 +539,35 @@ func must(b []byte, err error) []byte {
 	return b
 }
 
-func TestDefaultRoutesCoverEveryFixture(t *testing.T) {
+// TestDeclaredRoutesCoverEveryOffer: every live offer of the embedded
+// declarations has its target routed to an example of its source, and the
+// routes are exactly those targets: no Go list to keep in step.
+func TestDeclaredRoutesCoverEveryOffer(t *testing.T) {
 	s := New(Options{})
-	used := map[string]bool{}
-	for _, p := range s.Routes() {
-		used[p] = true
+	reg, err := registry.Load("../../../services")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, dir := range []string{"source_a", "source_b"} {
-		entries, err := fs.ReadDir(fixtures.FS, dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range entries {
-			if p := dir + "/" + e.Name(); !used[p] {
-				t.Errorf("fixture %s has no default route", p)
+	targets := map[string]bool{}
+	for _, svc := range reg.Services {
+		for _, o := range svc.LiveOffers() {
+			targets[o.Target] = true
+			p, ok := s.Routes()[o.Target]
+			if !ok {
+				t.Errorf("%s offer %s: target %s has no route", svc.Key, o.ID, o.Target)
+				continue
+			}
+			if !strings.HasPrefix(p, o.Source.ID+"/") {
+				t.Errorf("%s offer %s: routed to %s, not an example of %s", svc.Key, o.ID, p, o.Source.ID)
 			}
 		}
+	}
+	for target := range s.Routes() {
+		if !targets[target] {
+			t.Errorf("route %s is no live offer's target", target)
+		}
+	}
+	if err := s.Check(); err != nil {
+		t.Error(err)
 	}
 }

@@ -1,0 +1,91 @@
+package registry
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestCheckRecord holds records to pro_net/company.info's declared shape,
+// one way to break it per case, and checks the compiled check agrees with
+// the CUE definition on each.
+func TestCheckRecord(t *testing.T) {
+	reg := declared(t)
+	s, ok := reg.Service("pro_net", "company.info")
+	if !ok {
+		t.Fatal("pro_net/company.info is not declared")
+	}
+	cases := []struct {
+		name, rec, field, reason string // reason "" means valid
+	}{
+		{"empty record", `{}`, "", ""},
+		{"common and own fields", `{"name":"Acme","source":"pro_net","extracted_at":"2026-01-02T03:04:05.000Z","follower_count":12,"locations":["a","b"]}`, "", ""},
+		{"nested objects and nullable", `{"funding":{"rounds":2,"last_round_raised":null,"last_round_date":"2024-01-02T00:00:00+02:00"},"employees":[{"name":"x","title":null}]}`, "", ""},
+		{"escaped strings and spacing", "{ \"name\" : \"A\\\"cme\\u00e9\" , \"about\":\"line\\nbreak\" }", "", ""},
+		{"open array of anything", `{"investors":[1,"two",{"three":3},[null]]}`, "", ""},
+		{"undeclared field", `{"name":"Acme","followers":12}`, "followers", "undeclared field"},
+		{"count as a string", `{"follower_count":"12"}`, "follower_count", "want integer, got a string"},
+		{"integer written as 12.0", `{"follower_count":12.0}`, "follower_count", "want integer, got the number 12.0"},
+		{"count as a fraction", `{"follower_count":1.5}`, "follower_count", "want integer, got the number 1.5"},
+		{"date not ISO 8601", `{"extracted_at":"02/01/2026"}`, "extracted_at", "does not match"},
+		{"platform not one of the eleven", `{"source":"myspace"}`, "source", "is not one of the declared values"},
+		{"null where not nullable", `{"name":null}`, "name", "want string, got null"},
+		{"nested undeclared field", `{"funding":{"rounds":1,"valuation":"1B"}}`, "funding.valuation", "undeclared field"},
+		{"array item off its shape", `{"employees":[{"name":"a"},{"name":"b","age":3}]}`, "employees[1].age", "undeclared field"},
+		{"array of strings holding a number", `{"locations":["a",2]}`, "locations[1]", "want string, got the number 2"},
+		{"nullable field with a number", `{"employees":[{"title":3}]}`, "employees[0].title", "want string"},
+		{"record not an object", `["a"]`, "", "want object, got an array"},
+		{"malformed bytes", `{"name":"Acme"`, "", "malformed JSON"},
+		{"trailing bytes", `{} {}`, "", "trailing bytes"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v := s.CheckRecord([]byte(tc.rec))
+			if tc.reason == "" {
+				if v != nil {
+					t.Fatalf("valid record refused: %v", v)
+				}
+			} else {
+				if v == nil {
+					t.Fatalf("record accepted, want %s: %s", tc.reason, tc.field)
+				}
+				if v.Field != tc.field || !strings.Contains(v.Reason, tc.reason) {
+					t.Fatalf("violation %q: %q, want %q: %q", v.Field, v.Reason, tc.field, tc.reason)
+				}
+			}
+			if tc.reason == "malformed JSON" || tc.reason == "trailing bytes" {
+				return
+			}
+			if cueErr := reg.ValidateRecord(s, []byte(tc.rec)); (cueErr == nil) != (v == nil) {
+				t.Fatalf("CUE says %v, CheckRecord says %v", cueErr, v)
+			}
+		})
+	}
+}
+
+// TestEveryServiceHasACheck: every declared service gets a compiled check
+// at load, so the router never serves an unchecked record.
+func TestEveryServiceHasACheck(t *testing.T) {
+	for _, s := range declared(t).Services {
+		if s.check == nil {
+			t.Errorf("%s: no compiled record check", s.Key)
+		}
+		if v := s.CheckRecord([]byte(`{"undeclared_field_x":1}`)); v == nil || v.Field != "undeclared_field_x" {
+			t.Errorf("%s: an undeclared field passes the check: %v", s.Key, v)
+		}
+	}
+}
+
+func BenchmarkCheckRecord(b *testing.B) {
+	reg, err := Load(servicesDir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, _ := reg.Service("pro_net", "company.info")
+	rec := []byte(`{"name":"Acme","profile_url":"https://example.com/company/acme","source":"pro_net","extracted_at":"2026-01-02T03:04:05.000Z","about":"We make things.","follower_count":1200,"employees_on_platform":55,"locations":["Paris","Berlin"],"funding":{"rounds":2,"last_round_raised":null},"employees":[{"name":"a","title":"CEO","profile_url":"https://x/a"},{"name":"b","title":null}]}`)
+	b.SetBytes(int64(len(rec)))
+	for b.Loop() {
+		if v := s.CheckRecord(rec); v != nil {
+			b.Fatal(v)
+		}
+	}
+}

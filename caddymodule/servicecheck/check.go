@@ -1,0 +1,169 @@
+package servicecheck
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"reflect"
+
+	"socialrouter/caddymodule/normalize"
+	"socialrouter/caddymodule/registry"
+)
+
+// Result is what the normalizer of an offer made of one upstream item.
+type Result struct {
+	Index int
+	// Record is the record as the gateway makes it; nil when the item was
+	// dropped or failed.
+	Record json.RawMessage
+	// Err is the normalizer's error on the item.
+	Err error
+	// Violation says how Record is off the service's record schema.
+	Violation *registry.Violation
+	// Disagree is set when gojq, the reference engine, makes something
+	// else of the item than the gateway's engine (the compiled fast path).
+	Disagree string
+}
+
+// Run normalizes items with o's program as the gateway does, and again on
+// gojq alone, and checks each record against the service's schema.
+func Run(ctx context.Context, o *registry.Offer, items []json.RawMessage, input, now string) []Result {
+	out := make([]Result, len(items))
+	for i, item := range items {
+		r := Result{Index: i}
+		rec, ok, err := o.Normalize.NormalizeItem(ctx, item, input, now)
+		ref, refErr := reference(ctx, o.Normalize, item, input, now)
+		switch {
+		case err != nil:
+			r.Err = err
+		case ok:
+			r.Record = rec
+			r.Violation = o.Service.CheckRecord(rec)
+		}
+		if d := disagreement(rec, ok, err, ref, refErr); d != "" {
+			r.Disagree = d
+		}
+		out[i] = r
+	}
+	return out
+}
+
+// reference is what gojq alone, the reference engine, makes of item
+// through the program's jq entry point: the first output (nil when there
+// is none) as plain JSON values, or the program's error.
+func reference(ctx context.Context, p *normalize.Program, item []byte, input, now string) (any, error) {
+	var v any
+	if err := json.Unmarshal(item, &v); err != nil {
+		return nil, fmt.Errorf("decoding upstream item: %v", err)
+	}
+	outs, err := p.Run(ctx, v, input, now)
+	if err != nil || len(outs) == 0 {
+		return nil, err
+	}
+	// Through JSON, so numbers compare as the gateway's record decodes.
+	b, err := json.Marshal(outs[0])
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	err = json.Unmarshal(b, &out)
+	return out, err
+}
+
+// disagreement describes how the gateway's answer (rec, ok, err) and the
+// reference's differ, or "". The gateway serves an object with its
+// top-level nulls left out, and drops an item whose output is null.
+func disagreement(rec []byte, ok bool, err error, ref any, refErr error) string {
+	if (err == nil) != (refErr == nil) {
+		return fmt.Sprintf("gateway error %v, gojq error %v", err, refErr)
+	}
+	if err != nil {
+		return ""
+	}
+	want, isObj := ref.(map[string]any)
+	if ref != nil && !isObj {
+		return fmt.Sprintf("gojq yields a %T, not an object", ref)
+	}
+	for k, x := range want {
+		if x == nil {
+			delete(want, k)
+		}
+	}
+	if !ok {
+		if ref != nil {
+			return fmt.Sprintf("the gateway drops the item, gojq makes %v", ref)
+		}
+		return ""
+	}
+	var got any
+	if json.Unmarshal(rec, &got) != nil || !reflect.DeepEqual(got, any(want)) {
+		refJSON, _ := json.Marshal(want)
+		return fmt.Sprintf("gateway made %s, gojq made %s", rec, refJSON)
+	}
+	return ""
+}
+
+// Problem is one reason an offer's example fails the check.
+type Problem struct {
+	// File is the example's path inside the services directory.
+	File  string
+	Offer string
+	Msg   string
+}
+
+func (p Problem) String() string { return fmt.Sprintf("%s: offer %s: %s", p.File, p.Offer, p.Msg) }
+
+// exampleNow is the $now of example runs, fixed so runs compare.
+const exampleNow = "2026-01-02T03:04:05.000Z"
+
+// CheckExamples runs every live offer's normalizer over its example
+// payload. It reports an offer with no example, no normalizer or no record
+// from its example, a record off the schema, a normalizer error and any
+// item the two engines disagree on.
+func CheckExamples(ctx context.Context, reg *registry.Registry, fsys fs.FS) []Problem {
+	var probs []Problem
+	for _, s := range reg.Services {
+		for _, o := range s.LiveOffers() {
+			file, items, err := FindExample(fsys, o)
+			bad := func(format string, args ...any) {
+				probs = append(probs, Problem{File: file, Offer: s.Key + " " + o.ID, Msg: fmt.Sprintf(format, args...)})
+			}
+			if err != nil {
+				bad("%v", err)
+				continue
+			}
+			if o.Normalize == nil {
+				bad("the offer declares no normalize program")
+				continue
+			}
+			records := 0
+			for _, r := range Run(ctx, o, items, Input(s), exampleNow) {
+				switch {
+				case r.Err != nil:
+					bad("item %d: normalize: %v", r.Index, r.Err)
+				case r.Violation != nil:
+					bad("item %d: record off %s: %v", r.Index, s.Record, r.Violation)
+				case r.Record != nil:
+					records++
+				}
+				if r.Disagree != "" {
+					bad("item %d: the engines disagree: %s", r.Index, r.Disagree)
+				}
+			}
+			if records == 0 {
+				bad("no record from %d items", len(items))
+			}
+		}
+	}
+	return probs
+}
+
+// Input is the input examples are run with: the service's first accepted
+// example, as $input.
+func Input(s *registry.Service) string {
+	if len(s.Accepts) == 0 {
+		return ""
+	}
+	return s.Accepts[0].Example
+}

@@ -1,0 +1,162 @@
+package servicecheck
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"socialrouter/caddymodule/registry"
+)
+
+const checkBase = `package sdr
+
+sources: {
+	source_a: {name: "A", description: "actor runs", protocol: "actor_run"}
+	source_b: {name: "B", description: "dataset scrapes", protocol: "dataset_scrape"}
+}
+
+#Prof: {
+	name?:           string
+	follower_count?: int
+	joined_at?:      =~"^[0-9]{4}-[0-9]{2}-[0-9]{2}T"
+}
+
+services: "pro_net/profile.info": {
+	platform:    "pro_net"
+	service:     "profile.info"
+	description: "A profile."
+	input_kind:  "url"
+	accepts: [{format: "https://example.com/in/<id>", example: "https://example.com/in/a", pattern: "https://example\\.com/in/[a-z]+"}]
+	record: "#Prof"
+	offers: [{
+		offer: "source_a/actor_1", price_per_record: 0.001, max_inputs: 1, target: "act1"
+		normalize: NORMALIZE
+	}]
+}
+`
+
+const goodItems = `[{"n": "Ann", "f": 12, "d": "2020-01-02T00:00:00Z"}, {"error": "gone"}]`
+
+// TestDeclaredExamplesPass: every live offer of services/ has an example
+// that normalizes to records on its schema, with both engines agreeing.
+func TestDeclaredExamplesPass(t *testing.T) {
+	reg, err := registry.Load("../../services")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if probs := CheckExamples(context.Background(), reg, os.DirFS("../../services")); len(probs) != 0 {
+		t.Fatalf("%d problems: %v", len(probs), probs)
+	}
+}
+
+func TestCheckExamplesRefuses(t *testing.T) {
+	const example = "examples/source_a/pro_net__profile.info.json"
+	good := `"if .error then empty else {name: .n, follower_count: (.f | toint), joined_at: .d} end"`
+	cases := []struct {
+		name, normalize, file, items string
+		want                         string // "" means no problem
+	}{
+		{"good", good, example, goodItems, ""},
+		{"the offer's own example wins", good, "examples/source_a/pro_net__profile.info__actor_1.json", goodItems, ""},
+		{"no example", good, "examples/source_b/pro_net__profile.info.json", goodItems, "no example payload (add examples/source_a/pro_net__profile.info.json)"},
+		{"no record", `"empty"`, example, goodItems, "no record from 2 items"},
+		{"undeclared field", `"{name: .n, followers: .f}"`, example, goodItems, "record off #Prof: followers: undeclared field"},
+		{"count as a string", `"{name: .n, follower_count: (.f | tostring)}"`, example, goodItems, `follower_count: want integer, got a string`},
+		{"date not ISO 8601", `"{name: .n, joined_at: \"02/01/2020\"}"`, example, goodItems, "joined_at: \"02/01/2020\" does not match"},
+		{"normalize error", `"{name: (.n | error)}"`, example, goodItems, "item 0: normalize: "},
+		{"not an array", good, example, `"text"`, "neither a JSON array"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			reg, err := registry.LoadFiles(map[string][]byte{"services/x.cue": []byte(strings.Replace(checkBase, "NORMALIZE", tc.normalize, 1))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fsys := fstest.MapFS{tc.file: {Data: []byte(tc.items)}}
+			probs := CheckExamples(context.Background(), reg, fsys)
+			if tc.want == "" {
+				if len(probs) != 0 {
+					t.Fatalf("problems %v", probs)
+				}
+				return
+			}
+			var all []string
+			for _, p := range probs {
+				all = append(all, p.String())
+			}
+			if !strings.Contains(strings.Join(all, "\n"), tc.want) {
+				t.Fatalf("problems %q, want one saying %q", all, tc.want)
+			}
+			if probs[0].Offer != "pro_net/profile.info source_a/actor_1" {
+				t.Errorf("problem names offer %q", probs[0].Offer)
+			}
+		})
+	}
+}
+
+func TestDisagreement(t *testing.T) {
+	cases := []struct {
+		name   string
+		rec    string
+		ok     bool
+		err    error
+		ref    any
+		refErr error
+		want   string
+	}{
+		{"same record, nulls left out", `{"a":1}`, true, nil, map[string]any{"a": 1.0, "b": nil}, nil, ""},
+		{"both drop", "", false, nil, nil, nil, ""},
+		{"different value", `{"a":1}`, true, nil, map[string]any{"a": 2.0}, nil, "gateway made"},
+		{"only gojq makes a record", "", false, nil, map[string]any{"a": 2.0}, nil, "the gateway drops the item"},
+		{"only one fails", `{"a":1}`, true, nil, nil, os.ErrInvalid, "gojq error"},
+	}
+	for _, tc := range cases {
+		got := disagreement([]byte(tc.rec), tc.ok, tc.err, tc.ref, tc.refErr)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestTry: the offline dry run prints each record and each violation, and
+// fails when a record would not be served.
+func TestTry(t *testing.T) {
+	reg, err := registry.LoadFiles(map[string][]byte{"services/x.cue": []byte(strings.Replace(checkBase, "NORMALIZE",
+		`"if .error then empty else {name: .n, follower_count: .f} end"`, 1))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := filepath.Join(t.TempDir(), "p.json")
+	if err := os.WriteFile(payload, []byte(`[{"n": "Ann", "f": 12}, {"n": "Bob", "f": "12"}, {"error": "x"}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err = Try(&out, reg, "pro_net/profile.info", "", payload, "https://example.com/in/z")
+	if err == nil || !strings.Contains(err.Error(), "1 of 3 items are not served") {
+		t.Errorf("error %v", err)
+	}
+	for _, want := range []string{
+		`offer source_a/actor_1 on the compiled fast path, $input "https://example.com/in/z", 3 items`,
+		"item 0: record\n",
+		`"name": "Ann"`,
+		"item 1: VIOLATION follower_count: want integer, got a string (never served nor billed)",
+		"item 2: dropped (no record)",
+		"1 records, 1 off the schema, 0 failed, 0 disagreements",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	for _, bad := range []struct{ key, offer, want string }{
+		{"pro_net/nope", "", "no service"},
+		{"pro_net/profile.info", "source_z/x", `has no offer "source_z/x" (declared: source_a/actor_1)`},
+	} {
+		if err := Try(&out, reg, bad.key, bad.offer, payload, ""); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("Try(%s, %s) = %v, want %q", bad.key, bad.offer, err, bad.want)
+		}
+	}
+}
