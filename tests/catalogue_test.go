@@ -182,6 +182,9 @@ func copyServices(t *testing.T) string {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
+		if e.IsDir() { // examples/: payloads, not declarations
+			continue
+		}
 		b, _ := os.ReadFile(filepath.Join(repoRoot, "services", e.Name()))
 		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
 			t.Fatal(err)
