@@ -51,7 +51,9 @@ func (d *Dashboard) Provision(ctx caddy.Context) error {
 	}
 	v, err := ctx.App("social_router")
 	if err != nil {
-		return fmt.Errorf("loading social_router app: %v", err)
+		// Caddy's error already says "loading social_router app module:";
+		// wrapping it again would bury the operator's file:line further.
+		return err
 	}
 	app := v.(*App)
 	d.h = dashboard.New(dashboard.Config{

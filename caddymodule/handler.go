@@ -1,7 +1,6 @@
 package caddymodule
 
 import (
-	"fmt"
 	"net/http"
 
 	"github.com/caddyserver/caddy/v2"
@@ -35,7 +34,9 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 func (h *Handler) Provision(ctx caddy.Context) error {
 	v, err := ctx.App("social_router")
 	if err != nil {
-		return fmt.Errorf("loading social_router app: %v", err)
+		// Caddy's error already says "loading social_router app module:";
+		// wrapping it again would bury the operator's file:line further.
+		return err
 	}
 	h.api = v.(*App).API(ctx.Logger())
 	h.mcp = v.(*App).mcp
