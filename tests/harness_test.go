@@ -139,9 +139,37 @@ type sim struct {
 
 func startSim(t testing.TB, args ...string) *sim {
 	t.Helper()
-	a, b := fmt.Sprintf("127.0.0.1:%d", freePort(t)), fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	s := &sim{A: "http://" + a, B: "http://" + b}
-	s.p = start(t, nil, simBin, append([]string{"-a", a, "-b", b}, args...)...)
+	// A port free a moment ago can be taken before the simulator binds it
+	// (another process's ephemeral port): try fresh ports a few times.
+	for try := 1; ; try++ {
+		a, b := fmt.Sprintf("127.0.0.1:%d", freePort(t)), fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		s := &sim{A: "http://" + a, B: "http://" + b}
+		s.p = start(t, nil, simBin, append([]string{"-a", a, "-b", b}, args...)...)
+		if try < 3 && bindFailed(s.p) {
+			continue
+		}
+		waitForSim(t, s)
+		return s
+	}
+}
+
+// bindFailed waits briefly for a process to either stay up or say it could
+// not bind its address.
+func bindFailed(p *proc) bool {
+	for i := 0; i < 40; i++ {
+		if strings.Contains(p.out.String(), "address already in use") {
+			return true
+		}
+		if strings.Contains(p.out.String(), "serving") && i > 4 {
+			return false
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	return false
+}
+
+func waitForSim(t testing.TB, s *sim) {
+	t.Helper()
 	waitFor(t, "simulator", s.p, func() bool {
 		r, err := http.Get(s.A + "/_sim/health")
 		if err == nil {
@@ -149,7 +177,6 @@ func startSim(t testing.TB, args ...string) *sim {
 		}
 		return err == nil && r.StatusCode == 200
 	})
-	return s
 }
 
 // fault sets a fault on one target (see the simulator's control endpoint).
