@@ -293,3 +293,62 @@ func TestTokenNotInConfig(t *testing.T) {
 		t.Errorf("a call through source_a with the resolved token: %d %s", r.Status, r.Body)
 	}
 }
+
+// TestMoneySearchPages: no upstream takes an offset, so a later search
+// page asks the upstream for the earlier pages again (the window). The
+// hold covers the whole window before the upstream is called; only the
+// page's records are charged. Money for the earlier pages alone is 402
+// with no upstream call.
+func TestMoneySearchPages(t *testing.T) {
+	const provider, target, price = "source_a/maps/place.search", "compass~crawler-google-places", 0.00552
+	s := startSim(t)
+	g := moneyGateway(t, s)
+	s.fault(t, map[string]any{"target": target, "items": 9})
+	query := []string{"coffee in Lisbon"}
+	first := g.do("POST", "/v1/search", g.account("funded", 50), map[string]any{"queries": query, "provider": provider, "limit": 3})
+	cursor, _ := first.JSON["pagination"].(map[string]any)["next_cursor"].(string)
+	if first.Status != 200 || cursor == "" {
+		t.Fatalf("page 1: %d %s", first.Status, first.Body)
+	}
+	tests := []struct {
+		name       string
+		balance    float64
+		wantStatus int
+		wantData   int // records of page 2 served and charged
+		wantAsked  int // at most, from the upstream (the window the hold covered)
+		cappedBy   any
+	}{
+		{"funded: window of 6 held, 3 charged", 50, 200, 3, 6, nil},
+		{"money for 5: window cut to 5, 2 served", 5*price + 0.0001, 200, 2, 5, "balance"},
+		{"money for the earlier pages only", 3*price + 0.0001, 402, 0, 0, nil},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s.reset(t)
+			s.fault(t, map[string]any{"target": target, "items": 9})
+			key := g.account(fmt.Sprintf("page2_%d", i), tt.balance)
+			r := g.do("POST", "/v1/search", key, map[string]any{"queries": query, "provider": provider, "limit": 3, "cursor": cursor})
+			if r.Status != tt.wantStatus {
+				t.Fatalf("page 2: %d %s, want %d", r.Status, r.Body, tt.wantStatus)
+			}
+			calls, asked := askedOf(t, s, target)
+			if asked > tt.wantAsked || (tt.wantAsked == 0 && calls != 0) {
+				t.Errorf("upstream asked for %d records in %d calls; the hold covered %d", asked, calls, tt.wantAsked)
+			}
+			if tt.wantStatus != 200 {
+				if r.errCode() != "insufficient_credits" || !near(g.balance(key), tt.balance) {
+					t.Errorf("refused page: code %s, balance %v of %v", r.errCode(), g.balance(key), tt.balance)
+				}
+				return
+			}
+			data, _ := r.JSON["data"].([]any)
+			if len(data) != tt.wantData || r.JSON["capped_by"] != tt.cappedBy ||
+				!near(num(r.JSON["credits_used"]), float64(tt.wantData)*price) {
+				t.Errorf("page 2: %d records, capped_by %v, credits_used %v; want %d, %v", len(data), r.JSON["capped_by"], r.JSON["credits_used"], tt.wantData, tt.cappedBy)
+			}
+			if !near(g.balance(key), tt.balance-num(r.JSON["credits_used"])) {
+				t.Errorf("balance %v after page 2 charged %v from %v", g.balance(key), r.JSON["credits_used"], tt.balance)
+			}
+		})
+	}
+}

@@ -53,13 +53,23 @@ func New(st store.Store, runID string, key store.Key, now time.Time) *Call {
 }
 
 // Reserve re-sizes the call's hold for offer o (router.Budget): the most
-// of records its price lets the balance and the key's limit pay for.
-func (c *Call) Reserve(ctx context.Context, o *registry.Offer, records int) (int, string, error) {
+// of records its price lets the balance and the key's limit pay for. A
+// hold of fewer than least records is dropped at once: a later search
+// page whose upstream must produce the earlier pages again is not called
+// unless the money covers them all and one record of this page.
+func (c *Call) Reserve(ctx context.Context, o *registry.Offer, records, least int) (int, string, error) {
 	h := c.hold
 	h.Price, h.Records = o.Price, records
 	res, err := c.st.Reserve(ctx, h)
 	if err != nil {
 		return 0, "", err
+	}
+	least = max(1, least)
+	if res.Records > 0 && res.Records < least {
+		if err := c.st.Release(ctx, h.ID); err != nil {
+			return 0, "", err
+		}
+		res = store.HoldResult{CappedBy: res.CappedBy, Period: res.Period}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -68,10 +78,14 @@ func (c *Call) Reserve(ctx context.Context, o *registry.Offer, records int) (int
 		return res.Records, "", nil
 	}
 	c.refused = append(c.refused, refusal{offer: o, by: res.CappedBy})
-	if res.CappedBy == store.CappedCreditLimit {
-		return 0, fmt.Sprintf("skipped: this key's credit limit per %s has no room for one record at %s credits", res.Period, o.Price), nil
+	what := "one record"
+	if least > 1 {
+		what = fmt.Sprintf("the %d records this page needs from the upstream (the earlier pages included, which are not charged again)", least)
 	}
-	return 0, fmt.Sprintf("skipped: the available balance does not pay for one record at %s credits", o.Price), nil
+	if res.CappedBy == store.CappedCreditLimit {
+		return 0, fmt.Sprintf("skipped: this key's credit limit per %s has no room for %s at %s credits", res.Period, what, o.Price), nil
+	}
+	return 0, fmt.Sprintf("skipped: the available balance does not pay for %s at %s credits", what, o.Price), nil
 }
 
 // CappedBy says what money capped the records asked of offer o (the

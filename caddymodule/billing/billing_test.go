@@ -45,7 +45,7 @@ func TestReserveCapsAndResizes(t *testing.T) {
 	st, k := openStore(t, 5*2000, nil)
 	c := New(st, "ext_1", k, now)
 	ctx := t.Context()
-	if n, note, err := c.Reserve(ctx, cheap, 3); n != 3 || note != "" || err != nil {
+	if n, note, err := c.Reserve(ctx, cheap, 3, 1); n != 3 || note != "" || err != nil {
 		t.Fatalf("Reserve(3 at cheap) = %d, %q, %v; want 3", n, note, err)
 	}
 	if got := c.CappedBy(cheap); got != "" {
@@ -53,7 +53,7 @@ func TestReserveCapsAndResizes(t *testing.T) {
 	}
 	// Failover to the dear offer re-sizes the same hold: 5 records fit,
 	// not 5 minus the 3 of the first hold.
-	if n, _, err := c.Reserve(ctx, dear, 10); n != 5 || err != nil {
+	if n, _, err := c.Reserve(ctx, dear, 10, 1); n != 5 || err != nil {
 		t.Fatalf("Reserve(10 at dear) = %d, %v; want 5", n, err)
 	}
 	if got := c.CappedBy(dear); got != store.CappedBalance {
@@ -61,14 +61,37 @@ func TestReserveCapsAndResizes(t *testing.T) {
 	}
 	// Another call sees the whole balance held.
 	other := New(st, "ext_2", k, now)
-	if n, note, _ := other.Reserve(ctx, cheap, 1); n != 0 || !strings.Contains(note, "balance") {
+	if n, note, _ := other.Reserve(ctx, cheap, 1, 1); n != 0 || !strings.Contains(note, "balance") {
 		t.Errorf("second call Reserve = %d, %q; want 0 and a note on the balance", n, note)
 	}
 	if err := c.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n, _, _ := other.Reserve(ctx, cheap, 1); n != 1 {
+	if n, _, _ := other.Reserve(ctx, cheap, 1, 1); n != 1 {
 		t.Errorf("after Release the second call got %d records, want 1", n)
+	}
+}
+
+// TestReserveLeast: a later search page whose upstream must produce the
+// earlier pages again is not held (nor called) unless the money covers
+// least records; what was held for it is dropped at once.
+func TestReserveLeast(t *testing.T) {
+	st, k := openStore(t, 5*2000, nil)
+	ctx := t.Context()
+	c := New(st, "ext_1", k, now)
+	n, note, err := c.Reserve(ctx, dear, 10, 6)
+	if n != 0 || err != nil || !strings.Contains(note, "the 6 records this page needs") {
+		t.Fatalf("Reserve(10 at dear, least 6) = %d, %q, %v; want 0 and a note naming the page's 6 records", n, note, err)
+	}
+	if got := c.CappedBy(dear); got != store.CappedBalance {
+		t.Errorf("CappedBy(dear) = %q, want balance", got)
+	}
+	other := New(st, "ext_2", k, now)
+	if n, _, _ := other.Reserve(ctx, dear, 10, 1); n != 5 {
+		t.Errorf("after a refused page another call holds %d records, want the whole balance's 5", n)
+	}
+	if n, _, _ := New(st, "ext_3", k, now).Reserve(ctx, cheap, 1, 1); n != 0 {
+		t.Errorf("the balance is held by the second call, yet a third held %d", n)
 	}
 }
 
@@ -97,13 +120,13 @@ func TestRefused(t *testing.T) {
 			st, k := openStore(t, tt.balance, tt.limit)
 			ctx := t.Context()
 			if tt.hold {
-				if n, _, _ := New(st, "ext_0", k, now).Reserve(ctx, cheap, 1); n != 1 {
+				if n, _, _ := New(st, "ext_0", k, now).Reserve(ctx, cheap, 1, 1); n != 1 {
 					t.Fatalf("the other call got %d records", n)
 				}
 			}
 			c := New(st, "ext_1", k, now)
 			for _, o := range []*registry.Offer{cheap, dear} {
-				if n, note, err := c.Reserve(ctx, o, 10); n != 0 || note == "" || err != nil {
+				if n, note, err := c.Reserve(ctx, o, 10, 1); n != 0 || note == "" || err != nil {
 					t.Fatalf("Reserve(%s) = %d, %q, %v; want 0 with a note", o.ID, n, note, err)
 				}
 			}

@@ -18,9 +18,12 @@ import (
 // and says how many records the attempt may ask the upstream for.
 type Budget interface {
 	// Reserve holds money for at most records records of offer o and
-	// returns how many it covers (0..records). 0 skips the offer, with
-	// note as the attempt's message; an error ends the call.
-	Reserve(ctx context.Context, o *registry.Offer, records int) (covered int, note string, err error)
+	// returns how many it covers (0..records). Fewer than least (the
+	// fewest that make the attempt worth calling: 1, or one past the
+	// records of earlier pages the upstream must produce again) must be
+	// answered 0, holding nothing; 0 skips the offer, with note as the
+	// attempt's message; an error ends the call.
+	Reserve(ctx context.Context, o *registry.Offer, records, least int) (covered int, note string, err error)
 	// Refusal is the failure of a call whose every candidate offer was
 	// skipped because not one record of it could be paid.
 	Refusal() error
@@ -35,30 +38,40 @@ const OutcomeUnpayable = "unpayable"
 // when its Budget gives no Refusal.
 var ErrNoBudget = errors.New("not one record of any offer can be paid")
 
-// records is the most records the call may return, what a Budget is asked
-// to cover: the limit, per input where it applies per input, and never
-// more than the service's records_per_input allows for the inputs.
+// records is the most records the attempt may ask the upstream for, what
+// a Budget is asked to cover: the window (a later search page's upstream
+// produces the earlier pages again, since no upstream takes an offset),
+// per input where the limit applies per input, and never more than the
+// service's records_per_input allows for the inputs.
 func (req Request) records() int {
 	inputs := max(1, len(req.Inputs))
 	perInput := req.Service.PerInput
+	window := req.window()
 	if req.scope() == registry.ScopePerInput {
 		if perInput > 0 {
-			return min(req.Limit, perInput) * inputs
+			return min(window, perInput) * inputs
 		}
-		return req.Limit * inputs
+		return window * inputs
 	}
 	if perInput > 0 {
-		return min(req.Limit, perInput*inputs)
+		return min(window, perInput*inputs)
 	}
-	return req.Limit
+	return window
 }
 
-// capped returns the request cut to covered records, so the upstream is
-// never asked for more than the call's money covers. Per call: the limit,
-// and no more inputs than records (an input yields at least one record, so
+// least is the fewest records worth a hold: one past the records of the
+// earlier pages, which the upstream produces again and the call drops.
+func (req Request) least() int {
+	return min(req.Skip+1, max(1, req.records()))
+}
+
+// capped returns the request cut to covered records (at least least()),
+// so the upstream is never asked for more than the call's money covers:
+// the window, Skip+Limit, fits in covered. Per call: the limit, and no
+// more inputs than the window (an input yields at least one record, so
 // more inputs is upstream work nobody pays for: 1,000 URLs with limit 1
-// make one upstream input, not 1,000). Per input: a per-input limit and as
-// many inputs as it fills.
+// make one upstream input, not 1,000). Per input: a per-input window and
+// as many inputs as it fills.
 func (req Request) capped(covered int) Request {
 	if req.Limit <= 0 || covered <= 0 {
 		return req
@@ -67,15 +80,17 @@ func (req Request) capped(covered int) Request {
 		if covered >= req.records() {
 			return req
 		}
-		req.Limit = min(req.Limit, covered)
-		if n := covered / req.Limit; n < len(req.Inputs) {
+		window := min(req.window(), covered)
+		req.Limit = max(1, window-req.Skip)
+		if n := covered / window; n < len(req.Inputs) {
 			req.Inputs = req.Inputs[:n:n]
 		}
 		return req
 	}
-	req.Limit = min(req.Limit, covered)
-	if len(req.Inputs) > req.Limit {
-		req.Inputs = req.Inputs[:req.Limit:req.Limit]
+	window := min(req.window(), covered)
+	req.Limit = max(1, window-req.Skip)
+	if len(req.Inputs) > window {
+		req.Inputs = req.Inputs[:window:window]
 	}
 	return req
 }
@@ -116,8 +131,8 @@ func (w *walk) reserve(ctx context.Context, o *registry.Offer, trial bool) (*Req
 	req := w.req
 	covered := req.records()
 	if b := req.Budget; b != nil {
-		n, note, err := b.Reserve(ctx, o, covered)
-		if err != nil || n <= 0 {
+		n, note, err := b.Reserve(ctx, o, covered, req.least())
+		if err != nil || n < req.least() {
 			w.r.breakers.report(o, neutral, trial) // the offer was not called
 		}
 		if err != nil {
@@ -126,7 +141,8 @@ func (w *walk) reserve(ctx context.Context, o *registry.Offer, trial bool) (*Req
 				Message:  "the account store is unavailable, so no upstream was called and nothing was charged; retry shortly",
 				Attempts: w.attempts, cause: err}
 		}
-		if n <= 0 {
+		if n < req.least() {
+			n = 0 // a Budget that covered too few for this page
 			if note == "" {
 				note = fmt.Sprintf("skipped: not one record at %s credits can be paid", o.Price)
 			}

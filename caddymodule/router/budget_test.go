@@ -24,10 +24,10 @@ type tableBudget struct {
 	asked []string // "<offer>:<records>"
 }
 
-func (b *tableBudget) Reserve(_ context.Context, o *registry.Offer, records int) (int, string, error) {
+func (b *tableBudget) Reserve(_ context.Context, o *registry.Offer, records, least int) (int, string, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.asked = append(b.asked, fmt.Sprintf("%s:%d", o.ID, records))
+	b.asked = append(b.asked, fmt.Sprintf("%s:%d/%d", o.ID, records, least))
 	if b.err != nil {
 		return 0, "", b.err
 	}
@@ -71,6 +71,7 @@ func TestBudgetCapsUpstream(t *testing.T) {
 		svc     string
 		inputs  int
 		limit   int
+		skip    int // records of earlier pages (search cursors)
 		covers  map[string]int
 		headErr bool
 		// want: records the serving offer's calls ask for at most, its
@@ -78,17 +79,23 @@ func TestBudgetCapsUpstream(t *testing.T) {
 		wantAsked, wantInputs, wantRecords int
 		wantAttempts                       []string
 	}{
-		{"per call, balance for 3 of 10", "pro_net/profile.info", 5, 10, map[string]int{headID: 3}, false, 3, 3, 3,
+		{"per call, balance for 3 of 10", "pro_net/profile.info", 5, 10, 0, map[string]int{headID: 3}, false, 3, 3, 3,
 			[]string{headID + ":ok"}},
-		{"per call limit 1 of 30 inputs, funded", "pro_net/profile.info", 30, 1, nil, false, 1, 1, 1,
+		{"per call limit 1 of 30 inputs, funded", "pro_net/profile.info", 30, 1, 0, nil, false, 1, 1, 1,
 			[]string{headID + ":ok"}},
-		{"per call, head unpayable", "pro_net/profile.info", 4, 10, map[string]int{headID: 0, secondID: 2}, false, 2, 2, 2,
+		{"per call, head unpayable", "pro_net/profile.info", 4, 10, 0, map[string]int{headID: 0, secondID: 2}, false, 2, 2, 2,
 			[]string{headID + ":unpayable", secondID + ":ok"}},
-		{"failover gets the second offer's cover", "pro_net/profile.info", 4, 10, map[string]int{headID: 4, secondID: 1}, true, 1, 1, 1,
+		{"failover gets the second offer's cover", "pro_net/profile.info", 4, 10, 0, map[string]int{headID: 4, secondID: 1}, true, 1, 1, 1,
 			[]string{headID + ":upstream_5xx", secondID + ":ok"}},
-		{"per input, 5 of 3x4", "pro_net/post.list", 3, 4, map[string]int{"source_a/actor_2": 5}, false, 4, 1, 4,
+		{"per input, 5 of 3x4", "pro_net/post.list", 3, 4, 0, map[string]int{"source_a/actor_2": 5}, false, 4, 1, 4,
 			[]string{"source_a/actor_2:ok"}},
-		{"per input, 2 of 3x4", "pro_net/post.list", 3, 4, map[string]int{"source_a/actor_2": 2}, false, 2, 1, 2,
+		{"per input, 2 of 3x4", "pro_net/post.list", 3, 4, 0, map[string]int{"source_a/actor_2": 2}, false, 2, 1, 2,
+			[]string{"source_a/actor_2:ok"}},
+		{"per input page 2, funded", "pro_net/post.list", 2, 3, 3, nil, false, 12, 2, 6,
+			[]string{"source_a/actor_2:ok"}},
+		{"per input page 2, 7 of 2x6", "pro_net/post.list", 2, 3, 3, map[string]int{"source_a/actor_2": 7}, false, 6, 1, 3,
+			[]string{"source_a/actor_2:ok"}},
+		{"per input page 2, 5 of 2x6", "pro_net/post.list", 2, 3, 3, map[string]int{"source_a/actor_2": 5}, false, 5, 1, 2,
 			[]string{"source_a/actor_2:ok"}},
 	}
 	for _, tt := range tests {
@@ -101,7 +108,7 @@ func TestBudgetCapsUpstream(t *testing.T) {
 			b := &fake{do: echo(6)}
 			bud := &tableBudget{covers: tt.covers}
 			r := setup(t, Config{}, a, b)
-			res, err := r.Run(context.Background(), Request{Service: svc, Inputs: urls(tt.inputs), Limit: tt.limit, Budget: bud})
+			res, err := r.Run(context.Background(), Request{Service: svc, Inputs: urls(tt.inputs), Limit: tt.limit, Skip: tt.skip, Budget: bud})
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
@@ -136,19 +143,21 @@ func TestBudgetRefusal(t *testing.T) {
 		name       string
 		bud        *tableBudget
 		pin        bool
+		skip       int
 		wantStatus int
 		wantCode   string
 	}{
-		{"every offer unpayable", &tableBudget{covers: map[string]int{headID: 0, secondID: 0}, refusal: refusal}, false, 402, "insufficient_credits"},
-		{"pinned offer unpayable", &tableBudget{covers: map[string]int{headID: 0}, refusal: refusal}, true, 402, "insufficient_credits"},
-		{"refusal without a Failure", &tableBudget{covers: map[string]int{headID: 0, secondID: 0}, refusal: errors.New("plain")}, false, 402, "insufficient_credits"},
-		{"store down", &tableBudget{err: errors.New("connection refused")}, false, 503, "store_unavailable"},
+		{"every offer unpayable", &tableBudget{covers: map[string]int{headID: 0, secondID: 0}, refusal: refusal}, false, 0, 402, "insufficient_credits"},
+		{"pinned offer unpayable", &tableBudget{covers: map[string]int{headID: 0}, refusal: refusal}, true, 0, 402, "insufficient_credits"},
+		{"refusal without a Failure", &tableBudget{covers: map[string]int{headID: 0, secondID: 0}, refusal: errors.New("plain")}, false, 0, 402, "insufficient_credits"},
+		{"later page: money for the earlier pages only", &tableBudget{covers: map[string]int{headID: 10, secondID: 10}, refusal: refusal}, false, 10, 402, "insufficient_credits"},
+		{"store down", &tableBudget{err: errors.New("connection refused")}, false, 0, 503, "store_unavailable"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a, b := &fake{}, &fake{}
 			r := setup(t, Config{}, a, b)
-			req := Request{Service: svc, Inputs: urls(2), Limit: 10, Budget: tt.bud}
+			req := Request{Service: svc, Inputs: urls(2), Limit: 10, Skip: tt.skip, Budget: tt.bud}
 			if tt.pin {
 				req.Pin = offer(t, svc, headID)
 			}
