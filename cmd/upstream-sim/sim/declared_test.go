@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"socialrouter/caddymodule/registry"
+	"socialrouter/services"
 )
 
 // TestDeclaredRoutesCoverEveryOffer: every live offer of the embedded
@@ -12,7 +13,7 @@ import (
 // routes are exactly those targets: no Go list to keep in step.
 func TestDeclaredRoutesCoverEveryOffer(t *testing.T) {
 	s := New(Options{})
-	reg, err := registry.Load("../../../services")
+	reg, err := registry.LoadFS(services.FS)
 	if err != nil {
 		t.Fatal(err)
 	}
