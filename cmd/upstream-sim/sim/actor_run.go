@@ -2,21 +2,9 @@ package sim
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strconv"
 )
-
-func (s *Sim) actorRun(w http.ResponseWriter, r *http.Request) {
-	target := r.PathValue("target")
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBody))
-	if err != nil {
-		return // the client went away
-	}
-	a := s.actorRunAnswer(r, target, body)
-	s.logCall(ProtocolActorRun, target, r, body, a.status)
-	a.write(w, r)
-}
 
 func (s *Sim) actorRunAnswer(r *http.Request, target string, body []byte) answer {
 	if !s.authorized(r) {

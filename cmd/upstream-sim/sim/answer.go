@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -13,6 +14,21 @@ type answer struct {
 	body   []byte
 	header map[string]string
 	stall  time.Duration
+}
+
+// serve is a protocol endpoint: it reads the request, decides the answer
+// for the target the request names, logs the call and writes the answer.
+func (s *Sim) serve(protocol string, target func(*http.Request) string, decide func(r *http.Request, target string, body []byte) answer) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		t := target(r)
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBody))
+		if err != nil {
+			return // the client went away
+		}
+		a := decide(r, t, body)
+		s.logCall(protocol, t, r, body, a.status)
+		a.write(w, r)
+	}
 }
 
 func (s *Sim) authorized(r *http.Request) bool {

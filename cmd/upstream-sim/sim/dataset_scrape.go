@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -31,17 +30,6 @@ type snapshot struct {
 	polls   int
 	failed  bool
 	created time.Time
-}
-
-func (s *Sim) scrape(w http.ResponseWriter, r *http.Request) {
-	target := r.URL.Query().Get("dataset_id")
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBody))
-	if err != nil {
-		return
-	}
-	a := s.scrapeAnswer(r, target, body)
-	s.logCall(ProtocolDatasetScrape, target, r, body, a.status)
-	a.write(w, r)
 }
 
 func (s *Sim) scrapeAnswer(r *http.Request, target string, body []byte) answer {

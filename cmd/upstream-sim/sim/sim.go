@@ -128,8 +128,10 @@ func New(opts Options) *Sim {
 	}
 
 	m := http.NewServeMux()
-	m.HandleFunc("POST /v2/acts/{target}/run-sync-get-dataset-items", s.actorRun)
-	m.HandleFunc("POST /datasets/v3/scrape", s.scrape)
+	m.HandleFunc("POST /v2/acts/{target}/run-sync-get-dataset-items", s.serve(ProtocolActorRun,
+		func(r *http.Request) string { return r.PathValue("target") }, s.actorRunAnswer))
+	m.HandleFunc("POST /datasets/v3/scrape", s.serve(ProtocolDatasetScrape,
+		func(r *http.Request) string { return r.URL.Query().Get("dataset_id") }, s.scrapeAnswer))
 	m.HandleFunc("GET /datasets/v3/progress/{id}", s.progress)
 	m.HandleFunc("GET /datasets/v3/snapshot/{id}", s.snapshotDownload)
 	m.HandleFunc("GET /_sim/health", func(w http.ResponseWriter, r *http.Request) {
