@@ -3,7 +3,6 @@ package sim
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -122,15 +121,7 @@ func TestSnapshotEndpoints(t *testing.T) {
 	if st != 202 || !strings.HasPrefix(id, "s_") {
 		t.Fatalf("got %d %s", st, body)
 	}
-	get := func(path string) (int, string) {
-		resp, err := http.Get(srv.URL + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	get := func(path string) (int, string) { return request(t, http.MethodGet, srv.URL+path, "") }
 	steps := []struct {
 		path   string
 		status int

@@ -50,7 +50,19 @@ func scrapeBody(n int) map[string]any {
 
 func post(t *testing.T, url, body string) (int, string) {
 	t.Helper()
-	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	return request(t, http.MethodPost, url, body)
+}
+
+// request sends a JSON body (which may be empty) and returns the status and
+// the body of the answer.
+func request(t *testing.T, method, url, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,16 +147,7 @@ func TestRequestErrors(t *testing.T) {
 
 func TestControlEndpoints(t *testing.T) {
 	s, srv := start(t, Options{MaxCalls: 3})
-	do := func(method, path, body string) (int, string) {
-		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	do := func(method, path, body string) (int, string) { return request(t, method, srv.URL+path, body) }
 	steps := []struct {
 		method, path, body string
 		status             int
