@@ -2,12 +2,16 @@ package caddymodule
 
 import (
 	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 
 	"socialrouter/caddymodule/store/backend"
+	"socialrouter/services"
 )
 
 // TestReloadSharesState: a config provisioned before the previous one is
@@ -15,11 +19,12 @@ import (
 // counts; once every config is gone, the next starts afresh.
 func TestReloadSharesState(t *testing.T) {
 	dir := t.TempDir()
+	svcDir := declarationsDir(t)
 	provision := func() *App {
 		t.Helper()
 		ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 		t.Cleanup(cancel)
-		a := &App{Services: "../services", Storage: &backend.Config{Type: backend.Badger, Dir: dir}, Sources: map[string]*SourceConfig{
+		a := &App{Services: svcDir, Storage: &backend.Config{Type: backend.Badger, Dir: dir}, Sources: map[string]*SourceConfig{
 			"source_a": {BaseURL: "http://127.0.0.1:1"}, "source_b": {BaseURL: "http://127.0.0.1:1"},
 		}}
 		if err := a.Provision(ctx); err != nil {
@@ -54,4 +59,26 @@ func TestReloadSharesState(t *testing.T) {
 	if fresh.shared == old.shared {
 		t.Error("state outlived every config")
 	}
+}
+
+// declarationsDir writes the embedded service declarations (services.FS's
+// *.cue) to a temporary directory: the app reads its services from disk,
+// as an operator's Caddyfile names them.
+func declarationsDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	names, err := fs.Glob(services.FS, "*.cue")
+	if err != nil || len(names) == 0 {
+		t.Fatalf("no declarations in services.FS: %v", err)
+	}
+	for _, n := range names {
+		b, err := fs.ReadFile(services.FS, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }

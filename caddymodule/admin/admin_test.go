@@ -10,6 +10,7 @@ import (
 
 	"socialrouter/caddymodule/registry"
 	badgerstore "socialrouter/caddymodule/store/badger"
+	"socialrouter/services"
 )
 
 func newTestHandler(t *testing.T) (*Handler, map[string]string) {
@@ -19,7 +20,7 @@ func newTestHandler(t *testing.T) (*Handler, map[string]string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	reg, err := registry.Load("../../services")
+	reg, err := registry.LoadFS(services.FS)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,11 +6,12 @@ import (
 	"testing"
 
 	"socialrouter/caddymodule/registry"
+	"socialrouter/services"
 )
 
 func loadRegistry(t testing.TB) *registry.Registry {
 	t.Helper()
-	reg, err := registry.Load("../../services")
+	reg, err := registry.LoadFS(services.FS)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io/fs"
+	"path"
 	"reflect"
 	"sort"
 	"strconv"
@@ -16,19 +16,13 @@ import (
 
 	"socialrouter/caddymodule/normalize"
 	"socialrouter/caddymodule/registry"
+	"socialrouter/services"
 )
 
 // The differential test: the plan and gojq run every fixture item of every
 // offer (and mutated copies of each), and must agree.
 
-const (
-	fpServicesDir = "../../services"
-	fpNow         = "2026-01-02T03:04:05.000Z"
-)
-
-// fpFixtureDirs hold <source>/<platform>__<service>.json upstream payloads:
-// the simulator's copy of the shared fixtures (TestFixturesMatchShared).
-var fpFixtureDirs = []string{"../../services/examples"}
+const fpNow = "2026-01-02T03:04:05.000Z"
 
 // fpExtra feeds fixtures to offers whose service has none of its own name.
 var fpExtra = map[string][]string{
@@ -43,35 +37,33 @@ type fpFile struct {
 
 func fpLoadFixtures(t testing.TB) []fpFile {
 	t.Helper()
+	// The services' examples: <source>/<platform>__<service>.json upstream
+	// payloads, the simulator's copy of the shared fixtures
+	// (TestFixturesMatchShared).
+	examples, err := fs.Sub(services.FS, "examples")
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths, _ := fs.Glob(examples, "*/*.json")
 	var files []fpFile
-	seen := map[string]bool{}
-	for _, dir := range fpFixtureDirs {
-		paths, _ := filepath.Glob(filepath.Join(dir, "*", "*.json"))
-		for _, p := range paths {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var items []json.RawMessage
-			if err := json.Unmarshal(b, &items); err != nil {
-				continue // not an item list (routes.json)
-			}
-			src := filepath.Base(filepath.Dir(p))
-			platform, svc, ok := strings.Cut(strings.TrimSuffix(filepath.Base(p), ".json"), "__")
-			if !ok {
-				continue
-			}
-			rel := src + "/" + filepath.Base(p)
-			key := rel + "\x00" + string(b)
-			if seen[key] {
-				continue // the simulator's copy of a shared fixture
-			}
-			seen[key] = true
-			files = append(files, fpFile{src, platform, svc, rel, items})
+	for _, p := range paths {
+		b, err := fs.ReadFile(examples, p)
+		if err != nil {
+			t.Fatal(err)
 		}
+		var items []json.RawMessage
+		if err := json.Unmarshal(b, &items); err != nil {
+			continue // not an item list (routes.json)
+		}
+		src := path.Dir(p)
+		platform, svc, ok := strings.Cut(strings.TrimSuffix(path.Base(p), ".json"), "__")
+		if !ok {
+			continue
+		}
+		files = append(files, fpFile{src, platform, svc, p, items})
 	}
 	if len(files) == 0 {
-		t.Skip("no upstream fixtures found")
+		t.Fatal("no upstream fixtures in services/examples")
 	}
 	return files
 }
@@ -85,7 +77,7 @@ func (o fpOffer) name() string { return o.service.Key + "|" + o.offer.ID }
 
 func fpOffers(t testing.TB) []fpOffer {
 	t.Helper()
-	reg, err := registry.Load(fpServicesDir)
+	reg, err := registry.LoadFS(services.FS)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -187,12 +187,12 @@ type bindOptNode struct {
 }
 
 func (n *bindOptNode) opt(e *env, in value) (value, bool, error) {
-	v, err := n.src.one(e, in)
+	pushed, err := n.b.bindOne(e, n.src, in)
+	if pushed {
+		defer e.popFrame()
+	}
 	if err != nil {
 		return vNull, false, err
-	}
-	if n.b.bind(e, v) {
-		defer e.popFrame()
 	}
 	return n.body.opt(e, in)
 }

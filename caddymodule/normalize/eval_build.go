@@ -175,6 +175,16 @@ func (n *bindNode) bind(e *env, v value) bool {
 	return false
 }
 
+// bindOne binds the one output of src on in, the step bind1Node and
+// bindOptNode share; pushed says the caller pops the frame after the body.
+func (n *bindNode) bindOne(e *env, src oner, in value) (pushed bool, err error) {
+	v, err := src.one(e, in)
+	if err != nil {
+		return false, err
+	}
+	return n.bind(e, v), nil
+}
+
 func (n *bindNode) eval(e *env, in value, out []value) ([]value, error) {
 	return each(e, n.src, in, out, func(v value, out []value) ([]value, error) {
 		if n.bind(e, v) {
@@ -190,12 +200,12 @@ type bind1Node struct {
 }
 
 func (n *bind1Node) one(e *env, in value) (value, error) {
-	v, err := n.src.one(e, in)
+	pushed, err := n.b.bindOne(e, n.src, in)
+	if pushed {
+		defer e.popFrame()
+	}
 	if err != nil {
 		return vNull, err
-	}
-	if n.b.bind(e, v) {
-		defer e.popFrame()
 	}
 	return n.body.one(e, in)
 }

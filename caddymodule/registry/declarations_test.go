@@ -8,14 +8,13 @@ import (
 	"testing"
 
 	"socialrouter/caddymodule/credits"
+	"socialrouter/services"
 )
 
 // The declarations under services/ are the product: these tests hold them
 // to SPEC.md ("Services, inputs, options and offers"), transcribed below row
 // by row, so a change of a price, an order, a format or an option is a
 // deliberate edit of both.
-
-const servicesDir = "../../services"
 
 var (
 	declOnce sync.Once
@@ -26,9 +25,9 @@ var (
 // declared loads services/ once for every test of the package.
 func declared(t *testing.T) *Registry {
 	t.Helper()
-	declOnce.Do(func() { declReg, declErr = Load(servicesDir) })
+	declOnce.Do(func() { declReg, declErr = LoadFS(services.FS) })
 	if declErr != nil {
-		t.Fatalf("loading %s: %v", servicesDir, declErr)
+		t.Fatalf("loading services.FS: %v", declErr)
 	}
 	return declReg
 }

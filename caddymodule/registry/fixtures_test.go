@@ -5,13 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"sort"
 	"strings"
 	"testing"
+
+	"socialrouter/services"
 )
 
 // The fixtures are the services' examples, real (or documented) upstream
@@ -23,7 +27,17 @@ import (
 // normalizer of each offer of its source that serves that service; every
 // record must validate against the service's record definition.
 
-const fixturesDir = "../../services/examples"
+// fixturesFS is services/examples as embedded in package services; file
+// names are <source>/<platform>__<service>.json.
+var fixturesFS = mustSub(services.FS, "examples")
+
+func mustSub(fsys fs.FS, dir string) fs.FS {
+	sub, err := fs.Sub(fsys, dir)
+	if err != nil {
+		panic(err)
+	}
+	return sub
+}
 
 // sharedFixturesDir is where the fixtures come from, when it is there.
 const sharedFixturesDir = "../../../shared/fixtures/upstream"
@@ -38,7 +52,7 @@ func TestFixturesMatchShared(t *testing.T) {
 	for _, p := range shared {
 		rel, _ := filepath.Rel(sharedFixturesDir, p)
 		want, _ := os.ReadFile(p)
-		got, err := os.ReadFile(filepath.Join(fixturesDir, rel))
+		got, err := fs.ReadFile(fixturesFS, filepath.ToSlash(rel))
 		if err != nil || !bytes.Equal(got, want) {
 			t.Errorf("%s: the simulator's copy differs from shared/ (copy it over): %v", rel, err)
 		}
@@ -58,17 +72,14 @@ type fixtureRun struct {
 // fixtureRuns lists every (fixture file, service, offer) pair to run.
 func fixtureRuns(t *testing.T, reg *Registry) []fixtureRun {
 	t.Helper()
-	if _, err := os.Stat(fixturesDir); err != nil {
-		t.Skipf("fixtures not found at %s (shared/ must sit beside the repository): %v", fixturesDir, err)
-	}
-	files, err := filepath.Glob(filepath.Join(fixturesDir, "*", "*.json"))
+	files, err := fs.Glob(fixturesFS, "*/*.json")
 	if err != nil || len(files) == 0 {
-		t.Skipf("no fixtures under %s", fixturesDir)
+		t.Fatalf("no fixtures under services/examples: %v", err)
 	}
 	var runs []fixtureRun
 	for _, f := range files {
-		src := filepath.Base(filepath.Dir(f))
-		platform, name, ok := strings.Cut(strings.TrimSuffix(filepath.Base(f), ".json"), "__")
+		src := path.Dir(f)
+		platform, name, ok := strings.Cut(strings.TrimSuffix(path.Base(f), ".json"), "__")
 		if !ok {
 			t.Errorf("fixture %s is not named <platform>__<service>.json", f)
 			continue
@@ -94,7 +105,7 @@ func fixtureRuns(t *testing.T, reg *Registry) []fixtureRun {
 
 func readItems(t *testing.T, file string) []json.RawMessage {
 	t.Helper()
-	b, err := os.ReadFile(file)
+	b, err := fs.ReadFile(fixturesFS, file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,8 +176,7 @@ func TestFixturesNormalize(t *testing.T) {
 	covered := map[*Offer]bool{}
 	for _, r := range fixtureRuns(t, reg) {
 		covered[r.offer] = true
-		rel, _ := filepath.Rel(fixturesDir, r.file)
-		t.Run(fmt.Sprintf("%s/%s/%s", rel, r.service.Key, r.offer.ID), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%s/%s", r.file, r.service.Key, r.offer.ID), func(t *testing.T) {
 			records, dataItems := normalizeAll(t, r)
 			if len(records) != dataItems {
 				t.Errorf("%d records from %d data items", len(records), dataItems)

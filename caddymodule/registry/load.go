@@ -58,6 +58,23 @@ func Load(dir string) (*Registry, error) {
 	return LoadFiles(files)
 }
 
+// LoadFS compiles the *.cue files at the root of fsys (an embedded or
+// in-memory services directory, such as services.FS) like Load; error
+// positions name them services/<file>.
+func LoadFS(fsys fs.FS) (*Registry, error) {
+	names, err := fs.Glob(fsys, "*.cue")
+	if err != nil || len(names) == 0 {
+		return nil, fmt.Errorf("no .cue files in the services directory")
+	}
+	files := map[string][]byte{}
+	for _, n := range names {
+		if files["services/"+n], err = fs.ReadFile(fsys, n); err != nil {
+			return nil, fmt.Errorf("reading %s: %v", n, err)
+		}
+	}
+	return LoadFiles(files)
+}
+
 // Digest returns a short digest of the *.cue files of dir (names and
 // contents), or "" when the directory cannot be read. A config that carries
 // it changes whenever a declaration does.

@@ -4,13 +4,15 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"socialrouter/services"
 )
 
 // FuzzMatchInput: a matched input is normalized idempotently, carries no
 // surrounding space, respects max_length, and (for url-kind services) any
 // scheme it gained is https://.
 func FuzzMatchInput(f *testing.F) {
-	reg, err := Load("../../services")
+	reg, err := LoadFS(services.FS)
 	if err != nil {
 		f.Fatal(err)
 	}

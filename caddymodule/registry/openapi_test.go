@@ -19,6 +19,7 @@ import (
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/registry/openapitest"
 	"socialrouter/caddymodule/runs"
+	"socialrouter/services"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/openapi.golden.json")
@@ -230,13 +231,13 @@ func inlineRegistry(t testing.TB) *registry.Registry {
 }
 
 // registries returns the inline registry and, when it loads, the one of
-// ../../services.
+// the embedded service declarations.
 func registries(t *testing.T) map[string]*registry.Registry {
 	t.Helper()
 	out := map[string]*registry.Registry{"inline": inlineRegistry(t)}
-	r, err := registry.Load(filepath.Join("..", "..", "services"))
+	r, err := registry.LoadFS(services.FS)
 	if err != nil {
-		t.Logf("../../services does not load (%v): testing the inline declarations only", err)
+		t.Logf("services.FS does not load (%v): testing the inline declarations only", err)
 		return out
 	}
 	out["services"] = r

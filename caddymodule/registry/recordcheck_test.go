@@ -3,6 +3,8 @@ package registry
 import (
 	"strings"
 	"testing"
+
+	"socialrouter/services"
 )
 
 // TestCheckRecord holds records to pro_net/company.info's declared shape,
@@ -76,7 +78,7 @@ func TestEveryServiceHasACheck(t *testing.T) {
 }
 
 func BenchmarkCheckRecord(b *testing.B) {
-	reg, err := Load(servicesDir)
+	reg, err := LoadFS(services.FS)
 	if err != nil {
 		b.Fatal(err)
 	}

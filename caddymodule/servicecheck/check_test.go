@@ -10,6 +10,7 @@ import (
 	"testing/fstest"
 
 	"socialrouter/caddymodule/registry"
+	"socialrouter/services"
 )
 
 const checkBase = `package sdr
@@ -44,11 +45,11 @@ const goodItems = `[{"n": "Ann", "f": 12, "d": "2020-01-02T00:00:00Z"}, {"error"
 // TestDeclaredExamplesPass: every live offer of services/ has an example
 // that normalizes to records on its schema, with both engines agreeing.
 func TestDeclaredExamplesPass(t *testing.T) {
-	reg, err := registry.Load("../../services")
+	reg, err := registry.LoadFS(services.FS)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if probs := CheckExamples(context.Background(), reg, os.DirFS("../../services")); len(probs) != 0 {
+	if probs := CheckExamples(context.Background(), reg, services.FS); len(probs) != 0 {
 		t.Fatalf("%d problems: %v", len(probs), probs)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"net/http/httptest"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,28 +16,29 @@ import (
 	"socialrouter/caddymodule/servicecheck"
 	"socialrouter/caddymodule/sources"
 	"socialrouter/cmd/upstream-sim/sim"
+	"socialrouter/services"
 )
 
-// withNewService copies services/ (declarations and examples) into a
-// temporary directory and adds testdata/newservice: micro_net/profile.info
-// on both sources, declared only in CUE, with an example per offer.
+// withNewService copies the embedded services (declarations and examples)
+// into a temporary directory and adds testdata/newservice:
+// micro_net/profile.info on both sources, declared only in CUE, with an
+// example per offer.
 func withNewService(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, from := range []string{"../../services", "testdata/newservice"} {
-		err := filepath.WalkDir(from, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || filepath.Ext(p) == ".go" {
+	for _, from := range []fs.FS{services.FS, os.DirFS("testdata/newservice")} {
+		err := fs.WalkDir(from, ".", func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || path.Ext(p) == ".go" {
 				return err
 			}
-			rel, _ := filepath.Rel(from, p)
-			b, err := os.ReadFile(p)
+			b, err := fs.ReadFile(from, p)
 			if err != nil {
 				return err
 			}
-			if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(rel)), 0o755); err != nil {
+			if err := os.MkdirAll(filepath.Join(dir, filepath.FromSlash(path.Dir(p))), 0o755); err != nil {
 				return err
 			}
-			return os.WriteFile(filepath.Join(dir, rel), b, 0o644)
+			return os.WriteFile(filepath.Join(dir, filepath.FromSlash(p)), b, 0o644)
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"socialrouter/services"
 )
 
 // statusCase is one upstream failure and how it must be classified.
@@ -496,7 +498,7 @@ func FuzzSplitItems(f *testing.F) {
 // BenchmarkSplitItems splits the simulator's pro_net profile fixture (the
 // body of make bench's end-to-end load), against gjson's validation alone.
 func BenchmarkSplitItems(b *testing.B) {
-	body, err := os.ReadFile("../../services/examples/source_b/pro_net__profile.info.json")
+	body, err := fs.ReadFile(services.FS, "examples/source_b/pro_net__profile.info.json")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -18,17 +18,7 @@ import (
 // modes) goes to the first offer's example in catalogue order. An offer
 // without an example is an error: `caddy sdr check` refuses it too.
 func DeclaredRoutes(fsys fs.FS) (map[string]string, fs.FS, error) {
-	names, err := fs.Glob(fsys, "*.cue")
-	if err != nil || len(names) == 0 {
-		return nil, nil, fmt.Errorf("no .cue files in the services directory")
-	}
-	files := map[string][]byte{}
-	for _, n := range names {
-		if files["services/"+n], err = fs.ReadFile(fsys, n); err != nil {
-			return nil, nil, fmt.Errorf("reading %s: %v", n, err)
-		}
-	}
-	reg, err := registry.LoadFiles(files)
+	reg, err := registry.LoadFS(fsys)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,0 +1,240 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// AnyTarget is the fault target that applies to every target without a
+// fault of its own, for load tests and blanket outages.
+const AnyTarget = "*"
+
+// Fault is what a target should do wrong. Zero fields mean "behave".
+type Fault struct {
+	// Target is the actor or dataset id, or "*" for every target.
+	Target string `json:"target"`
+	// Status answers this HTTP status with the protocol's error JSON.
+	Status int `json:"status,omitempty"`
+	// ErrorType overrides the error type of a Status answer (e.g.
+	// "run-failed" instead of the default "invalid-input" for a 400).
+	ErrorType string `json:"error_type,omitempty"`
+	// RetryAfter, in seconds, is sent as Retry-After with any answer.
+	RetryAfter int `json:"retry_after,omitempty"`
+	// LatencyMS is added before answering (on top of Options.Latency). An
+	// actor_run whose latency exceeds its ?timeout answers 408 at timeout.
+	LatencyMS int `json:"latency_ms,omitempty"`
+	// Malformed answers 200 with a truncated JSON body.
+	Malformed bool `json:"malformed,omitempty"`
+	// ErrorRecords mixes per-input error records in: dataset_scrape answers
+	// an error record for every second input (1, 3, …); actor_run appends
+	// one error item.
+	ErrorRecords bool `json:"error_records,omitempty"`
+	// AllErrors makes every item an error record.
+	AllErrors bool `json:"all_errors,omitempty"`
+	// StallMS sends the status and headers, then waits this long before the
+	// body, to trip a client's soft timeout.
+	StallMS int `json:"stall_ms,omitempty"`
+	// Async (dataset_scrape) answers 202 with a snapshot id; the snapshot is
+	// ready at the Polls-th poll of progress or snapshot.
+	Async bool `json:"async,omitempty"`
+	// Polls needed before an async snapshot is ready; default 2.
+	Polls int `json:"polls,omitempty"`
+	// SnapshotFailed (with Async) makes the snapshot's progress "failed".
+	SnapshotFailed bool `json:"snapshot_failed,omitempty"`
+	// Items overrides Options.Items for this target.
+	Items int `json:"items,omitempty"`
+	// Times limits the fault to the next n calls; 0 means forever. GET
+	// /_sim/faults shows the calls left.
+	Times int `json:"times,omitempty"`
+}
+
+func (f Fault) validate() error {
+	switch {
+	case f.Target == "":
+		return errors.New("fault needs a target (an actor or dataset id, or \"*\")")
+	case f.Status != 0 && (f.Status < 100 || f.Status > 599):
+		return fmt.Errorf("fault status %d is not an HTTP status", f.Status)
+	case f.RetryAfter < 0 || f.LatencyMS < 0 || f.StallMS < 0 || f.Polls < 0 || f.Items < 0 || f.Times < 0:
+		return errors.New("fault numbers must not be negative")
+	}
+	return nil
+}
+
+// SetFault installs f for its target, replacing any previous fault there.
+func (s *Sim) SetFault(f Fault) error {
+	if err := f.validate(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.faults[f.Target] = f
+	s.mu.Unlock()
+	return nil
+}
+
+// ClearFaults removes every fault.
+func (s *Sim) ClearFaults() {
+	s.mu.Lock()
+	s.faults = map[string]Fault{}
+	s.mu.Unlock()
+}
+
+// Faults lists the active faults by target.
+func (s *Sim) Faults() []Fault {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Fault, 0, len(s.faults))
+	for _, f := range s.faults {
+		out = append(out, f)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Target < out[j].Target })
+	return out
+}
+
+// takeFault returns the fault for a call to target and uses up one of its
+// times.
+func (s *Sim) takeFault(target string) Fault {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := target
+	f, ok := s.faults[key]
+	if !ok {
+		key = AnyTarget
+		if f, ok = s.faults[key]; !ok {
+			return Fault{}
+		}
+	}
+	if f.Times > 0 {
+		if f.Times == 1 {
+			delete(s.faults, key)
+		} else {
+			g := f
+			g.Times--
+			s.faults[key] = g
+		}
+	}
+	return f
+}
+
+func (s *Sim) postFaults(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBody))
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, apiError("invalid-input", "reading fault body: "+err.Error()))
+		return
+	}
+	var list []Fault
+	if bytes.HasPrefix(bytes.TrimSpace(body), []byte("[")) {
+		err = json.Unmarshal(body, &list)
+	} else {
+		var f Fault
+		err = json.Unmarshal(body, &f)
+		list = []Fault{f}
+	}
+	if err == nil {
+		for _, f := range list {
+			if err = f.validate(); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, apiError("invalid-input", "fault: "+err.Error()))
+		return
+	}
+	for _, f := range list {
+		_ = s.SetFault(f)
+	}
+	writeJSON(w, http.StatusOK, s.Faults())
+}
+
+// wait sleeps the configured latency. For actor_run it honours ?timeout
+// like the real sync endpoint: it reports false when the latency would
+// exceed it, after waiting the timeout.
+func (s *Sim) wait(r *http.Request, f Fault) bool {
+	d := s.opts.Latency + time.Duration(f.LatencyMS)*time.Millisecond
+	if d <= 0 {
+		return true
+	}
+	if strings.HasPrefix(r.URL.Path, "/v2/acts/") {
+		if secs, err := strconv.Atoi(r.URL.Query().Get("timeout")); err == nil && secs > 0 {
+			if limit := time.Duration(secs) * time.Second; d > limit {
+				sleep(r.Context(), limit)
+				return false
+			}
+		}
+	}
+	sleep(r.Context(), d)
+	return true
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// faultAnswer is the protocol's error answer for a Status fault.
+func (s *Sim) faultAnswer(f Fault, protocol string) answer {
+	typ := f.ErrorType
+	if typ == "" {
+		typ = defaultErrorType(f.Status, protocol)
+	}
+	msg := fmt.Sprintf("simulated fault: HTTP %d", f.Status)
+	var body []byte
+	if protocol == ProtocolActorRun {
+		body = apiError(typ, msg)
+	} else {
+		body = scrapeError(typ, msg)
+	}
+	a := errAnswer(f.Status, body)
+	if f.Status >= 200 && f.Status < 300 {
+		a.body = []byte(`[]`)
+	}
+	return s.decorate(a, f)
+}
+
+func defaultErrorType(status int, protocol string) string {
+	if protocol == ProtocolDatasetScrape {
+		switch status {
+		case 400:
+			return "validation_error"
+		case 401, 403:
+			return "unauthorized"
+		case 402:
+			return "insufficient_balance"
+		case 404:
+			return "dataset_not_found"
+		case 429:
+			return "rate_limited"
+		}
+		return "error"
+	}
+	switch status {
+	case 400:
+		return "invalid-input"
+	case 401:
+		return "user-or-token-not-found"
+	case 402:
+		return "not-enough-usage-to-run-paid-actor"
+	case 403:
+		return "insufficient-permissions"
+	case 404:
+		return "record-not-found"
+	case 408:
+		return "run-timeout-exceeded"
+	case 429:
+		return "rate-limit-exceeded"
+	}
+	return "internal-server-error"
+}

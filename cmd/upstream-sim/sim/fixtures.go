@@ -1,0 +1,125 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// fixture is one fixture file split into compact data and error items.
+type fixture struct {
+	data [][]byte
+	errs [][]byte
+}
+
+// fixture loads and caches one fixture file, split into data and error
+// items, each compacted.
+func (s *Sim) fixture(path string) (*fixture, error) {
+	s.mu.Lock()
+	f, ok := s.cache[path]
+	s.mu.Unlock()
+	if ok {
+		return f, nil
+	}
+	data, err := fs.ReadFile(s.fsys, path)
+	if err != nil {
+		return nil, fmt.Errorf("reading fixture: %w", err)
+	}
+	if !gjson.ValidBytes(data) || !gjson.ParseBytes(data).IsArray() {
+		return nil, fmt.Errorf("fixture %s is not a JSON array", path)
+	}
+	f = &fixture{}
+	var cerr error
+	gjson.ParseBytes(data).ForEach(func(_, v gjson.Result) bool {
+		var buf bytes.Buffer
+		if cerr = json.Compact(&buf, []byte(v.Raw)); cerr != nil {
+			return false
+		}
+		if isErrorItem(v) {
+			f.errs = append(f.errs, buf.Bytes())
+		} else {
+			f.data = append(f.data, buf.Bytes())
+		}
+		return true
+	})
+	if cerr != nil {
+		return nil, fmt.Errorf("compacting fixture %s: %w", path, cerr)
+	}
+	if len(f.data) == 0 {
+		return nil, fmt.Errorf("fixture %s has no data items", path)
+	}
+	s.mu.Lock()
+	s.cache[path] = f
+	s.mu.Unlock()
+	return f, nil
+}
+
+// isErrorItem mirrors the client's rule: a top-level non-null error,
+// error_code or warning_code makes a per-input error record.
+func isErrorItem(v gjson.Result) bool {
+	if !v.IsObject() {
+		return false
+	}
+	for _, k := range []string{"error", "error_code", "warning_code"} {
+		if r := v.Get(k); r.Exists() && r.Type != gjson.Null {
+			return true
+		}
+	}
+	return false
+}
+
+func joinArray(items [][]byte) []byte {
+	n := 2
+	for _, it := range items {
+		n += len(it) + 1
+	}
+	out := make([]byte, 0, n)
+	out = append(out, '[')
+	for i, it := range items {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, it...)
+	}
+	return append(out, ']')
+}
+
+// setInput returns a copy of item whose top-level "input" is input, so a
+// record can be matched to the input it answers.
+func setInput(item, input []byte) []byte {
+	v := gjson.GetBytes(item, "input")
+	out := make([]byte, 0, len(item)+len(input)+10)
+	if v.Exists() && v.Index > 0 {
+		out = append(out, item[:v.Index]...)
+		out = append(out, input...)
+		return append(out, item[v.Index+len(v.Raw):]...)
+	}
+	out = append(out, `{"input":`...)
+	out = append(out, input...)
+	rest := bytes.TrimSpace(item[1:])
+	if len(rest) > 0 && rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, rest...)
+}
+
+// errorRecord is a per-input error record for input: the fixture's own
+// template when it has one, else a dead_page record.
+func errorRecord(tmpl, input []byte) []byte {
+	if input == nil {
+		input = []byte("null")
+	}
+	if tmpl != nil {
+		return setInput(tmpl, input)
+	}
+	ts, _ := json.Marshal(time.Now().UTC().Format(time.RFC3339))
+	out := []byte(`{"timestamp":`)
+	out = append(out, ts...)
+	out = append(out, `,"input":`...)
+	out = append(out, input...)
+	return append(out, `,"error":"simulated: page could not be collected","error_code":"dead_page"}`...)
+}
