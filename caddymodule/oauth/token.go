@@ -99,22 +99,10 @@ func (s *Server) exchangeCode(r *http.Request) (*tokenResponse, *failure) {
 	if !verifierForm.MatchString(verifier) {
 		return nil, refuse("invalid_request", "code_verifier is required: 43 to 128 characters of A-Z a-z 0-9 - . _ ~")
 	}
-	rec, err := s.Store.UseOAuth(ctx, digest(code), s.now())
-	if errors.Is(err, store.ErrNotFound) || (err == nil && rec.Kind != recordCode) {
-		return nil, refuse("invalid_grant", "unknown or expired authorization code")
-	}
-	if err != nil {
-		s.logger().Error("redeeming oauth code", zap.Error(err))
-		return nil, errUnavailable
-	}
-	if rec.Used {
-		s.revokeGrant(ctx, rec.GrantID, "authorization code replayed")
-		return nil, refuse("invalid_grant", "the authorization code was already used; its tokens are revoked")
-	}
 	var d codeData
-	if err := json.Unmarshal(rec.Data, &d); err != nil {
-		s.logger().Error("decoding oauth code", zap.Error(err))
-		return nil, errUnavailable
+	rec, f := s.spend(ctx, code, recordCode, &d)
+	if f != nil {
+		return nil, f
 	}
 	switch {
 	case form.Get("client_id") != d.ClientID:
@@ -136,6 +124,30 @@ func (s *Server) exchangeCode(r *http.Request) (*tokenResponse, *failure) {
 	return s.issue(ctx, rec.GrantID, tokenData{ClientID: d.ClientID, Resource: d.Resource, AccountID: d.AccountID})
 }
 
+// spend uses a code or refresh token once and decodes its data into v. A
+// secret seen before is a replay: its grant is revoked (RFC 6749 §4.1.2
+// for codes, OAuth 2.1 §4.3.1 for refresh tokens) and it is refused.
+func (s *Server) spend(ctx context.Context, secret, kind string, v any) (store.OAuthRecord, *failure) {
+	what := map[string]string{recordCode: "authorization code", recordRefresh: "refresh token"}[kind]
+	rec, err := s.Store.UseOAuth(ctx, digest(secret), s.now())
+	if errors.Is(err, store.ErrNotFound) || (err == nil && rec.Kind != kind) {
+		return rec, refuse("invalid_grant", "unknown or expired "+what)
+	}
+	if err != nil {
+		s.logger().Error("using oauth "+what, zap.Error(err))
+		return rec, errUnavailable
+	}
+	if rec.Used {
+		s.revokeGrant(ctx, rec.GrantID, what+" replayed")
+		return rec, refuse("invalid_grant", "the "+what+" was already used; the grant is revoked, sign in again")
+	}
+	if err := json.Unmarshal(rec.Data, v); err != nil {
+		s.logger().Error("decoding oauth "+what, zap.Error(err))
+		return rec, errUnavailable
+	}
+	return rec, nil
+}
+
 // pkceMatches checks S256: BASE64URL(SHA256(verifier)) == challenge.
 func pkceMatches(verifier, challenge string) bool {
 	sum := sha256.Sum256([]byte(verifier))
@@ -152,22 +164,10 @@ func (s *Server) refresh(r *http.Request) (*tokenResponse, *failure) {
 	if tok == "" || form.Get("client_id") == "" {
 		return nil, refuse("invalid_request", "refresh_token and client_id are required")
 	}
-	rec, err := s.Store.UseOAuth(ctx, digest(tok), s.now())
-	if errors.Is(err, store.ErrNotFound) || (err == nil && rec.Kind != recordRefresh) {
-		return nil, refuse("invalid_grant", "unknown or expired refresh token")
-	}
-	if err != nil {
-		s.logger().Error("rotating oauth refresh token", zap.Error(err))
-		return nil, errUnavailable
-	}
-	if rec.Used {
-		s.revokeGrant(ctx, rec.GrantID, "refresh token reused")
-		return nil, refuse("invalid_grant", "the refresh token was already used; the grant is revoked, sign in again")
-	}
 	var d tokenData
-	if err := json.Unmarshal(rec.Data, &d); err != nil {
-		s.logger().Error("decoding oauth refresh token", zap.Error(err))
-		return nil, errUnavailable
+	rec, f := s.spend(ctx, tok, recordRefresh, &d)
+	if f != nil {
+		return nil, f
 	}
 	if form.Get("client_id") != d.ClientID {
 		return nil, refuse("invalid_grant", "the refresh token was issued to another client")

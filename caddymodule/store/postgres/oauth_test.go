@@ -8,24 +8,13 @@ import (
 	"time"
 
 	"socialrouter/caddymodule/store"
-	"socialrouter/caddymodule/store/postgres"
 )
 
 // TestOAuthTwoNodes: a refresh token stored by one node is rotated exactly
 // once when both nodes present it at the same time, so a replay is
 // detected across a cluster.
 func TestOAuthTwoNodes(t *testing.T) {
-	url := testURL(t)
-	schema := testSchema(t, url)
-	var nodes []store.Store
-	for range 2 {
-		s, err := postgres.Open(t.Context(), url, postgres.WithSchema(schema))
-		if err != nil {
-			t.Fatalf("opening node: %v", err)
-		}
-		t.Cleanup(func() { s.Close() })
-		nodes = append(nodes, s)
-	}
+	nodes := twoNodes(t)
 	now := time.Now().UTC()
 	for round := range 5 {
 		h := sha256.Sum256([]byte{byte(round)})
