@@ -199,6 +199,23 @@ func TestMCPOAuth(t *testing.T) {
 		t.Errorf("run %v: key %q, %v; want the grant %s", run["id"], got.KeyID, err, grant.ID)
 	}
 
+	// The grant's limit holds like a key's: with the day's limit spent,
+	// the next paid call is refused before any upstream call, for nothing.
+	if _, err := f.app.store.SetKeyLimit(t.Context(), grant.ID, &store.CreditLimit{Period: store.PeriodDay, Credits: used}); err != nil {
+		t.Fatal(err)
+	}
+	calls := len(f.sim.Calls())
+	res, err = cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "pro_net_profile_info", Arguments: map[string]any{"url": "https://www.linkedin.com/in/rbranson"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := res.StructuredContent.(map[string]any)["error"].(map[string]any); !res.IsError || e["code"] != "credit_limit_exceeded" {
+		t.Errorf("call past the grant's limit: %v, want credit_limit_exceeded", res.StructuredContent)
+	}
+	if after := f.balance(t); before-after != used || len(f.sim.Calls()) != calls {
+		t.Errorf("a call past the grant's limit charged %s or called upstream", before-after-used)
+	}
+
 	// The member revokes the grant on the keys page; the next call is 401
 	// (the client then tries to sign in again, which this test refuses).
 	b := browser()
