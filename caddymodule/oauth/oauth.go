@@ -48,19 +48,27 @@ const Scope = "mcp"
 
 // Paths served. The protected resource is ResourcePath.
 const (
-	ResourcePath      = "/mcp"
-	PathResourceMeta  = "/.well-known/oauth-protected-resource"
-	PathServerMeta    = "/.well-known/oauth-authorization-server"
-	PathAuthorize     = "/oauth/authorize"
-	PathToken         = "/oauth/token"
-	PathRegister      = "/oauth/register"
-	PathRevoke        = "/oauth/revoke"
-	ResourceName      = "Social Data Router"
-	recordClient      = "client"
-	recordCode        = "code"
-	recordAccess      = "access"
-	recordRefresh     = "refresh"
-	maxRegisterBytes  = 16 << 10
+	ResourcePath     = "/mcp"
+	PathResourceMeta = "/.well-known/oauth-protected-resource"
+	PathServerMeta   = "/.well-known/oauth-authorization-server"
+	PathAuthorize    = "/oauth/authorize"
+	PathToken        = "/oauth/token"
+	PathRegister     = "/oauth/register"
+	PathRevoke       = "/oauth/revoke"
+	ResourceName     = "Social Data Router"
+)
+
+// Kinds of store.OAuthRecord.
+const (
+	recordClient  = "client"
+	recordCode    = "code"
+	recordAccess  = "access"
+	recordRefresh = "refresh"
+)
+
+// Bounds of what a client may send.
+const (
+	maxRegisterBytes  = 16 << 10 // a registration, token or revocation body
 	maxRedirectURIs   = 10
 	maxClientNameRune = 100
 )
