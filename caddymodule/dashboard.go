@@ -11,6 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"socialrouter/caddymodule/dashboard"
+	"socialrouter/caddymodule/oauth"
 	"socialrouter/caddymodule/registry"
 )
 
@@ -22,12 +23,16 @@ func init() {
 
 // Dashboard is the http.handlers.sdr_dashboard module: the account
 // dashboard (package dashboard) under Path, over the social_router app of
-// its config. Other paths go to the next handler.
+// its config, and the OAuth sign-in of MCP clients (package oauth): its
+// well-known metadata and /oauth/* endpoints, whose authorize step is the
+// dashboard's sign-in and a consent page. Other paths go to the next
+// handler.
 type Dashboard struct {
 	// Path is where the dashboard is served. Default: "/dashboard/".
 	Path string `json:"path,omitempty"`
 
-	h *dashboard.Handler
+	h     *dashboard.Handler
+	oauth *oauth.Server
 }
 
 // CaddyModule returns the Caddy module information.
@@ -56,7 +61,9 @@ func (d *Dashboard) Provision(ctx caddy.Context) error {
 		return err
 	}
 	app := v.(*App)
+	d.oauth = app.oauthServer(ctx.Logger().Named("oauth"))
 	d.h = dashboard.New(dashboard.Config{
+		OAuth:     d.oauth,
 		Store:     app.store,
 		Registry:  func() *registry.Registry { return app.reg },
 		KeyPrefix: app.KeyPrefix,
@@ -67,13 +74,18 @@ func (d *Dashboard) Provision(ctx caddy.Context) error {
 }
 
 // ServeHTTP serves the dashboard's paths (the bare path redirects to the
-// one with a slash) and hands anything else to the next handler.
+// one with a slash) and the OAuth endpoints, and hands anything else to
+// the next handler.
 func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	switch p := r.URL.Path; {
 	case p == strings.TrimSuffix(d.Path, "/"):
 		http.Redirect(w, r, d.Path, http.StatusMovedPermanently)
 	case strings.HasPrefix(p, d.Path):
 		d.h.ServeHTTP(w, r)
+	case p == oauth.PathAuthorize:
+		d.h.ServeAuthorize(w, r)
+	case oauth.Serves(p):
+		d.oauth.ServeHTTP(w, r)
 	default:
 		return next.ServeHTTP(w, r)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"socialrouter/caddymodule/api"
+	"socialrouter/caddymodule/mcp"
 )
 
 func init() {
@@ -38,8 +39,11 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		// wrapping it again would bury the operator's file:line further.
 		return err
 	}
-	h.api = v.(*App).API(ctx.Logger())
-	h.mcp = v.(*App).mcp
+	app := v.(*App)
+	h.api = app.API(ctx.Logger())
+	// OAuth's Guard answers 401 with the sign-in challenge before the SDK
+	// sees a request it would refuse (see package oauth).
+	h.mcp = app.oauthServer(ctx.Logger()).Guard(app.mcp, mcp.Anonymous)
 	return nil
 }
 

@@ -4,14 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
 	"go.uber.org/zap/exp/zapslog"
 
 	"socialrouter/caddymodule/api"
 	"socialrouter/caddymodule/mcp"
+	"socialrouter/caddymodule/oauth"
 	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
 )
@@ -51,7 +55,7 @@ func (a *App) provisionMCP() error {
 // API of this config; connected clients are notified when the tool set
 // changed.
 func (a *App) startMCP() {
-	a.mcp.Swap(a, a.tools, toolBackend{api: a.API(a.logger.Named("mcp"))})
+	a.mcp.Swap(a, a.tools, toolBackend{api: a.API(a.logger.Named("mcp")), oauth: a.oauthServer(a.logger.Named("oauth"))})
 }
 
 // stopMCP tells the endpoint this config stopped: the end of a reload, or
@@ -76,7 +80,16 @@ func (a *App) cleanupMCP() error {
 // toolBackend serves the MCP tools from the api package's calls, so a tool
 // call is authenticated, validated, routed, settled and billed exactly as
 // its REST route.
-type toolBackend struct{ api *api.API }
+type toolBackend struct {
+	api   *api.API
+	oauth *oauth.Server
+}
+
+// oauthServer is the OAuth server over the app's store: stateless, so the
+// handler, the dashboard and the tools may each build one.
+func (a *App) oauthServer(logger *zap.Logger) *oauth.Server {
+	return &oauth.Server{Store: a.store, KeyPrefix: a.KeyPrefix, Logger: logger}
+}
 
 var _ mcp.Backend = toolBackend{}
 
@@ -84,7 +97,20 @@ func toolError(e *api.Error) *mcp.Error {
 	return mcp.NewError(e.Code, e.Type, e.Message, e.Extra)
 }
 
+// Authenticate takes an API key as REST does, or an OAuth access token
+// (its resource already checked on the request by oauth.Guard): the grant
+// then stands for a key, so the call is billed and limited on it.
 func (b toolBackend) Authenticate(ctx context.Context, authorization string) (mcp.Caller, *mcp.Error) {
+	if scheme, tok, _ := strings.Cut(authorization, " "); strings.EqualFold(scheme, "Bearer") && b.oauth.IsAccessToken(strings.TrimSpace(tok)) {
+		grant, err := b.oauth.VerifyToken(ctx, strings.TrimSpace(tok), "")
+		switch {
+		case errors.Is(err, oauth.ErrInvalidToken):
+			return nil, mcp.NewError("invalid_token", "authentication", "the access token is unknown, expired or revoked; refresh it or sign in again", nil)
+		case err != nil:
+			return nil, mcp.NewError("store_unavailable", "unavailable", "the account store is unavailable; try again shortly", nil)
+		}
+		return grant, nil
+	}
 	key, e := b.api.AuthenticateHeader(ctx, authorization)
 	if e != nil {
 		return nil, toolError(e)

@@ -24,6 +24,7 @@ import (
 	"socialrouter/caddymodule/admin"
 	"socialrouter/caddymodule/api"
 	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/dashboard"
 	"socialrouter/caddymodule/mcp"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/router"
@@ -96,11 +97,19 @@ func newMCPFixture(t *testing.T) *mcpFixture {
 	a.mcp = mcp.NewEndpoint("test", slog.New(slog.NewJSONHandler(logs, nil)))
 	t.Cleanup(func() { _ = a.mcp.Close() })
 	a.startMCP()
-	h := &Handler{api: a.API(zap.NewNop()), mcp: a.mcp}
+	// The site as the Caddyfile builds it: sdr_dashboard (with the OAuth
+	// endpoints) before social_router (with /mcp behind oauth.Guard).
+	as := a.oauthServer(zap.NewNop())
+	h := &Handler{api: a.API(zap.NewNop()), mcp: as.Guard(a.mcp, mcp.Anonymous)}
+	d := &Dashboard{Path: "/dashboard/", oauth: as, h: dashboard.New(dashboard.Config{
+		Store: st, Registry: func() *registry.Registry { return reg }, KeyPrefix: "sdr", Path: "/dashboard/", OAuth: as,
+	})}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_ = h.ServeHTTP(w, r, caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
-			http.NotFound(w, r)
-			return nil
+		_ = d.ServeHTTP(w, r, caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+			return h.ServeHTTP(w, r, caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+				http.NotFound(w, r)
+				return nil
+			}))
 		}))
 	}))
 	t.Cleanup(srv.Close)
@@ -226,8 +235,11 @@ func TestMCPAnonymous(t *testing.T) {
 		{"get_run", map[string]any{"id": "ext_x"}},
 		{"get_usage", nil},
 	} {
-		res, m := mcptest.Call(t, cs, tc.tool, tc.args)
-		toolErrorCode(t, tc.tool, res, m, "missing_api_key")
+		// Refused at HTTP with the OAuth challenge (oauth.Guard), so a
+		// client learns where to sign in.
+		if _, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: tc.tool, Arguments: tc.args}); err == nil || !strings.Contains(err.Error(), "Unauthorized") {
+			t.Errorf("anonymous %s: %v, want HTTP 401", tc.tool, err)
+		}
 	}
 	if after := f.balance(t); after != before || len(f.sim.Calls()) != 0 {
 		t.Errorf("anonymous calls charged %s or called upstream %d times", before-after, len(f.sim.Calls()))

@@ -54,8 +54,10 @@ func TestMCP(t *testing.T) {
 	}
 	before := g.balance(key)
 	args := map[string]any{"url": "https://www.linkedin.com/in/rbranson"}
-	if isErr, m := mcpCall(t, anon, "pro_net_profile_info", args); !isErr || mcptest.ErrCode(m) != "missing_api_key" {
-		t.Errorf("anonymous extract: isError=%v %v", isErr, m)
+	// Without a key a paid tool is refused at HTTP with the OAuth
+	// challenge that starts a client's sign-in (OAUTH_CONTRACT rule 2).
+	if _, err := anon.CallTool(t.Context(), &sdk.CallToolParams{Name: "pro_net_profile_info", Arguments: args}); err == nil || !strings.Contains(err.Error(), "Unauthorized") {
+		t.Errorf("anonymous extract: %v, want HTTP 401", err)
 	}
 
 	changed := make(chan struct{}, 10)

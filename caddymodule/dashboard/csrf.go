@@ -1,6 +1,11 @@
 package dashboard
 
-import "net/http"
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+)
 
 // crossOrigin refuses state-changing requests (anything but GET, HEAD and
 // OPTIONS) that a browser marks as cross-site (Sec-Fetch-Site) or whose
@@ -14,4 +19,20 @@ func (h *Handler) crossOrigin(next http.Handler) http.Handler {
 			"This form was submitted from another site, so it was refused. Reload the page and try again.")
 	}))
 	return p.Handler(next)
+}
+
+// csrfToken is the hidden csrf input of the OAuth consent and grant
+// revocation forms: an HMAC of the session's stored id, so only a page
+// served to this session can post them. Those forms hand out or take away
+// an MCP client's access, so they carry a token on top of the
+// cross-site check every form has.
+func csrfToken(s *Session) string {
+	m := hmac.New(sha256.New, []byte(s.ID))
+	m.Write([]byte("sdr dashboard csrf"))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// checkCSRF compares a posted csrf input with the session's token.
+func checkCSRF(r *http.Request, s *Session) bool {
+	return hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(csrfToken(s)))
 }

@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"socialrouter/caddymodule/oauth"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/store"
 )
@@ -43,13 +44,17 @@ type Config struct {
 	Logger *zap.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// OAuth is the authorization server whose authorize step (sign-in,
+	// then consent) the dashboard serves; nil: no OAuth sign-in.
+	OAuth *oauth.Server
 }
 
 // Handler serves the dashboard. Build it with New.
 type Handler struct {
 	Config
-	throttle *throttle
-	handler  http.Handler
+	throttle  *throttle
+	handler   http.Handler
+	authorize http.Handler // /oauth/authorize
 }
 
 // New builds the dashboard and its routes.
@@ -68,6 +73,7 @@ func New(c Config) *Handler {
 	}
 	h := &Handler{Config: c, throttle: newThrottle()}
 	h.handler = h.routes()
+	h.authorize = h.authorizeHandler()
 	return h
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/oauth"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
@@ -73,9 +74,12 @@ func newEnv(t *testing.T, tls bool) *env {
 		}
 	}
 	r := testRegistry(t)
-	h := New(Config{Store: s, Registry: func() *registry.Registry { return r }, KeyPrefix: "sdr", Now: c.now})
+	as := &oauth.Server{Store: s, KeyPrefix: "sdr", Now: c.now}
+	h := New(Config{Store: s, Registry: func() *registry.Registry { return r }, KeyPrefix: "sdr", Now: c.now, OAuth: as})
 	mux := http.NewServeMux()
 	mux.Handle("/dashboard/", h)
+	mux.HandleFunc("/oauth/authorize", h.ServeAuthorize)
+	mux.Handle("/oauth/", as)
 	srv := httptest.NewUnstartedServer(mux)
 	if tls {
 		srv.StartTLS()

@@ -26,6 +26,8 @@ type keyRow struct {
 
 type keysData struct {
 	Keys    []keyRow
+	Grants  []keyRow // OAuth grants: keys of kind oauth, each an MCP client's access
+	CSRF    string
 	Periods []string
 	Created string // the secret of a key just created, shown once
 	Error   string
@@ -75,7 +77,14 @@ func (h *Handler) showKeys(w http.ResponseWriter, r *http.Request, s *Session, s
 		h.failed(w, r, s, "listing keys", err)
 		return
 	}
-	d.Keys, d.Periods = rows, store.Periods
+	for _, row := range rows {
+		if row.Kind == store.KindOAuth {
+			d.Grants = append(d.Grants, row)
+		} else {
+			d.Keys = append(d.Keys, row)
+		}
+	}
+	d.Periods, d.CSRF = store.Periods, csrfToken(s)
 	h.render(w, status, "keys", s, view{Title: "API keys", Nav: "keys", Data: d})
 }
 
@@ -105,14 +114,41 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, s *Session) 
 	h.showKeys(w, r, s, http.StatusCreated, keysData{Created: secret})
 }
 
-// ownKey returns a key of the member's account; another account's key
-// is not found, as a missing one.
+// ownKey returns an API key of the member's account; another account's
+// key, and a grant, are not found, as a missing one.
 func (h *Handler) ownKey(r *http.Request, s *Session) (store.Key, error) {
+	return h.own(r, s, "")
+}
+
+// own returns a key of the given kind of the member's account.
+func (h *Handler) own(r *http.Request, s *Session, kind string) (store.Key, error) {
 	k, err := h.Store.GetKey(r.Context(), r.PathValue("id"))
-	if err == nil && k.AccountID != s.AccountID {
+	if err == nil && (k.AccountID != s.AccountID || k.Kind != kind) {
 		err = store.ErrNotFound
 	}
 	return k, err
+}
+
+// revokeGrant serves POST /grants/{id}/revoke: the MCP client's next call
+// with its access token answers 401, and its refresh token is refused.
+func (h *Handler) revokeGrant(w http.ResponseWriter, r *http.Request, s *Session) {
+	g, err := h.own(r, s, store.KindOAuth)
+	if err != nil {
+		h.keyError(w, r, s, err)
+		return
+	}
+	if err := parseForm(w, r); err != nil || !checkCSRF(r, s) {
+		h.renderError(w, r, http.StatusForbidden, "Form expired", "This form was not issued to your session. Reload the keys page and try again.")
+		return
+	}
+	if _, err := h.Store.RevokeKey(r.Context(), g.ID, h.now()); err != nil {
+		h.failed(w, r, s, "revoking access", err)
+		return
+	}
+	if g.RevokedAt == nil {
+		h.record(r.Context(), s, "oauth_revoked", g.Name)
+	}
+	http.Redirect(w, r, h.link("keys"), http.StatusSeeOther)
 }
 
 // keyError answers a failed key lookup: 404 for a missing or foreign key.

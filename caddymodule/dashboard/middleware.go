@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"socialrouter/caddymodule/oauth"
 	"socialrouter/caddymodule/store"
 )
 
@@ -122,9 +123,11 @@ func (h *Handler) RequireMember(fn func(http.ResponseWriter, *http.Request, *Ses
 	})
 }
 
-// safeNext returns a return path inside the dashboard, or the overview.
+// safeNext returns a return path inside the dashboard (or the OAuth
+// authorize step, which sent the member to sign in), or the overview.
 func (h *Handler) safeNext(next string) string {
-	if strings.HasPrefix(next, h.Path) && !strings.HasPrefix(next, "//") && !strings.Contains(next, "\\") {
+	inside := strings.HasPrefix(next, h.Path) || (h.OAuth != nil && strings.HasPrefix(next, oauth.PathAuthorize+"?"))
+	if inside && !strings.HasPrefix(next, "//") && !strings.Contains(next, "\\") {
 		return next
 	}
 	return h.Path

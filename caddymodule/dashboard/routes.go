@@ -30,6 +30,7 @@ func (h *Handler) routes() http.Handler {
 	member("POST /keys/{id}/limit", h.setLimit)
 	member("GET /keys/{id}/revoke", h.revokePage)
 	member("POST /keys/{id}/revoke", h.revokeKey)
+	member("POST /grants/{id}/revoke", h.revokeGrant)
 	member("GET /runs", h.runsPage)
 	member("GET /runs/{id}", h.runPage)
 	member("GET /runs/{id}/download", h.downloadRun)

@@ -88,3 +88,7 @@ func catalogueTools(_ *registry.Registry, doc *openapiDoc) ([]*tool, error) {
 		},
 	}}, nil
 }
+
+// Anonymous reports whether a tool answers without sign-in: the catalogue
+// tools. Every other tool needs an authenticated caller.
+func Anonymous(tool string) bool { return tool == "list_services" || tool == "get_service" }

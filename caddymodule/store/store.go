@@ -64,6 +64,7 @@ type Key struct {
 	ID          string       `json:"id"`
 	AccountID   string       `json:"account_id"`
 	Name        string       `json:"name,omitempty"`
+	Kind        string       `json:"kind,omitempty"` // "" an API key, KindOAuth a grant
 	Hash        [32]byte     `json:"-"`
 	Display     string       `json:"display"`
 	CreatedAt   time.Time    `json:"created_at"`
@@ -109,6 +110,7 @@ type UsageRow struct {
 // concurrent use. Every run query is scoped to an account.
 type Store interface {
 	Members // the dashboard's members, sessions, activity and run listing
+	OAuth   // the OAuth server's clients, codes and tokens
 	// CreateAccount creates an account; ErrExists if the id is taken.
 	CreateAccount(ctx context.Context, id string, balance credits.Micros, now time.Time) (Account, error)
 	// GetAccount returns an account; ErrNotFound if absent.

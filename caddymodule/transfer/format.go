@@ -121,6 +121,9 @@ func exportStore(ctx context.Context, s store.Store, w io.Writer) (exportStats, 
 			return st, err
 		}
 		for _, k := range keys {
+			if k.Kind == store.KindOAuth {
+				continue // a grant lives by its tokens, which are not exported
+			}
 			if err := enc.Encode(keyToLine(k)); err != nil {
 				return st, err
 			}

@@ -20,6 +20,7 @@ type keyRecord struct {
 	ID          string             `json:"id"`
 	AccountID   string             `json:"account_id"`
 	Name        string             `json:"name,omitempty"`
+	Kind        string             `json:"kind,omitempty"`
 	Hash        []byte             `json:"hash"`
 	Display     string             `json:"display"`
 	CreatedAt   time.Time          `json:"created_at"`
@@ -29,7 +30,7 @@ type keyRecord struct {
 
 func encodeKey(k store.Key) ([]byte, error) {
 	b, err := json.Marshal(keyRecord{
-		ID: k.ID, AccountID: k.AccountID, Name: k.Name, Hash: k.Hash[:], Display: k.Display,
+		ID: k.ID, AccountID: k.AccountID, Name: k.Name, Kind: k.Kind, Hash: k.Hash[:], Display: k.Display,
 		CreatedAt: k.CreatedAt, RevokedAt: k.RevokedAt, CreditLimit: k.CreditLimit,
 	})
 	if err != nil {
@@ -48,7 +49,7 @@ func readKey(txn *bdb.Txn, id string) (store.Key, error) {
 		return store.Key{}, fmt.Errorf("decoding key %s: %v", id, err)
 	}
 	k := store.Key{
-		ID: r.ID, AccountID: r.AccountID, Name: r.Name, Display: r.Display,
+		ID: r.ID, AccountID: r.AccountID, Name: r.Name, Kind: r.Kind, Display: r.Display,
 		CreatedAt: r.CreatedAt.UTC(), CreditLimit: r.CreditLimit,
 	}
 	copy(k.Hash[:], r.Hash)

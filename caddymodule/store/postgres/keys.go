@@ -13,7 +13,7 @@ import (
 	"socialrouter/caddymodule/store/internal/settle"
 )
 
-const keyColumns = `id, account_id, name, hash, display, created_at, revoked_at, limit_period, limit_credits`
+const keyColumns = `id, account_id, name, kind, hash, display, created_at, revoked_at, limit_period, limit_credits`
 
 func scanKey(row pgx.Row) (store.Key, error) {
 	var (
@@ -23,7 +23,7 @@ func scanKey(row pgx.Row) (store.Key, error) {
 		period  *string
 		limit   *int64
 	)
-	if err := row.Scan(&k.ID, &k.AccountID, &k.Name, &hash, &k.Display, &k.CreatedAt, &revoked, &period, &limit); err != nil {
+	if err := row.Scan(&k.ID, &k.AccountID, &k.Name, &k.Kind, &hash, &k.Display, &k.CreatedAt, &revoked, &period, &limit); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return store.Key{}, store.ErrNotFound
 		}
@@ -66,9 +66,9 @@ func (s *Store) CreateKey(ctx context.Context, k store.Key) error {
 	}
 	period, limit := limitColumns(k.CreditLimit)
 	_, err := s.pool.Exec(ctx, `
-INSERT INTO api_keys (id, account_id, name, hash, display, created_at, revoked_at, limit_period, limit_credits)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		k.ID, k.AccountID, k.Name, k.Hash[:], k.Display, settle.Time(k.CreatedAt), revoked, period, limit)
+INSERT INTO api_keys (id, account_id, name, hash, display, created_at, revoked_at, limit_period, limit_credits, kind)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		k.ID, k.AccountID, k.Name, k.Hash[:], k.Display, settle.Time(k.CreatedAt), revoked, period, limit, k.Kind)
 	switch pgCode(err) {
 	case codeForeignKeyViolation:
 		err = fmt.Errorf("account %s: %w", k.AccountID, store.ErrNotFound)

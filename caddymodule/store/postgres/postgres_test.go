@@ -285,17 +285,7 @@ func TestSettleGroups(t *testing.T) {
 // one schema: the balance is never overdrawn and the key never spends
 // past its limit, to the micro-credit.
 func TestHoldsTwoNodes(t *testing.T) {
-	url := testURL(t)
-	schema := testSchema(t, url)
-	var nodes []store.Store
-	for range 2 {
-		s, err := postgres.Open(t.Context(), url, postgres.WithSchema(schema))
-		if err != nil {
-			t.Fatalf("opening node: %v", err)
-		}
-		t.Cleanup(func() { s.Close() })
-		nodes = append(nodes, s)
-	}
+	nodes := twoNodes(t)
 	const price = 1725
 	if served := storetest.ReserveCapture(t, nodes, credits.Micros(1000*price), 9*price+11, 64, 2); served != 9 {
 		t.Errorf("two nodes served %d records under a 9-record key limit, want 9", served)
@@ -379,4 +369,21 @@ func TestSettleAmbiguousCommit(t *testing.T) {
 	if a.Balance != start-total || total != 33*2*price {
 		t.Errorf("balance %s, charged %s; want %s charged once each", a.Balance, total, credits.Micros(33*2*price))
 	}
+}
+
+// twoNodes opens two stores on one fresh schema, as two gateway nodes.
+func twoNodes(t *testing.T) []store.Store {
+	t.Helper()
+	url := testURL(t)
+	schema := testSchema(t, url)
+	var nodes []store.Store
+	for range 2 {
+		s, err := postgres.Open(t.Context(), url, postgres.WithSchema(schema))
+		if err != nil {
+			t.Fatalf("opening node: %v", err)
+		}
+		t.Cleanup(func() { s.Close() })
+		nodes = append(nodes, s)
+	}
+	return nodes
 }

@@ -59,6 +59,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"holds_concurrent_key_limit", testHoldsConcurrentKeyLimit},
 	}
 	suites = append(suites, memberSuites...)
+	suites = append(suites, oauthSuites...)
 	for _, s := range suites {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()

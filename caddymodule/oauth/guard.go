@@ -1,0 +1,117 @@
+package oauth
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"go.uber.org/zap"
+)
+
+// maxPeek bounds how much of an anonymous request's body Guard reads to
+// find a tools/call; a larger body is passed on whole, unread by Guard.
+const maxPeek = 1 << 20
+
+// Guard puts /mcp behind OAuth as MCP clients expect it: a request whose
+// bearer token is not an API key must be a live access token for this
+// resource, and an anonymous request calling a tool that needs sign-in
+// (anonymous reports the ones that do not) is refused. Both refusals are
+// HTTP 401 with a WWW-Authenticate challenge naming the resource
+// metadata, which starts a client's sign-in. An API key (<prefix>_live_)
+// passes, and is checked by the tool call as REST checks it.
+func (s *Server) Guard(next http.Handler, anonymous func(tool string) bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hdr := r.Header.Get("Authorization"); hdr != "" {
+			scheme, tok, _ := strings.Cut(hdr, " ")
+			tok = strings.TrimSpace(tok)
+			if strings.EqualFold(scheme, "Bearer") && strings.HasPrefix(tok, s.KeyPrefix+"_live_") {
+				next.ServeHTTP(w, r)
+				return
+			}
+			if !strings.EqualFold(scheme, "Bearer") || tok == "" {
+				challenge(w, r, "invalid_request", "send the access token as Authorization: Bearer …")
+				return
+			}
+			_, err := s.Verify(r.Context(), r, tok)
+			if errors.Is(err, ErrInvalidToken) {
+				challenge(w, r, "invalid_token", "the access token is unknown, expired or revoked; refresh it or sign in again")
+				return
+			}
+			if err != nil {
+				s.logger().Error("verifying access token", zap.Error(err))
+				writeJSON(w, http.StatusServiceUnavailable, apiError("store_unavailable", "the account store is unavailable; try again shortly", "unavailable"))
+				return
+			}
+			next.ServeHTTP(w, r)
+			return
+		}
+		if r.Method == http.MethodPost && r.Body != nil {
+			head, err := io.ReadAll(io.LimitReader(r.Body, maxPeek+1))
+			if err != nil {
+				writeJSON(w, http.StatusBadRequest, apiError("invalid_body", "the request body could not be read", "validation"))
+				return
+			}
+			r.Body = struct {
+				io.Reader
+				io.Closer
+			}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
+			if len(head) <= maxPeek && callsSignedIn(head, anonymous) {
+				challenge(w, r, "", "this tool needs sign-in: an OAuth access token (the client discovers how from this answer) or an API key as Authorization: Bearer …")
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// callsSignedIn reports whether a JSON-RPC message (or batch) calls a tool
+// that is not anonymous. A body that is not JSON-RPC is left to the SDK.
+func callsSignedIn(body []byte, anonymous func(string) bool) bool {
+	type message struct {
+		Method string `json:"method"`
+		Params struct {
+			Name string `json:"name"`
+		} `json:"params"`
+	}
+	var batch []message
+	body = bytes.TrimSpace(body)
+	if len(body) > 0 && body[0] == '[' {
+		if json.Unmarshal(body, &batch) != nil {
+			return false
+		}
+	} else {
+		var m message
+		if json.Unmarshal(body, &m) != nil {
+			return false
+		}
+		batch = append(batch, m)
+	}
+	for _, m := range batch {
+		if m.Method == "tools/call" && !anonymous(m.Params.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+// challenge answers 401 with the RFC 9728 challenge; code is the RFC 6750
+// error ("" when no token was sent).
+func challenge(w http.ResponseWriter, r *http.Request, code, msg string) {
+	v := `Bearer resource_metadata="` + Origin(r) + PathResourceMeta + ResourcePath + `"`
+	if code != "" {
+		v += `, error="` + code + `"`
+	}
+	w.Header().Set("WWW-Authenticate", v)
+	if code == "" {
+		code = "missing_token"
+	}
+	writeJSON(w, http.StatusUnauthorized, apiError(code, msg, "authentication"))
+}
+
+// apiError is the gateway's error envelope, as REST answers.
+func apiError(code, msg, typ string) map[string]any {
+	return map[string]any{"error": map[string]any{"code": code, "message": msg, "type": typ}}
+}

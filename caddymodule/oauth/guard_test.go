@@ -1,0 +1,72 @@
+package oauth
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func TestGuard(t *testing.T) {
+	f := newFixture(t)
+	client := f.register(t)
+	access, _ := f.tokens(t, client)
+	echo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Write(b) // the SDK handler must still read the whole body
+	})
+	srv := httptest.NewServer(f.s.Guard(echo, func(tool string) bool { return tool == "list_services" }))
+	t.Cleanup(srv.Close)
+	// Requests name the fixture's host, the resource the tokens are for.
+	host := strings.TrimPrefix(f.url, "http://")
+	meta := `Bearer resource_metadata="` + f.url + `/.well-known/oauth-protected-resource/mcp"`
+	call := func(tool string) string {
+		return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":{}}}`
+	}
+	for _, tc := range []struct {
+		name, auth, body string
+		status           int
+		challenge        string
+		host             string
+	}{
+		{"initialize", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`, 200, "", ""},
+		{"tools/list", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, 200, "", ""},
+		{"anonymous tool", "", call("list_services"), 200, "", ""},
+		{"paid tool", "", call("get_balance"), 401, meta, ""},
+		{"paid tool in a batch", "", "[" + call("list_services") + "," + call("get_balance") + "]", 401, meta, ""},
+		{"not JSON-RPC", "", `nonsense`, 200, "", ""},
+		{"API key", "Bearer sdr_live_anything", call("get_balance"), 200, "", ""},
+		{"access token", "Bearer " + access, call("get_balance"), 200, "", ""},
+		{"unknown token", "Bearer sdr_oat_nope", call("list_services"), 401, meta + `, error="invalid_token"`, ""},
+		{"other scheme", "Basic eDp5", call("list_services"), 401, meta + `, error="invalid_request"`, ""},
+		{"token of another resource", "Bearer " + access, call("list_services"), 401,
+			`Bearer resource_metadata="http://other.example/.well-known/oauth-protected-resource/mcp", error="invalid_token"`, "other.example"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest("POST", srv.URL+"/mcp", strings.NewReader(tc.body))
+			req.Host = host
+			if tc.host != "" {
+				req.Host = tc.host
+			}
+			if tc.auth != "" {
+				req.Header.Set("Authorization", tc.auth)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status || resp.Header.Get("WWW-Authenticate") != tc.challenge {
+				t.Fatalf("%d %q, want %d %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), tc.status, tc.challenge)
+			}
+			if tc.status == 200 && string(b) != tc.body {
+				t.Errorf("the handler read %q, want the whole body", b)
+			}
+			if tc.status == 401 && (resp.Header.Get("Content-Type") != "application/json" || !strings.Contains(string(b), `"error"`)) {
+				t.Errorf("401 body %s", b)
+			}
+		})
+	}
+}

@@ -1,0 +1,386 @@
+package oauth
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/store"
+	badgerstore "socialrouter/caddymodule/store/badger"
+)
+
+// fixture is the server over a real (badger) store with a clock the test
+// moves, served over HTTP, with one account.
+type fixture struct {
+	s   *Server
+	st  store.Store
+	now time.Time
+	url string
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	st, err := badgerstore.Open(t.TempDir(), badgerstore.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	f := &fixture{st: st, now: time.Now().UTC()}
+	f.s = &Server{Store: st, KeyPrefix: "sdr", Now: func() time.Time { return f.now }}
+	srv := httptest.NewServer(f.s)
+	t.Cleanup(srv.Close)
+	f.url = srv.URL
+	if _, err := st.CreateAccount(t.Context(), "acme", 10*credits.PerCredit, f.now); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// post sends a form (or JSON when body is a string) and decodes the answer.
+func (f *fixture) post(t *testing.T, path string, form url.Values, body string) (int, map[string]any) {
+	t.Helper()
+	var resp *http.Response
+	var err error
+	if form != nil {
+		resp, err = http.PostForm(f.url+path, form)
+	} else {
+		resp, err = http.Post(f.url+path, "application/json", strings.NewReader(body))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&m)
+	return resp.StatusCode, m
+}
+
+const redirect = "http://127.0.0.1:9/cb"
+
+// register registers a client and returns its id.
+func (f *fixture) register(t *testing.T) string {
+	t.Helper()
+	status, m := f.post(t, PathRegister, nil, `{"redirect_uris":["`+redirect+`"],"client_name":"Test client","token_endpoint_auth_method":"none"}`)
+	if status != http.StatusCreated || m["client_id"] == nil {
+		t.Fatalf("register: %d %v", status, m)
+	}
+	return m["client_id"].(string)
+}
+
+// request is an authorize request as a client sends it, to this server.
+func (f *fixture) request(client string, v url.Values) *http.Request {
+	q := url.Values{"response_type": {"code"}, "client_id": {client}, "redirect_uri": {redirect},
+		"code_challenge": {pkceChallenge(verifier)}, "code_challenge_method": {"S256"}, "state": {"st"},
+		"resource": {f.url + "/mcp"}, "scope": {"mcp"}}
+	for k, vals := range v {
+		q[k] = vals
+	}
+	return httptest.NewRequest("GET", f.url+PathAuthorize+"?"+q.Encode(), nil)
+}
+
+const verifier = "a-verifier-of-enough-length-0123456789-abcdefgh"
+
+func pkceChallenge(v string) string {
+	sum := sha256.Sum256([]byte(v))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// code runs the authorize step for the member of acme, with a limit.
+func (f *fixture) code(t *testing.T, client string, limit *store.CreditLimit) string {
+	t.Helper()
+	r := f.request(client, nil)
+	a, err := f.s.ParseAuthorize(t.Context(), r, r.URL.Query())
+	if err != nil {
+		t.Fatalf("ParseAuthorize: %v", err)
+	}
+	to, err := f.s.Approve(t.Context(), a, "acme", limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(to)
+	q := u.Query()
+	if q.Get("state") != "st" || q.Get("iss") != f.url || !strings.HasPrefix(to, redirect+"?") {
+		t.Fatalf("approve redirect %s", to)
+	}
+	return q.Get("code")
+}
+
+// exchange redeems a code with the verifier.
+func (f *fixture) exchange(t *testing.T, client, code, verifier string) (int, map[string]any) {
+	t.Helper()
+	return f.post(t, PathToken, url.Values{"grant_type": {"authorization_code"}, "code": {code}, "client_id": {client},
+		"redirect_uri": {redirect}, "code_verifier": {verifier}, "resource": {f.url + "/mcp"}}, "")
+}
+
+// tokens runs the flow to a token pair.
+func (f *fixture) tokens(t *testing.T, client string) (access, refresh string) {
+	t.Helper()
+	status, m := f.exchange(t, client, f.code(t, client, nil), verifier)
+	if status != http.StatusOK {
+		t.Fatalf("exchange: %d %v", status, m)
+	}
+	return m["access_token"].(string), m["refresh_token"].(string)
+}
+
+// valid reports whether an access token authenticates on /mcp.
+func (f *fixture) valid(t *testing.T, access string) bool {
+	t.Helper()
+	_, err := f.s.VerifyToken(t.Context(), access, f.url+"/mcp")
+	if err != nil && !errors.Is(err, ErrInvalidToken) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+func TestMetadata(t *testing.T) {
+	f := newFixture(t)
+	for _, path := range []string{PathResourceMeta, PathResourceMeta + "/mcp"} {
+		resp, err := http.Get(f.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&m)
+		resp.Body.Close()
+		want := map[string]any{"resource": f.url + "/mcp", "authorization_servers": []any{f.url}, "scopes_supported": []any{"mcp"},
+			"bearer_methods_supported": []any{"header"}, "resource_name": "Social Data Router"}
+		if resp.StatusCode != 200 || !jsonEqual(m, want) {
+			t.Errorf("GET %s: %d %v", path, resp.StatusCode, m)
+		}
+	}
+	resp, err := http.Get(f.url + PathServerMeta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&m)
+	resp.Body.Close()
+	want := map[string]any{"issuer": f.url, "authorization_endpoint": f.url + "/oauth/authorize", "token_endpoint": f.url + "/oauth/token",
+		"registration_endpoint": f.url + "/oauth/register", "revocation_endpoint": f.url + "/oauth/revoke",
+		"response_types_supported": []any{"code"}, "grant_types_supported": []any{"authorization_code", "refresh_token"},
+		"code_challenge_methods_supported": []any{"S256"}, "token_endpoint_auth_methods_supported": []any{"none"},
+		"revocation_endpoint_auth_methods_supported": []any{"none"}, "scopes_supported": []any{"mcp"},
+		"authorization_response_iss_parameter_supported": true}
+	if resp.StatusCode != 200 || !jsonEqual(m, want) {
+		t.Errorf("AS metadata: %d %v", resp.StatusCode, m)
+	}
+}
+
+func jsonEqual(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}
+
+func TestRegister(t *testing.T) {
+	f := newFixture(t)
+	for _, tc := range []struct {
+		name, body string
+		status     int
+		code       string
+	}{
+		{"https", `{"redirect_uris":["https://app.example/cb"],"client_name":"A"}`, 201, ""},
+		{"loopback ip", `{"redirect_uris":["http://127.0.0.1:33418/cb"],"token_endpoint_auth_method":"none"}`, 201, ""},
+		{"localhost", `{"redirect_uris":["http://localhost:6274/oauth/callback"],"grant_types":["authorization_code","refresh_token"],"response_types":["code"]}`, 201, ""},
+		{"ipv6 loopback", `{"redirect_uris":["http://[::1]:8080/cb"]}`, 201, ""},
+		{"http elsewhere", `{"redirect_uris":["http://app.example/cb"]}`, 400, "invalid_redirect_uri"},
+		{"custom scheme", `{"redirect_uris":["myapp://cb"]}`, 400, "invalid_redirect_uri"},
+		{"fragment", `{"redirect_uris":["https://app.example/cb#x"]}`, 400, "invalid_redirect_uri"},
+		{"relative", `{"redirect_uris":["/cb"]}`, 400, "invalid_redirect_uri"},
+		{"none", `{"redirect_uris":[]}`, 400, "invalid_redirect_uri"},
+		{"confidential", `{"redirect_uris":["https://app.example/cb"],"token_endpoint_auth_method":"client_secret_basic"}`, 400, "invalid_client_metadata"},
+		{"implicit", `{"redirect_uris":["https://app.example/cb"],"grant_types":["implicit"]}`, 400, "invalid_client_metadata"},
+		{"token response", `{"redirect_uris":["https://app.example/cb"],"response_types":["token"]}`, 400, "invalid_client_metadata"},
+		{"not json", `redirect_uris=x`, 400, "invalid_client_metadata"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, m := f.post(t, PathRegister, nil, tc.body)
+			if status != tc.status || (tc.code != "" && m["error"] != tc.code) {
+				t.Fatalf("%d %v, want %d %s", status, m, tc.status, tc.code)
+			}
+			if tc.status == 201 && (m["token_endpoint_auth_method"] != "none" || !strings.HasPrefix(m["client_id"].(string), "client_") || m["client_id_issued_at"] == nil) {
+				t.Errorf("registration answer %v", m)
+			}
+		})
+	}
+}
+
+func TestAuthorizeRequest(t *testing.T) {
+	f := newFixture(t)
+	client := f.register(t)
+	for _, tc := range []struct {
+		name     string
+		v        url.Values
+		redirect bool
+		code     string
+	}{
+		{"ok", nil, false, ""},
+		{"unknown client", url.Values{"client_id": {"client_nope"}}, false, "invalid_client"},
+		{"unregistered redirect", url.Values{"redirect_uri": {"https://evil.example/cb"}}, false, "invalid_request"},
+		{"no PKCE", url.Values{"code_challenge": {""}, "code_challenge_method": {""}}, true, "invalid_request"},
+		{"plain PKCE", url.Values{"code_challenge_method": {"plain"}}, true, "invalid_request"},
+		{"short challenge", url.Values{"code_challenge": {"abc"}}, true, "invalid_request"},
+		{"other resource", url.Values{"resource": {"https://other.example/mcp"}}, true, "invalid_target"},
+		{"token response", url.Values{"response_type": {"token"}}, true, "unsupported_response_type"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := f.request(client, tc.v)
+			a, err := f.s.ParseAuthorize(t.Context(), r, r.URL.Query())
+			var ae *AuthError
+			switch {
+			case tc.code == "":
+				if err != nil || a.Resource != f.url+"/mcp" || a.Client.Name != "Test client" || a.RedirectHost() != "127.0.0.1:9" {
+					t.Fatalf("%+v, %v", a, err)
+				}
+			case !errors.As(err, &ae) || ae.Code != tc.code || ae.Redirect != tc.redirect:
+				t.Fatalf("error %v, want %s (redirect %v)", err, tc.code, tc.redirect)
+			case tc.redirect:
+				u, _ := url.Parse(ErrorURL(a, ae))
+				if q := u.Query(); q.Get("error") != tc.code || q.Get("state") != "st" || u.Host != "127.0.0.1:9" {
+					t.Errorf("error redirect %s", u)
+				}
+			}
+		})
+	}
+}
+
+func TestCodeExchange(t *testing.T) {
+	f := newFixture(t)
+	client := f.register(t)
+	other := f.register(t)
+	limit := &store.CreditLimit{Period: store.PeriodDay, Credits: credits.PerCredit}
+
+	code := f.code(t, client, limit)
+	status, m := f.exchange(t, client, code, verifier)
+	if status != 200 || m["token_type"] != "Bearer" || m["expires_in"] != float64(3600) || m["scope"] != "mcp" ||
+		!strings.HasPrefix(m["access_token"].(string), "sdr_oat_") || !strings.HasPrefix(m["refresh_token"].(string), "sdr_ort_") {
+		t.Fatalf("exchange: %d %v", status, m)
+	}
+	access := m["access_token"].(string)
+	g, err := f.s.VerifyToken(t.Context(), access, f.url+"/mcp")
+	if err != nil || g.Kind != store.KindOAuth || g.AccountID != "acme" || g.Name != "Test client" || g.CreditLimit == nil || *g.CreditLimit != *limit {
+		t.Fatalf("grant %+v, %v", g, err)
+	}
+	if f.valid(t, access) && func() bool {
+		_, err := f.s.VerifyToken(t.Context(), access, "https://other.example/mcp")
+		return err == nil
+	}() {
+		t.Errorf("the token is accepted for another resource")
+	}
+	// A second use of a code is a replay: refused, and its grant revoked.
+	if status, m := f.exchange(t, client, code, verifier); status != 400 || m["error"] != "invalid_grant" {
+		t.Errorf("code reused: %d %v", status, m)
+	}
+	if f.valid(t, access) {
+		t.Errorf("the access token of a replayed code still works")
+	}
+
+	for _, tc := range []struct {
+		name   string
+		client string
+		verif  string
+		form   url.Values
+		wait   time.Duration
+		status int
+		code   string
+	}{
+		{"wrong verifier", client, verifier + "x", nil, 0, 400, "invalid_grant"},
+		{"no verifier", client, "", nil, 0, 400, "invalid_request"},
+		{"other client", other, verifier, nil, 0, 400, "invalid_grant"},
+		{"other resource", client, verifier, url.Values{"resource": {"https://other.example/mcp"}}, 0, 400, "invalid_target"},
+		{"other redirect", client, verifier, url.Values{"redirect_uri": {"http://127.0.0.1:9/other"}}, 0, 400, "invalid_grant"},
+		{"expired", client, verifier, nil, CodeTTL, 400, "invalid_grant"},
+		{"unknown grant type", client, verifier, url.Values{"grant_type": {"password"}}, 0, 400, "unsupported_grant_type"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code := f.code(t, client, nil)
+			f.now = f.now.Add(tc.wait)
+			form := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "client_id": {tc.client},
+				"redirect_uri": {redirect}, "code_verifier": {tc.verif}}
+			for k, v := range tc.form {
+				form[k] = v
+			}
+			if status, m := f.post(t, PathToken, form, ""); status != tc.status || m["error"] != tc.code || m["error_description"] == "" {
+				t.Errorf("%d %v, want %d %s", status, m, tc.status, tc.code)
+			}
+		})
+	}
+}
+
+func TestRefreshRotation(t *testing.T) {
+	f := newFixture(t)
+	client := f.register(t)
+	access, refresh := f.tokens(t, client)
+	rotate := func(tok string) (int, map[string]any) {
+		return f.post(t, PathToken, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok}, "client_id": {client}}, "")
+	}
+	status, m := rotate(refresh)
+	if status != 200 || m["refresh_token"] == refresh || m["access_token"] == access {
+		t.Fatalf("refresh: %d %v", status, m)
+	}
+	access2, refresh2 := m["access_token"].(string), m["refresh_token"].(string)
+	if !f.valid(t, access) || !f.valid(t, access2) {
+		t.Errorf("access tokens stop at a rotation; they should live out their hour")
+	}
+	// The rotated token presented again: someone else holds it, so the
+	// whole grant goes, the newest tokens included.
+	if status, m := rotate(refresh); status != 400 || m["error"] != "invalid_grant" {
+		t.Errorf("reused refresh token: %d %v", status, m)
+	}
+	if f.valid(t, access2) {
+		t.Errorf("the grant survives a refresh token replay")
+	}
+	if status, m := rotate(refresh2); status != 400 || m["error"] != "invalid_grant" {
+		t.Errorf("refresh of a revoked grant: %d %v", status, m)
+	}
+}
+
+func TestExpiry(t *testing.T) {
+	f := newFixture(t)
+	client := f.register(t)
+	access, refresh := f.tokens(t, client)
+	f.now = f.now.Add(AccessTTL - time.Second)
+	if !f.valid(t, access) {
+		t.Fatalf("access token refused before its hour")
+	}
+	f.now = f.now.Add(time.Second)
+	if f.valid(t, access) {
+		t.Errorf("access token accepted after its hour")
+	}
+	f.now = f.now.Add(RefreshTTL)
+	if status, m := f.post(t, PathToken, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refresh}, "client_id": {client}}, ""); status != 400 || m["error"] != "invalid_grant" {
+		t.Errorf("expired refresh token: %d %v", status, m)
+	}
+}
+
+func TestRevoke(t *testing.T) {
+	f := newFixture(t)
+	client := f.register(t)
+	for _, which := range []string{"access", "refresh"} {
+		t.Run(which, func(t *testing.T) {
+			access, refresh := f.tokens(t, client)
+			tok := map[string]string{"access": access, "refresh": refresh}[which]
+			if status, _ := f.post(t, PathRevoke, url.Values{"token": {tok}, "client_id": {client}}, ""); status != 200 {
+				t.Fatalf("revoke: %d", status)
+			}
+			if f.valid(t, access) {
+				t.Errorf("access token works after revoking the %s token", which)
+			}
+		})
+	}
+	if status, _ := f.post(t, PathRevoke, url.Values{"token": {"sdr_oat_unknown"}}, ""); status != 200 {
+		t.Errorf("revoking an unknown token: %d, want 200", status)
+	}
+	access, _ := f.tokens(t, client)
+	if status, _ := f.post(t, PathRevoke, url.Values{"token": {access}, "client_id": {"client_other"}}, ""); status != 200 || !f.valid(t, access) {
+		t.Errorf("another client revoked a token: %d", status)
+	}
+}
