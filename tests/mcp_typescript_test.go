@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -147,8 +148,9 @@ func checkAnonymous(t *testing.T, g *gateway, step map[string]any) {
 
 // checkBilledCall: the tool's run is the REST run: billed once, readable
 // with a key of the account, and a REST call of the same service and
-// input gives the same records for the same credits.
-func checkBilledCall(t *testing.T, g *gateway, key string, before float64, step map[string]any, args map[string]any) {
+// input gives the same records for the same credits. It returns the
+// credits the call used.
+func checkBilledCall(t *testing.T, g *gateway, key string, before float64, step map[string]any, args map[string]any) float64 {
 	t.Helper()
 	run := asMap(step["structured"])
 	if step["isError"] != false || step["text_is_structured"] != true || run["status"] != "completed" || len(asList(run["data"])) == 0 {
@@ -170,6 +172,7 @@ func checkBilledCall(t *testing.T, g *gateway, key string, before float64, step 
 	if !reflect.DeepEqual(mcptest.Records(r.JSON), mcptest.Records(run)) {
 		t.Errorf("records differ:\nREST %v\ntool %v", r.JSON["data"], run["data"])
 	}
+	return used
 }
 
 var profileArgs = map[string]any{"url": "https://www.linkedin.com/in/rbranson"}
@@ -320,7 +323,7 @@ func TestMCPTypeScriptOAuth(t *testing.T) {
 	if got, want := sortedStrings(tc.next("tools")["tools"]), wantTools(t, g); !reflect.DeepEqual(got, want) {
 		t.Errorf("tools/list signed in:\n got %v\nwant %v", got, want)
 	}
-	checkBilledCall(t, g, key, before, tc.next("call"), profileArgs)
+	used := checkBilledCall(t, g, key, before, tc.next("call"), profileArgs)
 
 	// A reload with one more service: the client is told and lists it.
 	tc.next("await_reload")
@@ -348,8 +351,12 @@ func TestMCPTypeScriptOAuth(t *testing.T) {
 	// Revoked on the dashboard: the next call is an HTTP 401.
 	step = tc.next("revoked")
 	listed, raw := asMap(step["listed"]), asMap(step["raw"])
-	if listed["forms"] != 1.0 || !strings.Contains(fmt.Sprint(listed["row"]), "sdr-ts-e2e") {
-		t.Errorf("the keys page lists the grant otherwise: %v", listed)
+	// Its row names the client, its spend (the one call) and the limit
+	// set on the consent page.
+	spent := strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.6f", used), "0"), ".")
+	if row := fmt.Sprint(listed["row"]); listed["forms"] != 1.0 || !strings.Contains(row, "sdr-ts-e2e") ||
+		!strings.Contains(row, spent) || !regexp.MustCompile(`\b5 per day\b`).MatchString(row) {
+		t.Errorf("the keys page lists the grant otherwise (want sdr-ts-e2e, %s spent, 5 per day): %v", spent, listed)
 	}
 	if st := num(step["revoke_status"]); st < 200 || st >= 400 {
 		t.Errorf("posting the revoke form: %v", st)

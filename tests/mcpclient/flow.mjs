@@ -276,7 +276,7 @@ async function rawCall(token, sessionId) {
 function waitLine() {
   const rl = createInterface({ input: process.stdin });
   return new Promise((resolve, reject) => {
-    rl.once('line', (l) => { rl.close(); resolve(l); });
+    rl.once('line', (l) => { resolve(l); rl.close(); }); // close() emits 'close' at once
     rl.once('close', () => reject(new Error('stdin closed while waiting for the reload')));
   });
 }
