@@ -16,8 +16,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"socialrouter/internal/mcptest"
 )
 
 // tsClient is tests/mcpclient/flow.mjs running under Node: the official
@@ -146,33 +144,16 @@ func checkAnonymous(t *testing.T, g *gateway, step map[string]any) {
 	}
 }
 
-// checkBilledCall: the tool's run is the REST run: billed once, readable
-// with a key of the account, and a REST call of the same service and
-// input gives the same records for the same credits. It returns the
-// credits the call used.
+// checkBilledCall: the extract tool answered a completed run with records
+// (its text the same JSON) that is the REST run (runLikeREST). It returns
+// the credits the call used.
 func checkBilledCall(t *testing.T, g *gateway, key string, before float64, step map[string]any, args map[string]any) float64 {
 	t.Helper()
 	run := asMap(step["structured"])
 	if step["isError"] != false || step["text_is_structured"] != true || run["status"] != "completed" || len(asList(run["data"])) == 0 {
 		t.Fatalf("extract tool call: %v", step)
 	}
-	used := num(run["credits_used"])
-	if after := g.balance(key); used <= 0 || !near(before-after, used) {
-		t.Errorf("balance moved by %v, want credits_used %v (billed once)", before-after, used)
-	}
-	got := g.do("GET", "/v1/extractions/"+fmt.Sprint(run["id"]), key, nil)
-	if got.Status != 200 || !reflect.DeepEqual(got.JSON, run) {
-		t.Errorf("GET /v1/extractions/%v: %d %s", run["id"], got.Status, got.Body)
-	}
-	before = g.balance(key)
-	r := g.do("POST", "/v1/extract/pro_net/profile.info", key, args)
-	if r.Status != 200 || num(r.JSON["credits_used"]) != used || !near(before-g.balance(key), used) {
-		t.Errorf("REST charged %v, the tool %v: %s", r.JSON["credits_used"], used, r.Body)
-	}
-	if !reflect.DeepEqual(mcptest.Records(r.JSON), mcptest.Records(run)) {
-		t.Errorf("records differ:\nREST %v\ntool %v", r.JSON["data"], run["data"])
-	}
-	return used
+	return runLikeREST(t, g, key, before, run, args)
 }
 
 var profileArgs = map[string]any{"url": "https://www.linkedin.com/in/rbranson"}
