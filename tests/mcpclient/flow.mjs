@@ -86,6 +86,7 @@ class Browser {
     }
     const loc = res.headers.get('location');
     const page = {
+      method,
       url,
       status: res.status,
       location: loc ? new URL(loc, url).href : null,
@@ -125,7 +126,7 @@ function postForms(page) {
 
 function expectStatus(page, status, what) {
   if (page.status !== status) {
-    throw new Error(`${what}: ${page.method ?? ''}${page.url} answered ${page.status}, want ${status}\n${page.text.slice(0, 600)}`);
+    throw new Error(`${what}: ${page.method} ${page.url} answered ${page.status}, want ${status}\n${page.text.slice(0, 600)}`);
   }
 }
 
