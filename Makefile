@@ -10,7 +10,7 @@ CUE       := $(BIN)/cue
 CUE_VER   := v0.17.1
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build chromium test test-unit test-e2e check fmt run demo bench print-xcaddy clean
+.PHONY: all build chromium mcpclient test test-unit test-e2e check fmt run demo bench print-xcaddy clean
 
 all: build
 
@@ -41,7 +41,7 @@ test: build
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /tests -e /caddymodule/router -e /caddymodule/store)
 	$(MAKE) test-e2e
 
-test-e2e: build chromium
+test-e2e: build chromium mcpclient
 	@set -o pipefail; SDR_BIN=$(abspath $(CADDY)) SDR_SIM_BIN=$(abspath $(SIM)) \
 		$(GO) test -count=1 -p 1 -v -timeout 15m ./tests/ 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|SKIP' ; \
 	status=$${PIPESTATUS[0]}; \
@@ -52,6 +52,16 @@ test-e2e: build chromium
 ## (tests/dashboard_browser_test.go) drives; installed only when missing.
 chromium:
 	@command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
+
+## mcpclient: the MCP TypeScript SDK client of tests/mcp_typescript_test.go,
+## installed from its lockfile by npm (Node 20); again only when the
+## lockfile is newer than the installed tree.
+MCPCLIENT := tests/mcpclient
+mcpclient: $(MCPCLIENT)/node_modules/.package-lock.json
+
+$(MCPCLIENT)/node_modules/.package-lock.json: $(MCPCLIENT)/package.json $(MCPCLIENT)/package-lock.json
+	npm ci --prefix $(MCPCLIENT) --no-audit --no-fund
+	@touch $@
 
 check: $(CUE)
 	$(GO) vet ./...

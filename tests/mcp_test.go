@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -68,22 +69,7 @@ func TestMCP(t *testing.T) {
 	if isErr || run["status"] != "completed" {
 		t.Fatalf("extract tool: %v", run)
 	}
-	used := num(run["credits_used"])
-	if after := g.balance(key); used <= 0 || !near(before-after, used) {
-		t.Errorf("balance moved by %v, want credits_used %v (billed once)", before-after, used)
-	}
-	got := g.do("GET", "/v1/extractions/"+run["id"].(string), key, nil)
-	if got.Status != 200 || !reflect.DeepEqual(got.JSON, run) {
-		t.Errorf("GET /v1/extractions/%v: %d %s", run["id"], got.Status, got.Body)
-	}
-	before = g.balance(key)
-	r := g.do("POST", "/v1/extract/pro_net/profile.info", key, args)
-	if r.Status != 200 || num(r.JSON["credits_used"]) != used || !near(before-g.balance(key), used) {
-		t.Errorf("REST charged %v, the tool %v: %s", r.JSON["credits_used"], used, r.Body)
-	}
-	if !reflect.DeepEqual(mcptest.Records(r.JSON), mcptest.Records(run)) {
-		t.Errorf("records differ:\nREST %v\ntool %v", r.JSON["data"], run["data"])
-	}
+	runLikeREST(t, g, key, before, run, args)
 
 	before = g.balance(key)
 	calls := len(s.calls(t))
@@ -111,4 +97,30 @@ func TestMCP(t *testing.T) {
 	if isErr, bal := mcpCall(t, cs, "get_balance", nil); isErr || num(bal["balance"]) != g.balance(key) {
 		t.Errorf("get_balance after the reload: %v", bal)
 	}
+}
+
+// runLikeREST checks the run of a pro_net_profile_info tool call with args
+// against REST: billed once (balance before the call), the same run as GET
+// /v1/extractions/{id} with a key of the account, and a REST call of the
+// same input gives the same records for the same credits. It returns the
+// credits the call used.
+func runLikeREST(t *testing.T, g *gateway, key string, before float64, run, args map[string]any) float64 {
+	t.Helper()
+	used := num(run["credits_used"])
+	if after := g.balance(key); used <= 0 || !near(before-after, used) {
+		t.Errorf("balance moved by %v, want credits_used %v (billed once)", before-after, used)
+	}
+	got := g.do("GET", fmt.Sprintf("/v1/extractions/%v", run["id"]), key, nil)
+	if got.Status != 200 || !reflect.DeepEqual(got.JSON, run) {
+		t.Errorf("GET /v1/extractions/%v: %d %s", run["id"], got.Status, got.Body)
+	}
+	before = g.balance(key)
+	r := g.do("POST", "/v1/extract/pro_net/profile.info", key, args)
+	if r.Status != 200 || num(r.JSON["credits_used"]) != used || !near(before-g.balance(key), used) {
+		t.Errorf("REST charged %v, the tool %v: %s", r.JSON["credits_used"], used, r.Body)
+	}
+	if !reflect.DeepEqual(mcptest.Records(r.JSON), mcptest.Records(run)) {
+		t.Errorf("records differ:\nREST %v\ntool %v", r.JSON["data"], run["data"])
+	}
+	return used
 }
