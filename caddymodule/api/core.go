@@ -39,8 +39,12 @@ func (a *API) Catalogue(platform, service string) ([]byte, *Error) {
 func ParseObject(b []byte) (map[string]json.RawMessage, *Error) { return parseObject(b) }
 
 // AppendRun appends a run as the extract and search routes answer it: the
-// header through encoding/json, the records as they are.
+// header as encoding/json writes it (runs.AppendRun, or encoding/json
+// itself for what that leaves), the records as they are.
 func AppendRun(dst []byte, run *runs.Run) ([]byte, error) {
+	if out, ok := runs.AppendRun(dst, run, run.Data, false, "", ""); ok {
+		return out, nil
+	}
 	hdr := *run
 	hdr.Data = nil
 	return runs.AppendJSON(dst, &hdr, run.Data)

@@ -21,8 +21,15 @@ import (
 // holds before letting go: a Reserve sees either the holds or the charges
 // that replaced them, never both and never neither, so what it computes
 // as available is exact.
+//
+// byID is also guarded by idMu, which every writer of byID takes inside mu
+// and only for the map operation: a call reading or releasing its own hold
+// (amount, Release once Settle captured it) then never waits for the
+// commit in flight, which holds mu through its fsyncs. A call's hold is
+// changed only by that call, so what idMu shows it is current.
 type holds struct {
 	mu      sync.Mutex
+	idMu    sync.Mutex
 	byID    map[string]heldMoney
 	account map[string]credits.Micros // sum of the account's holds
 	key     map[string]credits.Micros // sum of the key's holds
@@ -44,7 +51,9 @@ func (h *holds) drop(id string) {
 	if !ok {
 		return
 	}
+	h.idMu.Lock()
 	delete(h.byID, id)
+	h.idMu.Unlock()
 	sub := func(m map[string]credits.Micros, k string) {
 		if m[k] -= old.amount; m[k] <= 0 {
 			delete(m, k)
@@ -80,12 +89,23 @@ func (h *holds) captured(reqs []*writeReq, ok bool) {
 	h.mu.Unlock()
 }
 
-// amount returns the hold of id, if it has one.
+// amount returns the hold of id, if it has one; see idMu.
 func (h *holds) amount(id string) (credits.Micros, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.idMu.Lock()
 	m, ok := h.byID[id]
+	h.idMu.Unlock()
 	return m.amount, ok
+}
+
+// set records hold id; mu must be held.
+func (h *holds) set(id string, m heldMoney) {
+	h.idMu.Lock()
+	h.byID[id] = m
+	h.idMu.Unlock()
+	h.account[m.account] += m.amount
+	if m.key != "" {
+		h.key[m.key] += m.amount
+	}
 }
 
 // Reserve sets the hold of call h.ID: see store.Store.
@@ -122,17 +142,18 @@ func (s *Store) Reserve(ctx context.Context, h store.Hold) (store.HoldResult, er
 	}
 	res := store.HoldRoom(available, limit, room, h.Price, h.Records)
 	if res.Amount > 0 {
-		s.holds.byID[h.ID] = heldMoney{account: h.AccountID, key: h.KeyID, amount: res.Amount}
-		s.holds.account[h.AccountID] += res.Amount
-		if h.KeyID != "" {
-			s.holds.key[h.KeyID] += res.Amount
-		}
+		s.holds.set(h.ID, heldMoney{account: h.AccountID, key: h.KeyID, amount: res.Amount})
 	}
 	return res, nil
 }
 
-// Release drops the hold of a call, if it has one.
+// Release drops the hold of a call, if it has one. A call without one (a
+// settled call: its commit dropped it) returns at once instead of waiting
+// for the commit in flight.
 func (s *Store) Release(ctx context.Context, id string) error {
+	if _, ok := s.holds.amount(id); !ok {
+		return nil
+	}
 	s.holds.mu.Lock()
 	s.holds.drop(id)
 	s.holds.mu.Unlock()

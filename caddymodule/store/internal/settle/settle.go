@@ -144,6 +144,9 @@ func (p *Prepared) render(dst []byte, records int, charged credits.Micros) ([]by
 	r.Data = nil
 	r.CreditsUsed = charged
 	r.Pagination.Returned = records
+	if b, ok := runs.AppendRun(dst, &r, kept(p.Data, records), true, r.AccountID, r.KeyID); ok {
+		return b, nil // the bytes of AppendJSON below, without reflection
+	}
 	b, err := runs.AppendJSON(dst, storedRun{Run: r, AccountID: r.AccountID, KeyID: r.KeyID}, kept(p.Data, records))
 	if err != nil {
 		return nil, fmt.Errorf("encoding run %s: %v", r.ID, err)
