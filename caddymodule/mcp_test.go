@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -32,6 +31,7 @@ import (
 	badgerstore "socialrouter/caddymodule/store/badger"
 	"socialrouter/cmd/upstream-sim/sim"
 	"socialrouter/internal/mcptest"
+	"socialrouter/services"
 )
 
 // mcpFixture is a gateway in process: the repository's services, the
@@ -65,7 +65,7 @@ func (l *lockedBuffer) String() string {
 
 func newMCPFixture(t *testing.T) *mcpFixture {
 	t.Helper()
-	reg, err := registry.Load(filepath.Join("..", "services"))
+	reg, err := registry.LoadFS(services.FS)
 	if err != nil {
 		t.Fatal(err)
 	}

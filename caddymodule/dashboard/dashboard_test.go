@@ -21,6 +21,7 @@ import (
 	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
 	badgerstore "socialrouter/caddymodule/store/badger"
+	"socialrouter/services"
 )
 
 // clock is a settable test clock.
@@ -44,7 +45,7 @@ var (
 func testRegistry(t *testing.T) *registry.Registry {
 	regOnce.Do(func() {
 		var err error
-		if reg, err = registry.Load("../../services"); err != nil {
+		if reg, err = registry.LoadFS(services.FS); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"socialrouter/caddymodule/registry"
+	"socialrouter/services"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/toolsnaps/*.snap")
@@ -31,7 +32,7 @@ var (
 // servicesRegistry is the registry of the repository's services/.
 func servicesRegistry(t *testing.T) *registry.Registry {
 	t.Helper()
-	regOnce.Do(func() { reg, regErr = registry.Load(filepath.Join("..", "..", "services")) })
+	regOnce.Do(func() { reg, regErr = registry.LoadFS(services.FS) })
 	if regErr != nil {
 		t.Fatal(regErr)
 	}
