@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"socialrouter/internal/jsonscan"
+	"socialrouter/internal/jsonstr"
 )
 
 var strStop = func() (t [256]bool) {
@@ -18,40 +19,6 @@ var strStop = func() (t [256]bool) {
 	t['"'], t['\\'] = true, true
 	return t
 }()
-
-// Word-at-a-time byte tests (exact as booleans): eight bytes of s from i,
-// and whether any of them is zero, equal to b or less than n (n <= 0x80).
-const (
-	ones8  = 0x0101010101010101
-	highs8 = 0x8080808080808080
-)
-
-func load8(s string, i int) uint64 {
-	_ = s[i+7]
-	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-}
-
-func anyLess(x uint64, n byte) uint64 { return (x - ones8*uint64(n)) &^ x & highs8 }
-func anyEq(x uint64, b byte) uint64   { return anyLess(x^(ones8*uint64(b)), 1) }
-
-// plainRun returns the length of the prefix of s[i:] made of bytes that
-// are printable ASCII other than '"' and '\\' (and, when html, '<', '>' and
-// '&'), a multiple of 8 bytes: the caller finishes byte by byte.
-func plainRun(s string, i int, html bool) int {
-	j := i
-	for ; j+8 <= len(s); j += 8 {
-		w := load8(s, j)
-		m := w&highs8 | anyLess(w, 0x20) | anyEq(w, '"') | anyEq(w, '\\')
-		if html {
-			m |= anyEq(w, '<') | anyEq(w, '>') | anyEq(w, '&')
-		}
-		if m != 0 {
-			break
-		}
-	}
-	return j - i
-}
 
 type keySpan struct{ s string }
 
@@ -177,7 +144,7 @@ func (e *env) validValue(s string, i, depth int) int {
 func validString(s string, i int) (int, bool) {
 	esc := false
 	for i++; ; {
-		i += plainRun(s, i, false)
+		i += jsonstr.PlainRun(s, i, false)
 		for i < len(s) && !strStop[s[i]] {
 			i++
 		}

@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"socialrouter/internal/jsonscan"
+	"socialrouter/internal/jsonstr"
 )
 
 // writeTop writes the record object, without its null members (the
@@ -162,20 +163,9 @@ func appendFloat(b []byte, f float64) []byte {
 	return b
 }
 
-var htmlSafe = func() (t [utf8.RuneSelf]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
-	}
-	return t
-}()
-
-const hexDigits = "0123456789abcdef"
-
 // appendJSONString quotes s as json.Marshal does (HTML-safe).
 func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	b = appendStringContent(b, s)
-	return append(b, '"')
+	return jsonstr.Append(b, s, true)
 }
 
 // appendRawString writes the string literal body (JSON text, escapes
@@ -222,58 +212,7 @@ func appendRawString(b []byte, body string) []byte {
 }
 
 // appendStringContent is appendJSONString without the quotes.
-func appendStringContent(b []byte, s string) []byte {
-	start := 0
-	for i := 0; i < len(s); {
-		if n := plainRun(s, i, true); n > 0 {
-			i += n
-			continue
-		}
-		if c := s[i]; c < utf8.RuneSelf {
-			if htmlSafe[c] {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	return append(b, s[start:]...)
-}
+func appendStringContent(b []byte, s string) []byte { return jsonstr.AppendContent(b, s, true) }
 
 // gojqNumberText is tostring of a number: gojq's encoder.
 func gojqNumberText(b []byte, v value) ([]byte, error) {

@@ -3,7 +3,8 @@ package runs
 import (
 	"encoding/json"
 	"strconv"
-	"unicode/utf8"
+
+	"socialrouter/internal/jsonstr"
 )
 
 // AppendRun appends run as JSON, with records as its data, to dst: the
@@ -133,56 +134,6 @@ func appendStrings(b []byte, member string, list []string) []byte {
 	return append(b, ']')
 }
 
-const hexDigits = "0123456789abcdef"
-
 // appendString appends s as encoding/json writes a string with HTML
-// escaping off: quotes, backslashes and control bytes escaped (the short
-// forms \b \f \n \r \t where JSON has them), invalid UTF-8 as \ufffd, and
-// U+2028 and U+2029 escaped. (normalize's writer escapes HTML as well, as
-// jq does, so the two are kept apart.)
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			start = i + size
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			start = i + size
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+// escaping off, as the API answers.
+func appendString(b []byte, s string) []byte { return jsonstr.Append(b, s, false) }

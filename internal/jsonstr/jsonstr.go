@@ -1,0 +1,116 @@
+// Package jsonstr writes JSON strings as encoding/json does, with or
+// without its HTML escaping: the one string escaper of the run encoder
+// (HTML escaping off, as the API answers) and the normalizer's writer
+// (HTML escaping on, as jq and json.Marshal write).
+package jsonstr
+
+import "unicode/utf8"
+
+const hexDigits = "0123456789abcdef"
+
+// safe[html][c] reports that ASCII byte c is written as itself.
+var safe = func() (t [2][utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[0][c] = c != '"' && c != '\\'
+		t[1][c] = t[0][c] && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
+// Append appends s quoted: see AppendContent.
+func Append(b []byte, s string, html bool) []byte {
+	b = append(b, '"')
+	b = AppendContent(b, s, html)
+	return append(b, '"')
+}
+
+// AppendContent appends s escaped as encoding/json escapes a string, without
+// the quotes: quotes, backslashes and control bytes escaped (the short
+// forms \b \f \n \r \t where JSON has them), invalid UTF-8 as \ufffd, U+2028
+// and U+2029 escaped, and, when html, '<', '>' and '&' as \u003c….
+func AppendContent(b []byte, s string, html bool) []byte {
+	ok := &safe[0]
+	if html {
+		ok = &safe[1]
+	}
+	start := 0
+	for i := 0; i < len(s); {
+		if n := PlainRun(s, i, html); n > 0 {
+			i += n
+			continue
+		}
+		if c := s[i]; c < utf8.RuneSelf {
+			if ok[c] {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			start = i + size
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			start = i + size
+		}
+		i += size
+	}
+	return append(b, s[start:]...)
+}
+
+// Word-at-a-time byte tests (exact as booleans): eight bytes of s from i,
+// and whether any of them is zero, equal to b or less than n (n <= 0x80).
+const (
+	ones8  = 0x0101010101010101
+	highs8 = 0x8080808080808080
+)
+
+func load8(s string, i int) uint64 {
+	_ = s[i+7]
+	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+}
+
+func anyLess(x uint64, n byte) uint64 { return (x - ones8*uint64(n)) &^ x & highs8 }
+func anyEq(x uint64, b byte) uint64   { return anyLess(x^(ones8*uint64(b)), 1) }
+
+// PlainRun returns the length of the prefix of s[i:] made of bytes that
+// are printable ASCII other than '"' and '\\' (and, when html, '<', '>' and
+// '&'), a multiple of 8 bytes: the caller finishes byte by byte.
+func PlainRun(s string, i int, html bool) int {
+	j := i
+	for ; j+8 <= len(s); j += 8 {
+		w := load8(s, j)
+		m := w&highs8 | anyLess(w, 0x20) | anyEq(w, '"') | anyEq(w, '\\')
+		if html {
+			m |= anyEq(w, '<') | anyEq(w, '>') | anyEq(w, '&')
+		}
+		if m != 0 {
+			break
+		}
+	}
+	return j - i
+}
