@@ -107,28 +107,38 @@ func (s *Store) Release(ctx context.Context, id string) error {
 	return nil
 }
 
-// takeHolds deletes, in a settle's transaction, the holds of the runs ids
-// and returns their amounts: the capture of each is bounded by its hold.
+// takeHoldsSQL deletes, in a settle's transaction, the holds of the runs
+// $1 and returns their amounts: the capture of each is bounded by its hold.
+const takeHoldsSQL = `DELETE FROM holds WHERE id = ANY($1) RETURNING id, amount`
+
+// takeHolds captures the holds of the runs ids (takeHoldsSQL).
 func takeHolds(ctx context.Context, tx pgx.Tx, ids []string) (map[string]credits.Micros, error) {
-	rows, err := tx.Query(ctx, `DELETE FROM holds WHERE id = ANY($1) RETURNING id, amount`, ids)
+	rows, err := tx.Query(ctx, takeHoldsSQL, ids)
 	if err != nil {
 		return nil, fmt.Errorf("capturing holds: %v", err)
 	}
 	out := map[string]credits.Micros{}
+	if err := scanHolds(rows, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// scanHolds reads the rows of takeHoldsSQL into out and closes them.
+func scanHolds(rows pgx.Rows, out map[string]credits.Micros) error {
+	defer rows.Close()
 	for rows.Next() {
 		var id string
 		var amount int64
 		if err := rows.Scan(&id, &amount); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("capturing holds: %v", err)
+			return fmt.Errorf("capturing holds: %v", err)
 		}
 		out[id] = credits.Micros(amount)
 	}
-	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("capturing holds: %v", err)
+		return fmt.Errorf("capturing holds: %v", err)
 	}
-	return out, nil
+	return nil
 }
 
 // reap deletes expired holds until ctx ends: a hold of a dead node counts
