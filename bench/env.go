@@ -56,6 +56,11 @@ const caddyfile = `{
 		}
 		max_concurrent_runs 100000
 	}
+{{- if .H2C}}
+	servers {
+		protocols h1 h2c
+	}
+{{- end}}
 }
 
 :{{.GW}} {
@@ -89,6 +94,7 @@ type caddyfileData struct {
 	Services, Data         string
 	SimA, SimB, SimBHost   string
 	Catalogue, Run         string
+	H2C                    bool // serve HTTP/2 cleartext too (the in-flight phase's callers over h2c)
 }
 
 // startEnv starts the simulator and the gateway, creates an account with a

@@ -39,6 +39,8 @@ type inflightResult struct {
 	wall        time.Duration
 	procCPU     time.Duration // CPU of the Caddy process during the level
 	fdsPeak     int           // open descriptors of the Caddy process, highest sampled
+	proto       string        // the callers' protocol to Caddy: h1 or h2c
+	conns       int64         // connections the load generator opened to Caddy
 }
 
 // perCallKiB is the memory per in-flight call: (peak − idle) / calls.
@@ -59,9 +61,11 @@ func (rep *report) inflight(ctx context.Context, tmp string, cfg *config) error 
 	logf("in-flight: file limit soft %d, hard %d %s", soft, hard, note)
 
 	var results []inflightResult
+	protos := map[int]string{}
 	for _, n := range cfg.inflightLevels {
+		protos[n] = inflightProto(cfg.inflightProto, n, soft)
 		for _, gateway := range []bool{true, false} {
-			r, err := inflightRun(ctx, tmp, cfg, n, gateway)
+			r, err := inflightRun(ctx, tmp, cfg, n, gateway, protos[n])
 			if err != nil {
 				return err
 			}
@@ -71,15 +75,24 @@ func (rep *report) inflight(ctx context.Context, tmp string, cfg *config) error 
 		}
 	}
 
-	fmt.Fprintf(w, "7. In flight: calls held by a slow upstream (simulator latency %s, N=%d records), one connection per call,\n",
+	fmt.Fprintf(w, "7. In flight: calls held by a slow upstream (simulator latency %s, N=%d records),\n",
 		cfg.inflightLatency, cfg.inflightItems)
 	fmt.Fprintf(w, "   started evenly over %s; each level and target in a fresh Caddy process (the bench Caddyfile) and a fresh simulator\n", cfg.inflightRamp)
 	fmt.Fprintf(w, "   file limit (RLIMIT_NOFILE, raised by the bench, inherited by Caddy and the simulator): soft %d, hard %d\n", soft, hard)
 	if note != "" {
 		fmt.Fprintf(w, "   WARNING: %s; the Caddy process needs about 2 descriptors per call\n", note)
 	}
-	fmt.Fprintf(w, "    %6s %-14s %8s %8s %8s %7s %9s %9s %9s %7s %8s %6s\n",
-		"calls", "target", "idle MiB", "peak MiB", "KiB/call", "errors", "added p50", "added p99", "in flight", "fds", "CPU ms/c", "wall s")
+	fmt.Fprintf(w, "   callers' protocol (-inflight-proto %s): h1 = one connection per call (2 descriptors per call in Caddy);\n", cfg.inflightProto)
+	fmt.Fprintln(w, "   h2c = HTTP/2 cleartext, Caddy's `protocols h1 h2c`, up to 250 calls per connection (Caddy 2.11's HTTP/2 default,")
+	fmt.Fprintln(w, "   no Caddyfile option raises it; the client opens more connections), for both targets alike; Caddy's upstream leg stays")
+	fmt.Fprintln(w, "   HTTP/1.1, one connection per call")
+	for _, n := range cfg.inflightLevels {
+		if protos[n] == "h2c" && cfg.inflightProto == "auto" {
+			fmt.Fprintf(w, "   %d calls: callers over h2c: file limit %d < needed %d (2 per call + %d)\n", n, soft, fdsNeeded(n), fdsSpare)
+		}
+	}
+	fmt.Fprintf(w, "    %6s %-14s %5s %8s %8s %8s %7s %9s %9s %9s %7s %6s %8s %6s\n",
+		"calls", "target", "proto", "idle MiB", "peak MiB", "KiB/call", "errors", "added p50", "added p99", "in flight", "fds", "conns", "CPU ms/c", "wall s")
 	for i := 0; i+1 < len(results); i += 2 {
 		g, p := results[i], results[i+1]
 		for _, r := range []inflightResult{g, p} {
@@ -94,9 +107,9 @@ func (rep *report) inflight(ctx context.Context, tmp string, cfg *config) error 
 			if r.ok+r.failed > 0 {
 				cpu = float64(r.procCPU.Microseconds()) / 1000 / float64(r.ok+r.failed)
 			}
-			fmt.Fprintf(w, "    %6d %-14s %8.0f %8.0f %8.1f %7d %7.0fms %7.0fms %9d %7d %8.2f %6.1f%s%s\n",
-				r.calls, r.target, float64(r.idleKiB)/1024, float64(r.peakKiB)/1024, r.perCallKiB(), r.failed,
-				ms(percentile(r.added, 0.5)), ms(percentile(r.added, 0.99)), r.maxInFlight, r.fdsPeak, cpu, r.wall.Seconds(), hw, errNote(r))
+			fmt.Fprintf(w, "    %6d %-14s %5s %8.0f %8.0f %8.1f %7d %7.0fms %7.0fms %9d %7d %6d %8.2f %6.1f%s%s\n",
+				r.calls, r.target, r.proto, float64(r.idleKiB)/1024, float64(r.peakKiB)/1024, r.perCallKiB(), r.failed,
+				ms(percentile(r.added, 0.5)), ms(percentile(r.added, 0.99)), r.maxInFlight, r.fdsPeak, r.conns, cpu, r.wall.Seconds(), hw, errNote(r))
 		}
 		ratio := float64(g.peakKiB) / float64(p.peakKiB)
 		fmt.Fprintf(w, "    %6d gateway/reverse_proxy peak RSS %.2f ×  target ≤ 1.1 ×  %s;  memory per call %.2f ×;  errors %d / %d\n",
@@ -108,7 +121,8 @@ func (rep *report) inflight(ctx context.Context, tmp string, cfg *config) error 
 	}
 	fmt.Fprintln(w, "    idle: VmRSS after one warm call; peak: VmHWM after the level (reset through /proc/<pid>/clear_refs after the")
 	fmt.Fprintln(w, "    warm call); KiB/call = (peak − idle) / calls; added: a call's latency minus the upstream's; in flight: most calls")
-	fmt.Fprintln(w, "    open at once at the load generator; fds: most descriptors the Caddy process held (sampled); CPU ms/c: Caddy process CPU per call")
+	fmt.Fprintln(w, "    open at once at the load generator; fds: most descriptors the Caddy process held (sampled); conns: connections the load")
+	fmt.Fprintln(w, "    generator opened to Caddy; CPU ms/c: Caddy process CPU per call")
 	fmt.Fprintln(w)
 	return nil
 }
@@ -120,10 +134,30 @@ func errNote(r inflightResult) string {
 	return "  first error: " + clip([]byte(r.firstErr))
 }
 
+// fdsSpare is what the Caddy process holds besides its calls' connections
+// (listeners, badger's files, the admin endpoint), with a margin.
+const fdsSpare = 256
+
+// fdsNeeded is the descriptors the Caddy process needs to hold n calls
+// with one caller connection each: the caller's and the upstream's.
+func fdsNeeded(n int) int { return 2*n + fdsSpare }
+
+// inflightProto decides the callers' protocol of a level: h1 unless the
+// file limit cannot hold a connection per call (auto), or as asked.
+func inflightProto(flag string, n int, limit uint64) string {
+	if flag != "auto" {
+		return flag
+	}
+	if limit >= uint64(fdsNeeded(n)) {
+		return "h1"
+	}
+	return "h2c"
+}
+
 // inflightRun starts a simulator and a Caddy process, makes one warm call
 // of the target, then holds n calls at once and measures the process.
-func inflightRun(ctx context.Context, tmp string, cfg *config, n int, gateway bool) (inflightResult, error) {
-	res := inflightResult{calls: n, target: "reverse_proxy"}
+func inflightRun(ctx context.Context, tmp string, cfg *config, n int, gateway bool, proto string) (inflightResult, error) {
+	res := inflightResult{calls: n, target: "reverse_proxy", proto: proto}
 	if gateway {
 		res.target = "gateway"
 	}
@@ -156,7 +190,7 @@ func inflightRun(ctx context.Context, tmp string, cfg *config, n int, gateway bo
 	d := caddyfileData{
 		Admin: ports[2], GW: ports[3], Ref: ports[4], Static: ports[5],
 		Services: cfg.services, Data: filepath.Join(dir, "badger"),
-		SimA: e.simA, SimB: e.simB, SimBHost: b, Catalogue: "none", Run: "none",
+		SimA: e.simA, SimB: e.simB, SimBHost: b, Catalogue: "none", Run: "none", H2C: proto == "h2c",
 	}
 	if err := e.startGateway(ctx, cfg, d, "caddy.log"); err != nil {
 		return res, err
@@ -195,14 +229,17 @@ func inflightRun(ctx context.Context, tmp string, cfg *config, n int, gateway bo
 			defer heap.Done()
 			time.Sleep(cfg.inflightRamp + (cfg.inflightLatency-cfg.inflightRamp)/2)
 			base := filepath.Join(profileDir(cfg, tmp), fmt.Sprintf("inflight-%d-%s", n, res.target))
+			// heap?gc=1: a heap profile is as of the last GC, which may
+			// predate every call of the level.
 			for _, p := range []string{"heap", "goroutine"} {
-				if err := download(ctx, "http://"+e.admin+"/debug/pprof/"+p, base+"-"+p+".pb.gz"); err != nil {
+				q := map[string]string{"heap": "?gc=1"}[p]
+				if err := download(ctx, "http://"+e.admin+"/debug/pprof/"+p+q, base+"-"+p+".pb.gz"); err != nil {
 					logf("in-flight %s profile: %v", p, err)
 				}
 			}
 		}()
 	}
-	holdCalls(ctx, t, n, cfg.inflightRamp, cfg.inflightLatency, &res)
+	holdCalls(ctx, t, n, cfg.inflightRamp, cfg.inflightLatency, proto, &res)
 	heap.Wait()
 	stopSampling()
 	res.procCPU = cpuTime(pid) - cpu0
@@ -213,15 +250,30 @@ func inflightRun(ctx context.Context, tmp string, cfg *config, n int, gateway bo
 	return res, ctx.Err()
 }
 
-// holdCalls starts n calls of t evenly over ramp, each on its own
-// connection, and waits for all of them, at most ramp + latency + 60 s.
-func holdCalls(ctx context.Context, t *target, n int, ramp, latency time.Duration, res *inflightResult) {
+// holdCalls starts n calls of t evenly over ramp and waits for all of
+// them, at most ramp + latency + 60 s: over h1 each on its own connection,
+// over h2c as streams of a few HTTP/2 cleartext connections.
+func holdCalls(ctx context.Context, t *target, n int, ramp, latency time.Duration, proto string, res *inflightResult) {
+	var conns atomic.Int64
+	dialer := &net.Dialer{Timeout: 10 * time.Second}
 	tr := &http.Transport{
-		Proxy:              nil,
-		DialContext:        (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+		Proxy: nil,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conns.Add(1)
+			return dialer.DialContext(ctx, network, addr)
+		},
 		DisableKeepAlives:  true, // one connection per call, closed after it
 		DisableCompression: true,
 	}
+	if proto == "h2c" {
+		// HTTP/2 with prior knowledge over plain TCP; the transport opens
+		// another connection when one has as many streams as the server
+		// allows.
+		tr.DisableKeepAlives = false
+		tr.Protocols = new(http.Protocols)
+		tr.Protocols.SetUnencryptedHTTP2(true)
+	}
+	defer func() { res.conns = conns.Load() }()
 	defer tr.CloseIdleConnections()
 	c := &http.Client{Transport: tr}
 	ctx, cancel := context.WithTimeout(ctx, ramp+latency+60*time.Second)
