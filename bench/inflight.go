@@ -199,17 +199,17 @@ func inflightRun(ctx context.Context, tmp string, cfg *config, n int, gateway bo
 	if err := e.setItems(ctx, cfg.inflightItems); err != nil {
 		return res, err
 	}
-	t := e.proxyTarget()
+	t := e.proxyTarget(cfg.inflightItems)
 	if gateway {
 		if err := e.createAccount(ctx); err != nil {
 			return res, err
 		}
-		t = e.extractTarget()
+		t = e.extractTarget(cfg.inflightItems)
 	}
 	if st, body, err := t.fetch(ctx, e.client); err != nil || st != http.StatusOK {
 		return res, fmt.Errorf("in-flight warm call of %s: %d %v: %s", res.target, st, err, clip(body))
 	}
-	fault, _ := json.Marshal(map[string]any{"target": benchDataset, "items": cfg.inflightItems, "latency_ms": cfg.inflightLatency.Milliseconds()})
+	fault, _ := json.Marshal(map[string]any{"target": benchWorkload(cfg.inflightItems).dataset, "items": cfg.inflightItems, "latency_ms": cfg.inflightLatency.Milliseconds()})
 	if st, body, err := e.post(ctx, e.simA+"/_sim/faults", fault); err != nil || st >= 300 {
 		return res, fmt.Errorf("setting the simulator's latency: %d %v %s", st, err, clip(body))
 	}

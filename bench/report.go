@@ -208,7 +208,7 @@ func (rep *report) endToEnd(ctx context.Context, e *env, cfg *config) error {
 		if err := e.checkPayloads(ctx, n); err != nil {
 			return err
 		}
-		a, b, err := e.pair(ctx, cfg, e.extractTarget(), e.proxyTarget(), cfg.round, fmt.Sprintf("e2e N=%d", n))
+		a, b, err := e.pair(ctx, cfg, e.extractTarget(n), e.proxyTarget(n), cfg.round, fmt.Sprintf("e2e N=%d", n))
 		if err != nil {
 			return err
 		}
@@ -224,7 +224,7 @@ func (rep *report) endToEnd(ctx context.Context, e *env, cfg *config) error {
 	}
 	rep.heapSnapshot(ctx, e, cfg)
 
-	fmt.Fprintln(w, "1. End-to-end: POST /v1/extract/pro_net/profile.info through the gateway (auth, rate limiter,")
+	fmt.Fprintln(w, "1. End-to-end: POST /v1/extract/pro_net/profile.posts (limit 10) at N=10 and pro_net/profile.info at N=1 through the gateway (auth, rate limiter,")
 	fmt.Fprintln(w, "   validation, simulator with no added latency, normalization, settle on badger with fsync)")
 	fmt.Fprintln(w, "   vs Caddy's reverse_proxy to the same simulator endpoint returning the same raw payload")
 	fmt.Fprintf(w, "    %-16s %9s %9s %9s %9s  %s\n", "", "req/s", "p50 ms", "p99 ms", "bytes/req", "CPU µs/req: gateway process, simulator, load generator")
@@ -266,14 +266,14 @@ func failures(s summary) string {
 // checkPayloads makes one call of each end-to-end target and checks that
 // both carry n records.
 func (e *env) checkPayloads(ctx context.Context, n int) error {
-	st, body, err := e.extractTarget().fetch(ctx, e.client)
+	st, body, err := e.extractTarget(n).fetch(ctx, e.client)
 	var run struct {
 		Data []json.RawMessage `json:"data"`
 	}
 	if err != nil || st != http.StatusOK || json.Unmarshal(body, &run) != nil || len(run.Data) != n {
 		return fmt.Errorf("gateway at N=%d: %d, %d records, %v: %s", n, st, len(run.Data), err, clip(body))
 	}
-	st, body, err = e.proxyTarget().fetch(ctx, e.client)
+	st, body, err = e.proxyTarget(n).fetch(ctx, e.client)
 	var items []json.RawMessage
 	if err != nil || st != http.StatusOK || json.Unmarshal(body, &items) != nil || len(items) != n {
 		return fmt.Errorf("reverse_proxy at N=%d: %d, %d items, %v: %s", n, st, len(items), err, clip(body))
@@ -349,7 +349,7 @@ func (rep *report) profile(ctx context.Context, e *env, cfg *config, tmp string)
 		secs        int
 		flat, cum   int
 	}{
-		{"extract", fmt.Sprintf("POST /v1/extract/pro_net/profile.info, N=%d", cfg.profileItems), e.extractTarget(), secs, 25, 45},
+		{"extract", fmt.Sprintf("POST /v1/extract/%s, N=%d", benchWorkload(cfg.profileItems).service, cfg.profileItems), e.extractTarget(cfg.profileItems), secs, 25, 45},
 		{"run", "GET /v1/extractions/{id} (10 records)", e.runTarget(), min(secs, 3), 12, 30},
 	} {
 		if err := rep.profileOne(ctx, w, e, cfg, dir, p.name, p.title, p.t, p.secs, p.flat, p.cum); err != nil {
