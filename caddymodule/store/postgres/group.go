@@ -240,26 +240,75 @@ func (s *Store) queueGroupWrites(b *pgx.Batch, group []*waiter, accounts []strin
 			}
 		}
 	}
+	// One statement per table for the small rows, whatever the group's
+	// size: a statement costs the server a parse, a plan and an executor
+	// start, more than each of these rows.
+	var d struct {
+		ids           []string
+		amounts, want []int64
+	}
 	for _, acct := range accounts {
 		if total := debit[acct]; total > 0 {
-			b.Queue(debitSQL, acct, total, balance[acct])
+			d.ids, d.amounts, d.want = append(d.ids, acct), append(d.amounts, total), append(d.want, balance[acct])
 		}
 	}
+	if len(d.ids) > 0 {
+		b.Queue(debitSQL, d.ids, d.amounts, d.want)
+	}
+	var u struct {
+		accounts, offers, platforms []string
+		days                        []time.Time
+		requests, records, sums     []int64
+	}
 	for _, uk := range usageOrder {
-		u := usage[uk]
-		b.Queue(addUsageSQL, uk.account, uk.day, uk.offer, uk.platform, u.requests, u.records, u.credits)
+		v := usage[uk]
+		u.accounts, u.days, u.offers, u.platforms = append(u.accounts, uk.account), append(u.days, uk.day), append(u.offers, uk.offer), append(u.platforms, uk.platform)
+		u.requests, u.records, u.sums = append(u.requests, v.requests), append(u.records, v.records), append(u.sums, v.credits)
+	}
+	if len(u.accounts) > 0 {
+		b.Queue(addUsagesSQL, u.accounts, u.days, u.offers, u.platforms, u.requests, u.records, u.sums)
+	}
+	var k struct {
+		keys, periods []string
+		buckets       []time.Time
+		sums          []int64
 	}
 	for _, sk := range spendOrder {
-		b.Queue(addKeySpendSQL, sk.key, sk.period, sk.bucket, spend[sk])
+		k.keys, k.periods, k.buckets, k.sums = append(k.keys, sk.key), append(k.periods, sk.period), append(k.buckets, sk.bucket), append(k.sums, spend[sk])
+	}
+	if len(k.keys) > 0 {
+		b.Queue(addKeySpendsSQL, k.keys, k.periods, k.buckets, k.sums)
 	}
 	return nil
 }
 
-// debitSQL takes $2 from account $1, whose balance must then be $3 (what
-// the settles planned on the balance read under the row lock). Both checks
-// fail in the server, since the COMMIT follows in the same pipeline: the
-// balance's CHECK (balance >= 0) refuses an overdraft, and a balance other
-// than planned (which the row lock rules out) divides by zero.
+// debitSQL takes amount $2[i] from account $1[i], whose balance must then
+// be $3[i] (what the settles planned on the balance read under the row
+// lock). Both checks fail in the server, since the COMMIT follows in the
+// same pipeline: the balance's CHECK (balance >= 0) refuses an overdraft,
+// and a debited balance other than planned (which the row lock rules out),
+// or an account not debited, divides by zero.
 const debitSQL = `
-WITH debited AS (UPDATE accounts SET balance = balance - $2 WHERE id = $1 RETURNING balance)
-SELECT 1 / count(*) FROM debited WHERE balance = $3`
+WITH debited AS (
+	UPDATE accounts a SET balance = a.balance - d.amount
+	FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS d(id, amount, want)
+	WHERE a.id = d.id
+	RETURNING a.balance = d.want AS planned)
+SELECT 1 / (count(*) FILTER (WHERE planned) = cardinality($1::text[]))::int FROM debited`
+
+// addUsagesSQL and addKeySpendsSQL are addUsageSQL and addKeySpendSQL for
+// many rows at once, each row once (the group sums them first: one
+// statement may not update a row twice).
+const (
+	addUsagesSQL = `
+INSERT INTO usage_daily (account_id, day, offer, platform, requests, records, credits)
+SELECT * FROM unnest($1::text[], $2::date[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[])
+ON CONFLICT (account_id, day, offer, platform) DO UPDATE SET
+	requests = usage_daily.requests + EXCLUDED.requests,
+	records = usage_daily.records + EXCLUDED.records,
+	credits = usage_daily.credits + EXCLUDED.credits`
+	addKeySpendsSQL = `
+INSERT INTO key_spend (key_id, period, bucket, credits)
+SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::bigint[])
+ON CONFLICT (key_id, period, bucket) DO UPDATE SET credits = key_spend.credits + EXCLUDED.credits`
+)
