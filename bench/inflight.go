@@ -240,6 +240,12 @@ func inflightRun(ctx context.Context, tmp string, cfg *config, n int, gateway bo
 					logf("in-flight %s profile: %v", p, err)
 				}
 			}
+			// The runtime's own view (stacks are in no profile).
+			if ms, err := memstats(ctx, "http://"+e.admin); err == nil {
+				logf("in-flight %d %s held: heap in use %.1f MiB, stacks %.1f MiB, runtime total %.1f MiB, VmRSS %.1f MiB",
+					n, res.target, float64(ms.HeapInuse)/(1<<20), float64(ms.StackInuse)/(1<<20), float64(ms.Sys)/(1<<20),
+					float64(memKiB(pid, "VmRSS"))/1024)
+			}
 		}()
 	}
 	holdCalls(ctx, t, n, cfg.inflightRamp, cfg.inflightLatency, proto, &res)

@@ -575,6 +575,7 @@ func download(ctx context.Context, url, path string) error {
 type memStats struct {
 	TotalAlloc, Mallocs, PauseTotalNs uint64
 	Sys, HeapInuse, HeapIdle          uint64
+	StackInuse                        uint64
 	HeapReleased                      uint64
 	NumGC                             uint32
 }
