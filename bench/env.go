@@ -22,6 +22,24 @@ const (
 	benchAccount = "bench"
 )
 
+// workload is the extraction measured at N records. pro_net/profile.info
+// declares records_per_input 1 (a profile is one record), and a call's
+// hold covers no more (issue 10): the gateway serves one record of
+// however many the upstream sends. N > 1 is therefore pro_net/profile.posts
+// (limit N per input) on source_b's dataset gd_lyy3tktm25m4avu764, the
+// same dataset_scrape protocol; N = 1 stays profile.info.
+type workload struct {
+	service, dataset, query, body string
+}
+
+func benchWorkload(n int) workload {
+	if n <= 1 {
+		return workload{"pro_net/profile.info", benchDataset, "", `{"url":"` + benchInput + `"}`}
+	}
+	return workload{"pro_net/profile.posts", "gd_lyy3tktm25m4avu764", "&type=discover_new&discover_by=profile_url",
+		fmt.Sprintf(`{"url":%q,"limit":%d}`, benchInput, n)}
+}
+
 // env is the running simulator and gateway, with an account and key.
 type env struct {
 	dir                 string
@@ -56,6 +74,11 @@ const caddyfile = `{
 		}
 		max_concurrent_runs 100000
 	}
+{{- if .H2C}}
+	servers {
+		protocols h1 h2c
+	}
+{{- end}}
 }
 
 :{{.GW}} {
@@ -89,6 +112,7 @@ type caddyfileData struct {
 	Services, Data         string
 	SimA, SimB, SimBHost   string
 	Catalogue, Run         string
+	H2C                    bool // serve HTTP/2 cleartext too (the in-flight phase's callers over h2c)
 }
 
 // startEnv starts the simulator and the gateway, creates an account with a
@@ -137,7 +161,7 @@ func startEnv(ctx context.Context, tmp string, cfg *config, catalogue []byte) (*
 	if err := e.createAccount(ctx); err != nil {
 		return nil, err
 	}
-	st, body, err := e.extractTarget().fetch(ctx, e.client)
+	st, body, err := e.extractTarget(10).fetch(ctx, e.client)
 	if err != nil || st != http.StatusOK {
 		return nil, fmt.Errorf("first extraction: %d %v: %s", st, err, clip(body))
 	}
@@ -203,9 +227,10 @@ func (e *env) startGateway(ctx context.Context, cfg *config, d caddyfileData, lo
 	return nil
 }
 
-// setItems makes the simulator answer n records per input for the dataset.
+// setItems makes the simulator answer n records per input for the dataset
+// of benchWorkload(n).
 func (e *env) setItems(ctx context.Context, n int) error {
-	body, _ := json.Marshal(map[string]any{"target": benchDataset, "items": n})
+	body, _ := json.Marshal(map[string]any{"target": benchWorkload(n).dataset, "items": n})
 	st, b, err := e.post(ctx, e.simA+"/_sim/faults", body)
 	if err != nil || st >= 300 {
 		return fmt.Errorf("setting %d items on the simulator: %d %v %s", n, st, err, clip(b))
@@ -252,22 +277,25 @@ func jsonHeader() http.Header {
 	return http.Header{"Content-Type": {"application/json"}}
 }
 
-// extractTarget is POST /v1/extract/pro_net/profile.info through the gateway.
-func (e *env) extractTarget() *target {
+// extractTarget is the extraction of n records (benchWorkload) through
+// the gateway.
+func (e *env) extractTarget(n int) *target {
 	h := jsonHeader()
 	h.Set("Authorization", "Bearer "+e.key)
+	wl := benchWorkload(n)
 	return &target{
-		name: "gateway", method: http.MethodPost, url: e.gwURL + "/v1/extract/pro_net/profile.info",
-		body: []byte(`{"url":"` + benchInput + `"}`), header: h,
+		name: "gateway", method: http.MethodPost, url: e.gwURL + "/v1/extract/" + wl.service,
+		body: []byte(wl.body), header: h,
 	}
 }
 
 // proxyTarget is the same upstream call through Caddy's reverse_proxy: the
 // request the gateway makes for one input, answered by the same payload.
-func (e *env) proxyTarget() *target {
+func (e *env) proxyTarget(n int) *target {
+	wl := benchWorkload(n)
 	return &target{
 		name: "reverse_proxy", method: http.MethodPost,
-		url:  e.refURL + "/datasets/v3/scrape?dataset_id=" + benchDataset + "&format=json&include_errors=true",
+		url:  e.refURL + "/datasets/v3/scrape?dataset_id=" + wl.dataset + "&format=json&include_errors=true" + wl.query,
 		body: []byte(`{"input":[{"url":"` + benchInput + `"}]}`), header: jsonHeader(),
 	}
 }

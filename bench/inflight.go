@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -14,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/net/http2"
 )
 
 // The in-flight phase holds many calls at once on a slow upstream: the
@@ -39,6 +42,8 @@ type inflightResult struct {
 	wall        time.Duration
 	procCPU     time.Duration // CPU of the Caddy process during the level
 	fdsPeak     int           // open descriptors of the Caddy process, highest sampled
+	proto       string        // the callers' protocol to Caddy: h1 or h2c
+	conns       int64         // connections the load generator opened to Caddy
 }
 
 // perCallKiB is the memory per in-flight call: (peak − idle) / calls.
@@ -59,9 +64,11 @@ func (rep *report) inflight(ctx context.Context, tmp string, cfg *config) error 
 	logf("in-flight: file limit soft %d, hard %d %s", soft, hard, note)
 
 	var results []inflightResult
+	protos := map[int]string{}
 	for _, n := range cfg.inflightLevels {
+		protos[n] = inflightProto(cfg.inflightProto, n, soft)
 		for _, gateway := range []bool{true, false} {
-			r, err := inflightRun(ctx, tmp, cfg, n, gateway)
+			r, err := inflightRun(ctx, tmp, cfg, n, gateway, protos[n])
 			if err != nil {
 				return err
 			}
@@ -71,15 +78,24 @@ func (rep *report) inflight(ctx context.Context, tmp string, cfg *config) error 
 		}
 	}
 
-	fmt.Fprintf(w, "7. In flight: calls held by a slow upstream (simulator latency %s, N=%d records), one connection per call,\n",
+	fmt.Fprintf(w, "7. In flight: calls held by a slow upstream (simulator latency %s, N=%d records),\n",
 		cfg.inflightLatency, cfg.inflightItems)
 	fmt.Fprintf(w, "   started evenly over %s; each level and target in a fresh Caddy process (the bench Caddyfile) and a fresh simulator\n", cfg.inflightRamp)
 	fmt.Fprintf(w, "   file limit (RLIMIT_NOFILE, raised by the bench, inherited by Caddy and the simulator): soft %d, hard %d\n", soft, hard)
 	if note != "" {
 		fmt.Fprintf(w, "   WARNING: %s; the Caddy process needs about 2 descriptors per call\n", note)
 	}
-	fmt.Fprintf(w, "    %6s %-14s %8s %8s %8s %7s %9s %9s %9s %7s %8s %6s\n",
-		"calls", "target", "idle MiB", "peak MiB", "KiB/call", "errors", "added p50", "added p99", "in flight", "fds", "CPU ms/c", "wall s")
+	fmt.Fprintf(w, "   callers' protocol (-inflight-proto %s): h1 = one connection per call (2 descriptors per call in Caddy);\n", cfg.inflightProto)
+	fmt.Fprintln(w, "   h2c = HTTP/2 cleartext, Caddy's `protocols h1 h2c`, up to 250 calls per connection (Caddy 2.11's HTTP/2 default,")
+	fmt.Fprintln(w, "   no Caddyfile option raises it; the client opens more connections), for both targets alike; Caddy's upstream leg stays")
+	fmt.Fprintln(w, "   HTTP/1.1, one connection per call")
+	for _, n := range cfg.inflightLevels {
+		if protos[n] == "h2c" && cfg.inflightProto == "auto" {
+			fmt.Fprintf(w, "   %d calls: callers over h2c: file limit %d < needed %d (2 per call + %d)\n", n, soft, fdsNeeded(n), fdsSpare)
+		}
+	}
+	fmt.Fprintf(w, "    %6s %-14s %5s %8s %8s %8s %7s %9s %9s %9s %7s %6s %8s %6s\n",
+		"calls", "target", "proto", "idle MiB", "peak MiB", "KiB/call", "errors", "added p50", "added p99", "in flight", "fds", "conns", "CPU ms/c", "wall s")
 	for i := 0; i+1 < len(results); i += 2 {
 		g, p := results[i], results[i+1]
 		for _, r := range []inflightResult{g, p} {
@@ -94,9 +110,9 @@ func (rep *report) inflight(ctx context.Context, tmp string, cfg *config) error 
 			if r.ok+r.failed > 0 {
 				cpu = float64(r.procCPU.Microseconds()) / 1000 / float64(r.ok+r.failed)
 			}
-			fmt.Fprintf(w, "    %6d %-14s %8.0f %8.0f %8.1f %7d %7.0fms %7.0fms %9d %7d %8.2f %6.1f%s%s\n",
-				r.calls, r.target, float64(r.idleKiB)/1024, float64(r.peakKiB)/1024, r.perCallKiB(), r.failed,
-				ms(percentile(r.added, 0.5)), ms(percentile(r.added, 0.99)), r.maxInFlight, r.fdsPeak, cpu, r.wall.Seconds(), hw, errNote(r))
+			fmt.Fprintf(w, "    %6d %-14s %5s %8.0f %8.0f %8.1f %7d %7.0fms %7.0fms %9d %7d %6d %8.2f %6.1f%s%s\n",
+				r.calls, r.target, r.proto, float64(r.idleKiB)/1024, float64(r.peakKiB)/1024, r.perCallKiB(), r.failed,
+				ms(percentile(r.added, 0.5)), ms(percentile(r.added, 0.99)), r.maxInFlight, r.fdsPeak, r.conns, cpu, r.wall.Seconds(), hw, errNote(r))
 		}
 		ratio := float64(g.peakKiB) / float64(p.peakKiB)
 		fmt.Fprintf(w, "    %6d gateway/reverse_proxy peak RSS %.2f ×  target ≤ 1.1 ×  %s;  memory per call %.2f ×;  errors %d / %d\n",
@@ -108,7 +124,8 @@ func (rep *report) inflight(ctx context.Context, tmp string, cfg *config) error 
 	}
 	fmt.Fprintln(w, "    idle: VmRSS after one warm call; peak: VmHWM after the level (reset through /proc/<pid>/clear_refs after the")
 	fmt.Fprintln(w, "    warm call); KiB/call = (peak − idle) / calls; added: a call's latency minus the upstream's; in flight: most calls")
-	fmt.Fprintln(w, "    open at once at the load generator; fds: most descriptors the Caddy process held (sampled); CPU ms/c: Caddy process CPU per call")
+	fmt.Fprintln(w, "    open at once at the load generator; fds: most descriptors the Caddy process held (sampled); conns: connections the load")
+	fmt.Fprintln(w, "    generator opened to Caddy; CPU ms/c: Caddy process CPU per call")
 	fmt.Fprintln(w)
 	return nil
 }
@@ -120,10 +137,30 @@ func errNote(r inflightResult) string {
 	return "  first error: " + clip([]byte(r.firstErr))
 }
 
+// fdsSpare is what the Caddy process holds besides its calls' connections
+// (listeners, badger's files, the admin endpoint), with a margin.
+const fdsSpare = 256
+
+// fdsNeeded is the descriptors the Caddy process needs to hold n calls
+// with one caller connection each: the caller's and the upstream's.
+func fdsNeeded(n int) int { return 2*n + fdsSpare }
+
+// inflightProto decides the callers' protocol of a level: h1 unless the
+// file limit cannot hold a connection per call (auto), or as asked.
+func inflightProto(flag string, n int, limit uint64) string {
+	if flag != "auto" {
+		return flag
+	}
+	if limit >= uint64(fdsNeeded(n)) {
+		return "h1"
+	}
+	return "h2c"
+}
+
 // inflightRun starts a simulator and a Caddy process, makes one warm call
 // of the target, then holds n calls at once and measures the process.
-func inflightRun(ctx context.Context, tmp string, cfg *config, n int, gateway bool) (inflightResult, error) {
-	res := inflightResult{calls: n, target: "reverse_proxy"}
+func inflightRun(ctx context.Context, tmp string, cfg *config, n int, gateway bool, proto string) (inflightResult, error) {
+	res := inflightResult{calls: n, target: "reverse_proxy", proto: proto}
 	if gateway {
 		res.target = "gateway"
 	}
@@ -156,7 +193,7 @@ func inflightRun(ctx context.Context, tmp string, cfg *config, n int, gateway bo
 	d := caddyfileData{
 		Admin: ports[2], GW: ports[3], Ref: ports[4], Static: ports[5],
 		Services: cfg.services, Data: filepath.Join(dir, "badger"),
-		SimA: e.simA, SimB: e.simB, SimBHost: b, Catalogue: "none", Run: "none",
+		SimA: e.simA, SimB: e.simB, SimBHost: b, Catalogue: "none", Run: "none", H2C: proto == "h2c",
 	}
 	if err := e.startGateway(ctx, cfg, d, "caddy.log"); err != nil {
 		return res, err
@@ -165,17 +202,17 @@ func inflightRun(ctx context.Context, tmp string, cfg *config, n int, gateway bo
 	if err := e.setItems(ctx, cfg.inflightItems); err != nil {
 		return res, err
 	}
-	t := e.proxyTarget()
+	t := e.proxyTarget(cfg.inflightItems)
 	if gateway {
 		if err := e.createAccount(ctx); err != nil {
 			return res, err
 		}
-		t = e.extractTarget()
+		t = e.extractTarget(cfg.inflightItems)
 	}
 	if st, body, err := t.fetch(ctx, e.client); err != nil || st != http.StatusOK {
 		return res, fmt.Errorf("in-flight warm call of %s: %d %v: %s", res.target, st, err, clip(body))
 	}
-	fault, _ := json.Marshal(map[string]any{"target": benchDataset, "items": cfg.inflightItems, "latency_ms": cfg.inflightLatency.Milliseconds()})
+	fault, _ := json.Marshal(map[string]any{"target": benchWorkload(cfg.inflightItems).dataset, "items": cfg.inflightItems, "latency_ms": cfg.inflightLatency.Milliseconds()})
 	if st, body, err := e.post(ctx, e.simA+"/_sim/faults", fault); err != nil || st >= 300 {
 		return res, fmt.Errorf("setting the simulator's latency: %d %v %s", st, err, clip(body))
 	}
@@ -195,14 +232,23 @@ func inflightRun(ctx context.Context, tmp string, cfg *config, n int, gateway bo
 			defer heap.Done()
 			time.Sleep(cfg.inflightRamp + (cfg.inflightLatency-cfg.inflightRamp)/2)
 			base := filepath.Join(profileDir(cfg, tmp), fmt.Sprintf("inflight-%d-%s", n, res.target))
+			// heap?gc=1: a heap profile is as of the last GC, which may
+			// predate every call of the level.
 			for _, p := range []string{"heap", "goroutine"} {
-				if err := download(ctx, "http://"+e.admin+"/debug/pprof/"+p, base+"-"+p+".pb.gz"); err != nil {
+				q := map[string]string{"heap": "?gc=1"}[p]
+				if err := download(ctx, "http://"+e.admin+"/debug/pprof/"+p+q, base+"-"+p+".pb.gz"); err != nil {
 					logf("in-flight %s profile: %v", p, err)
 				}
 			}
+			// The runtime's own view (stacks are in no profile).
+			if ms, err := memstats(ctx, "http://"+e.admin); err == nil {
+				logf("in-flight %d %s held: heap in use %.1f MiB, stacks %.1f MiB, runtime total %.1f MiB, VmRSS %.1f MiB",
+					n, res.target, float64(ms.HeapInuse)/(1<<20), float64(ms.StackInuse)/(1<<20), float64(ms.Sys)/(1<<20),
+					float64(memKiB(pid, "VmRSS"))/1024)
+			}
 		}()
 	}
-	holdCalls(ctx, t, n, cfg.inflightRamp, cfg.inflightLatency, &res)
+	holdCalls(ctx, t, n, cfg.inflightRamp, cfg.inflightLatency, proto, &res)
 	heap.Wait()
 	stopSampling()
 	res.procCPU = cpuTime(pid) - cpu0
@@ -213,17 +259,44 @@ func inflightRun(ctx context.Context, tmp string, cfg *config, n int, gateway bo
 	return res, ctx.Err()
 }
 
-// holdCalls starts n calls of t evenly over ramp, each on its own
-// connection, and waits for all of them, at most ramp + latency + 60 s.
-func holdCalls(ctx context.Context, t *target, n int, ramp, latency time.Duration, res *inflightResult) {
+// holdCalls starts n calls of t evenly over ramp and waits for all of
+// them, at most ramp + latency + 60 s: over h1 each on its own connection,
+// over h2c as streams of a few HTTP/2 cleartext connections.
+func holdCalls(ctx context.Context, t *target, n int, ramp, latency time.Duration, proto string, res *inflightResult) {
+	var conns atomic.Int64
+	dialer := &net.Dialer{Timeout: 10 * time.Second}
 	tr := &http.Transport{
-		Proxy:              nil,
-		DialContext:        (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+		Proxy: nil,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conns.Add(1)
+			return dialer.DialContext(ctx, network, addr)
+		},
 		DisableKeepAlives:  true, // one connection per call, closed after it
 		DisableCompression: true,
 	}
+	var rt http.RoundTripper = tr
+	if proto == "h2c" {
+		// HTTP/2 with prior knowledge over plain TCP. x/net's transport
+		// dials one connection at a time per address and opens another
+		// only when the ones it has carry as many streams as the server
+		// allows; net/http's own h2c (Protocols) dialed for every request
+		// that found no room during the ramp: 15 598 connections for
+		// 10 000 calls, and resets once Caddy's accept queue overflowed.
+		rt = &http2.Transport{
+			AllowHTTP: true,
+			DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
+				conns.Add(1)
+				return dialer.DialContext(ctx, network, addr)
+			},
+			DisableCompression: true,
+		}
+	}
+	defer func() { res.conns = conns.Load() }()
 	defer tr.CloseIdleConnections()
-	c := &http.Client{Transport: tr}
+	if h2, ok := rt.(*http2.Transport); ok {
+		defer h2.CloseIdleConnections()
+	}
+	c := &http.Client{Transport: rt}
 	ctx, cancel := context.WithTimeout(ctx, ramp+latency+60*time.Second)
 	defer cancel()
 	var (

@@ -61,6 +61,7 @@ type config struct {
 	inflightLevels                   []int
 	inflightLatency, inflightRamp    time.Duration
 	inflightItems                    int
+	inflightProto                    string
 }
 
 var started = time.Now()
@@ -92,6 +93,7 @@ func main() {
 	flag.DurationVar(&cfg.inflightLatency, "inflight-latency", 5*time.Second, "in-flight phase: the simulator's latency before each answer")
 	flag.DurationVar(&cfg.inflightRamp, "inflight-ramp", 3*time.Second, "in-flight phase: the calls of a level start evenly over this long (below the latency, so all are in flight at once)")
 	flag.IntVar(&cfg.inflightItems, "inflight-items", 1, "in-flight phase: records per answer (N)")
+	flag.StringVar(&cfg.inflightProto, "inflight-proto", "auto", "in-flight phase: the callers' protocol to Caddy: h1 (a connection per call), h2c (HTTP/2 cleartext, many calls per connection), or auto (h1 where the file limit allows 2 descriptors per call, else h2c)")
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of this program (the in-process settle and provision phases) to this file")
 	flag.Parse()
 	if cfg.rounds < 3 {
@@ -101,6 +103,12 @@ func main() {
 	var err error
 	if cfg.inflightLevels, err = parseLevels(*levels); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	switch cfg.inflightProto {
+	case "h1", "h2c", "auto":
+	default:
+		fmt.Fprintln(os.Stderr, "bench: -inflight-proto must be h1, h2c or auto")
 		os.Exit(2)
 	}
 	cfg.phases = map[string]bool{}

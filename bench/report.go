@@ -29,10 +29,12 @@ type report struct {
 	rssParts  string
 	heap      string
 	sections  map[string]*bytes.Buffer
+	reserve   []reserveFigures // the reservation step per store (settle phase)
+	e2eCPU    map[int]float64  // gateway process CPU µs per call at N records (end-to-end phase)
 }
 
 // sectionOrder is the printing order of the sections.
-var sectionOrder = []string{"0", "1", "3", "4", "5a", "5b", "7", "6", "6b", "9"}
+var sectionOrder = []string{"0", "1", "2", "3", "4", "5a", "5b", "7", "6", "6b", "9"}
 
 // section returns the buffer of one section.
 func (rep *report) section(key string) *bytes.Buffer {
@@ -61,10 +63,16 @@ func (rep *report) flush() {
 type targetRow struct {
 	what, figure, target string
 	ok                   bool
+	info                 bool // a figure printed beside another, with no target
 }
 
 func (rep *report) check(what, figure, target string, ok bool) {
-	rep.targets = append(rep.targets, targetRow{what, figure, target, ok})
+	rep.targets = append(rep.targets, targetRow{what: what, figure: figure, target: target, ok: ok})
+}
+
+// info adds a figure the summary prints with a note instead of a target.
+func (rep *report) info(what, figure, note string) {
+	rep.targets = append(rep.targets, targetRow{what: what, figure: figure, target: note, info: true})
 }
 
 func mark(ok bool) string {
@@ -126,17 +134,19 @@ func (rep *report) provision(ctx context.Context, cfg *config) error {
 func (rep *report) settles(ctx context.Context, tmp string, cfg *config) error {
 	w := rep.section("3")
 	logf("settle: badger")
-	figs, err := benchBadgerSettles(ctx, tmp, *cfg)
+	figs, res, err := benchBadgerSettles(ctx, tmp, *cfg)
 	if err != nil {
 		return err
 	}
+	rep.reserve = append(rep.reserve, res)
 	pgNote := "SDR_TEST_POSTGRES_URL is not set: PostgreSQL not measured"
 	if url := os.Getenv("SDR_TEST_POSTGRES_URL"); url != "" {
 		logf("settle: postgres")
-		pg, conns, err := benchPostgresSettles(ctx, url, *cfg)
+		pg, res, conns, err := benchPostgresSettles(ctx, url, *cfg)
 		if err != nil {
 			return fmt.Errorf("postgres: %v", err)
 		}
+		rep.reserve = append(rep.reserve, res)
 		figs = append(figs, pg...)
 		pgNote = fmt.Sprintf("PostgreSQL: SDR_TEST_POSTGRES_URL on this machine, fresh schema dropped afterwards, pool of %d connections (pool_max_conns)", conns)
 	}
@@ -158,11 +168,15 @@ func (rep *report) settles(ctx context.Context, tmp string, cfg *config) error {
 			f.store, f.callers, f.separate, f.hot, ratio, mark(ratio >= 0.9), extra, fmtRounds(f.sepRounds), fmtRounds(f.hotRounds))
 	}
 	fmt.Fprintf(w, "    %s\n", pgNote)
-	fmt.Fprintln(w, "    per settle, in this process over all rounds of a row (the bench settles in process; PostgreSQL's own CPU not counted):")
+	fmt.Fprintln(w, "    per settle, in this process over all rounds of a row (the bench settles in process), and the CPU of the PostgreSQL backends serving it:")
 	for _, f := range figs {
 		if f.usageOK {
-			fmt.Fprintf(w, "    %-9s %7d callers: CPU %5.0f µs user + %5.0f µs system; %6.0f B written to storage (fsync, msync, writeback)\n",
-				f.store, f.callers, f.userUS, f.sysUS, f.written)
+			srv := ""
+			if f.serverOK {
+				srv = fmt.Sprintf("; PostgreSQL backends %5.0f µs", f.serverUS)
+			}
+			fmt.Fprintf(w, "    %-9s %7d callers: CPU %5.0f µs user + %5.0f µs system%s; %6.0f B written to storage (fsync, msync, writeback)\n",
+				f.store, f.callers, f.userUS, f.sysUS, srv, f.written)
 		}
 	}
 	fmt.Fprintln(w)
@@ -194,7 +208,7 @@ func (rep *report) endToEnd(ctx context.Context, e *env, cfg *config) error {
 		if err := e.checkPayloads(ctx, n); err != nil {
 			return err
 		}
-		a, b, err := e.pair(ctx, cfg, e.extractTarget(), e.proxyTarget(), cfg.round, fmt.Sprintf("e2e N=%d", n))
+		a, b, err := e.pair(ctx, cfg, e.extractTarget(n), e.proxyTarget(n), cfg.round, fmt.Sprintf("e2e N=%d", n))
 		if err != nil {
 			return err
 		}
@@ -210,7 +224,7 @@ func (rep *report) endToEnd(ctx context.Context, e *env, cfg *config) error {
 	}
 	rep.heapSnapshot(ctx, e, cfg)
 
-	fmt.Fprintln(w, "1. End-to-end: POST /v1/extract/pro_net/profile.info through the gateway (auth, rate limiter,")
+	fmt.Fprintln(w, "1. End-to-end: POST /v1/extract/pro_net/profile.posts (limit 10) at N=10 and pro_net/profile.info at N=1 through the gateway (auth, rate limiter,")
 	fmt.Fprintln(w, "   validation, simulator with no added latency, normalization, settle on badger with fsync)")
 	fmt.Fprintln(w, "   vs Caddy's reverse_proxy to the same simulator endpoint returning the same raw payload")
 	fmt.Fprintf(w, "    %-16s %9s %9s %9s %9s  %s\n", "", "req/s", "p50 ms", "p99 ms", "bytes/req", "CPU µs/req: gateway process, simulator, load generator")
@@ -228,6 +242,10 @@ func (rep *report) endToEnd(ctx context.Context, e *env, cfg *config) error {
 		// CPU per call of the Caddy process: the gateway's path against
 		// reverse_proxy's in the same process; it moves less than req/s.
 		cpu := r.a.cpuPerReq["gateway"] / r.b.cpuPerReq["gateway"]
+		if rep.e2eCPU == nil {
+			rep.e2eCPU = map[int]float64{}
+		}
+		rep.e2eCPU[r.n] = r.a.cpuPerReq["gateway"]
 		fmt.Fprintf(w, "    N=%-2d gateway/reverse_proxy req/s %.2f ×  target ≥ %.1f ×  %s;  CPU µs per call %.0f / %.0f = %.2f ×  target ≤ %.1f ×  %s\n",
 			r.n, ratio, want, mark(ratio >= want), r.a.cpuPerReq["gateway"], r.b.cpuPerReq["gateway"], cpu, wantCPU, mark(cpu <= wantCPU))
 		fmt.Fprintf(w, "    N=%-2d added latency p50 %+.2f ms, p99 %+.2f ms\n", r.n, r.a.p50-r.b.p50, r.a.p99-r.b.p99)
@@ -248,14 +266,14 @@ func failures(s summary) string {
 // checkPayloads makes one call of each end-to-end target and checks that
 // both carry n records.
 func (e *env) checkPayloads(ctx context.Context, n int) error {
-	st, body, err := e.extractTarget().fetch(ctx, e.client)
+	st, body, err := e.extractTarget(n).fetch(ctx, e.client)
 	var run struct {
 		Data []json.RawMessage `json:"data"`
 	}
 	if err != nil || st != http.StatusOK || json.Unmarshal(body, &run) != nil || len(run.Data) != n {
 		return fmt.Errorf("gateway at N=%d: %d, %d records, %v: %s", n, st, len(run.Data), err, clip(body))
 	}
-	st, body, err = e.proxyTarget().fetch(ctx, e.client)
+	st, body, err = e.proxyTarget(n).fetch(ctx, e.client)
 	var items []json.RawMessage
 	if err != nil || st != http.StatusOK || json.Unmarshal(body, &items) != nil || len(items) != n {
 		return fmt.Errorf("reverse_proxy at N=%d: %d, %d items, %v: %s", n, st, len(items), err, clip(body))
@@ -331,7 +349,7 @@ func (rep *report) profile(ctx context.Context, e *env, cfg *config, tmp string)
 		secs        int
 		flat, cum   int
 	}{
-		{"extract", fmt.Sprintf("POST /v1/extract/pro_net/profile.info, N=%d", cfg.profileItems), e.extractTarget(), secs, 25, 45},
+		{"extract", fmt.Sprintf("POST /v1/extract/%s, N=%d", benchWorkload(cfg.profileItems).service, cfg.profileItems), e.extractTarget(cfg.profileItems), secs, 25, 45},
 		{"run", "GET /v1/extractions/{id} (10 records)", e.runTarget(), min(secs, 3), 12, 30},
 	} {
 		if err := rep.profileOne(ctx, w, e, cfg, dir, p.name, p.title, p.t, p.secs, p.flat, p.cum); err != nil {
@@ -557,6 +575,7 @@ func download(ctx context.Context, url, path string) error {
 type memStats struct {
 	TotalAlloc, Mallocs, PauseTotalNs uint64
 	Sys, HeapInuse, HeapIdle          uint64
+	StackInuse                        uint64
 	HeapReleased                      uint64
 	NumGC                             uint32
 }
@@ -594,8 +613,46 @@ func loadavg() string {
 	return strings.Join(f[:3], " ")
 }
 
+// reservation prints the reservation step's CPU per call against the
+// gateway's end-to-end CPU per call of the same run (target ≤ 10 %).
+func (rep *report) reservation() {
+	if len(rep.reserve) == 0 {
+		return
+	}
+	w := rep.section("2")
+	fmt.Fprintln(w, "2. Reservation step: Store.Reserve + Store.Release of one call, in process (16 callers, the hot account and its key,")
+	fmt.Fprintln(w, "   as the settle phase), CPU per call of this process and of PostgreSQL's backends, as a share of the gateway")
+	fmt.Fprintln(w, "   process's CPU per end-to-end call in this run (section 1; the e2e gateway runs on badger)   target ≤ 10 %")
+	for _, f := range rep.reserve {
+		srv := ""
+		if f.serverOK {
+			srv = fmt.Sprintf(" + PostgreSQL backends %.0f µs", f.serverUS)
+		}
+		fmt.Fprintf(w, "    %-9s %6d calls: %5.1f µs user + %5.1f µs system%s = %.1f µs per call\n",
+			f.store, f.calls, f.userUS, f.sysUS, srv, f.cpuUS())
+		for _, n := range []int{1, 10} {
+			e2e, ok := rep.e2eCPU[n]
+			if !ok || e2e <= 0 {
+				continue
+			}
+			share := 100 * f.cpuUS() / e2e
+			fmt.Fprintf(w, "              share of the gateway's e2e CPU per call at N=%-2d (%4.0f µs): %5.1f %%   target ≤ 10 %%  %s\n",
+				n, e2e, share, mark(share <= 10))
+			if n == 1 {
+				// N = 1: the smallest call, where the fixed cost weighs most.
+				rep.check(fmt.Sprintf("reservation step %s, share of e2e CPU at N=1", f.store), fmt.Sprintf("%.1f %%", share), "≤ 10 %", share <= 10)
+			}
+		}
+	}
+	if len(rep.e2eCPU) == 0 {
+		fmt.Fprintln(w, "    (end-to-end phase not run: no share printed)")
+	}
+	fmt.Fprintln(w)
+}
+
 // summary prints every figure against its target.
 func (rep *report) summary() {
+	rep.reservation()
 	w := rep.section("9")
 	if len(rep.targets) == 0 {
 		return
@@ -606,6 +663,10 @@ func (rep *report) summary() {
 		width = max(width, len([]rune(t.what)))
 	}
 	for _, t := range rep.targets {
+		if t.info {
+			fmt.Fprintf(w, "    %-*s  %10s   %s\n", width, t.what, t.figure, t.target)
+			continue
+		}
 		fmt.Fprintf(w, "    %-*s  %10s   target %-10s %s\n", width, t.what, t.figure, t.target, mark(t.ok))
 	}
 	total := time.Since(started)

@@ -178,32 +178,45 @@ type settleFigures struct {
 	// measured.
 	userUS, sysUS, written float64
 	usageOK                bool
+	// serverUS is the database's CPU per settle (PostgreSQL's backends of
+	// the bench's connections); serverOK false where not measured.
+	serverUS float64
+	serverOK bool
 }
 
 // benchSettles measures each caller count in interleaved rounds:
 // separate, one account, separate, one account, …
-func benchSettles(ctx context.Context, name string, s store.Store, callerCounts []int, rounds int, dur time.Duration, max int64) ([]settleFigures, error) {
+// server, when not nil, reads the database's CPU time so far.
+//
+// Then it measures the reservation step on the same store (benchReserve).
+func benchSettles(ctx context.Context, name string, s store.Store, server func(context.Context) time.Duration,
+	callerCounts []int, rounds int, dur time.Duration, max int64) ([]settleFigures, reserveFigures, error) {
+	var res reserveFigures
 	st, err := newSettleSetup(ctx, s)
 	if err != nil {
-		return nil, err
+		return nil, res, err
 	}
 	// Warm up: open the value log, fill the caches.
 	if _, err := st.settleRound(ctx, 8, false, 200*time.Millisecond, max); err != nil {
-		return nil, err
+		return nil, res, err
 	}
 	var out []settleFigures
 	for _, n := range callerCounts {
 		f := settleFigures{store: name, callers: n}
 		u0, s0, w0, ok0 := selfUsage()
+		var srv0 time.Duration
+		if server != nil {
+			srv0 = server(ctx)
+		}
 		n0 := st.done.Load()
 		for r := 0; r < rounds; r++ {
 			sep, err := st.settleRound(ctx, n, false, dur, max)
 			if err != nil {
-				return nil, fmt.Errorf("%s, %d callers, separate accounts: %v", name, n, err)
+				return nil, res, fmt.Errorf("%s, %d callers, separate accounts: %v", name, n, err)
 			}
 			hot, err := st.settleRound(ctx, n, true, dur, max)
 			if err != nil {
-				return nil, fmt.Errorf("%s, %d callers, one account: %v", name, n, err)
+				return nil, res, fmt.Errorf("%s, %d callers, one account: %v", name, n, err)
 			}
 			f.sepRounds = append(f.sepRounds, sep)
 			f.hotRounds = append(f.hotRounds, hot)
@@ -214,36 +227,45 @@ func benchSettles(ctx context.Context, name string, s store.Store, callerCounts 
 			if k := float64(st.done.Load() - n0); k > 0 {
 				f.userUS, f.sysUS = float64((u1-u0).Microseconds())/k, float64((s1-s0).Microseconds())/k
 				f.written, f.usageOK = float64(w1-w0)/k, true
+				if server != nil {
+					if d := server(ctx) - srv0; d > 0 {
+						f.serverUS, f.serverOK = float64(d.Microseconds())/k, true
+					}
+				}
 			}
 		}
 		out = append(out, f)
 	}
-	return out, nil
+	// 16 callers: the end-to-end phase's connections.
+	logf("reservation step %s: Reserve + Release, 16 callers", name)
+	res, err = st.benchReserve(ctx, name, server, 16, dur, max)
+	return out, res, err
 }
 
 // benchBadgerSettles runs the settle rounds on a fresh badger store with
 // the production options (every commit fsynced).
-func benchBadgerSettles(ctx context.Context, tmp string, cfg config) ([]settleFigures, error) {
+func benchBadgerSettles(ctx context.Context, tmp string, cfg config) ([]settleFigures, reserveFigures, error) {
 	dir, err := os.MkdirTemp(tmp, "settle-badger-")
 	if err != nil {
-		return nil, err
+		return nil, reserveFigures{}, err
 	}
 	defer os.RemoveAll(dir)
 	s, err := badger.Open(dir, badger.Options{})
 	if err != nil {
-		return nil, err
+		return nil, reserveFigures{}, err
 	}
 	defer s.Close()
-	return benchSettles(ctx, "badger", s, []int{1, 32}, cfg.rounds, cfg.settleRound, cfg.max)
+	return benchSettles(ctx, "badger", s, nil, []int{1, 32}, cfg.rounds, cfg.settleRound, cfg.max)
 }
 
 // benchPostgresSettles runs the 32-caller settle rounds in a fresh schema
 // of the database at url, and drops the schema afterwards. It also returns
 // the pool size in effect.
-func benchPostgresSettles(ctx context.Context, url string, cfg config) ([]settleFigures, int32, error) {
+func benchPostgresSettles(ctx context.Context, url string, cfg config) ([]settleFigures, reserveFigures, int32, error) {
+	var res reserveFigures
 	pc, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, 0, fmt.Errorf("parsing SDR_TEST_POSTGRES_URL: %v", err)
+		return nil, res, 0, fmt.Errorf("parsing SDR_TEST_POSTGRES_URL: %v", err)
 	}
 	schema := fmt.Sprintf("sdr_bench_%d_%d", os.Getpid(), time.Now().UnixNano())
 	defer func() {
@@ -261,11 +283,28 @@ func benchPostgresSettles(ctx context.Context, url string, cfg config) ([]settle
 			logf("dropping schema %s: %v", schema, err)
 		}
 	}()
-	s, err := postgres.Open(ctx, url, postgres.WithSchema(schema))
+	// The store's connections carry an application_name of their own, so
+	// that the server's CPU for them can be read (pgServerCPU).
+	app := fmt.Sprintf("sdr_bench_%d", os.Getpid())
+	s, err := postgres.Open(ctx, withParam(url, "application_name", app), postgres.WithSchema(schema))
 	if err != nil {
-		return nil, 0, err
+		return nil, res, 0, err
 	}
 	defer s.Close()
-	f, err := benchSettles(ctx, "postgres", s, []int{32}, cfg.rounds, cfg.settleRound, cfg.max)
-	return f, pc.MaxConns, err
+	side, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return nil, res, 0, err
+	}
+	defer side.Close()
+	f, res, err := benchSettles(ctx, "postgres", s, pgServerCPU(side, app), []int{32}, cfg.rounds, cfg.settleRound, cfg.max)
+	return f, res, pc.MaxConns, err
+}
+
+// withParam adds a query parameter to a PostgreSQL URL.
+func withParam(url, key, value string) string {
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	return url + sep + key + "=" + value
 }

@@ -19,7 +19,11 @@ var runBufs bufpool.Pool
 // encoding/json, the records appended as they are, into a pooled buffer
 // (runBufs) that is free again once the answer is written.
 func writeRun(w http.ResponseWriter, run *runs.Run) {
-	buf := runBufs.Get(0)
+	size := 1 << 10 // the run's header, then its records
+	for _, r := range run.Data {
+		size += len(r) + 1
+	}
+	buf := runBufs.Get(size)
 	defer runBufs.Put(buf)
 	out, err := AppendRun((*buf)[:0], run)
 	*buf = out

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -96,30 +95,31 @@ func (l *lines) settle(ctx context.Context, s *Store, p *settle.Prepared) (store
 }
 
 // settleGroup settles every waiter of group, setting res and err. A group
-// of one, or a group whose transaction fails, is settled one by one, so a
-// bad settle (a taken run id, say) fails alone.
+// whose transaction fails is settled one by one, so a bad settle (a taken
+// run id, say) fails alone with its own error. A group of one takes the
+// same two round trips.
 func (s *Store) settleGroup(group []*waiter) {
-	if len(group) > 1 {
-		results, ambiguous, err := s.settleTogether(group)
-		if ambiguous {
-			// The group may have committed: a settle whose run is stored
-			// answers it, the others settle one by one.
-			for _, g := range group {
-				var ok bool
-				if g.res, ok, g.err = s.committed(context.WithoutCancel(g.ctx), g.p); g.err == nil && !ok {
-					g.res, g.err = s.settleOne(g.ctx, g.p)
-				}
+	results, ambiguous, err := s.settleTogether(group)
+	if ambiguous {
+		// The group may have committed: a settle whose run is stored
+		// answers it, the others settle one by one.
+		for _, g := range group {
+			var ok bool
+			if g.res, ok, g.err = s.committed(context.WithoutCancel(g.ctx), g.p); g.err == nil && !ok {
+				g.res, g.err = s.settleOne(g.ctx, g.p)
 			}
-			return
 		}
-		if err == nil {
+		return
+	}
+	if err == nil {
+		if len(group) > 1 {
 			s.lines.grouped.Add(int64(len(group)))
-			for i, g := range group {
-				g.res = results[i]
-				g.p.Apply(results[i].Records, results[i].Charged)
-			}
-			return
 		}
+		for i, g := range group {
+			g.res = results[i]
+			g.p.Apply(results[i].Records, results[i].Charged)
+		}
+		return
 	}
 	for _, g := range group {
 		g.res, g.err = s.settleOne(g.ctx, g.p)
@@ -129,7 +129,9 @@ func (s *Store) settleGroup(group []*waiter) {
 // settleTogether settles the waiters in ONE transaction, in queue order,
 // as consecutive Settle calls would: each is charged what its account's
 // balance, left by the previous ones, pays for. Debits, usage and key spend
-// are summed per row, so each row is written once.
+// are summed per row, so each row is written once. The transaction takes
+// two round trips (pipelineTx): the account locks and the holds' capture,
+// then every write and the COMMIT.
 func (s *Store) settleTogether(group []*waiter) ([]store.SettleResult, bool, error) {
 	// Settle's callers pass a context that outlives the client
 	// (context.WithoutCancel), but the group must not depend on one of
@@ -142,122 +144,171 @@ func (s *Store) settleTogether(group []*waiter) ([]store.SettleResult, bool, err
 	}
 	slices.Sort(accounts)
 	accounts = slices.Compact(accounts)
+	ids := make([]string, len(group))
+	for i, g := range group {
+		ids[i] = g.p.S.Run.ID
+	}
 	results := make([]store.SettleResult, len(group))
-	ambiguous, err := s.settleTx(ctx, func(tx pgx.Tx) error {
-		balance := make(map[string]int64, len(accounts))
-		rows, err := tx.Query(ctx, `SELECT id, balance FROM accounts WHERE id = ANY($1) ORDER BY id FOR UPDATE`, accounts)
-		if err != nil {
-			return fmt.Errorf("locking %d accounts: %v", len(accounts), err)
-		}
-		for rows.Next() {
-			var id string
-			var b int64
-			if err := rows.Scan(&id, &b); err != nil {
-				rows.Close()
-				return fmt.Errorf("locking %d accounts: %v", len(accounts), err)
+	var (
+		balance map[string]int64
+		held    map[string]credits.Micros
+	)
+	reads := func(b *pgx.Batch) {
+		balance, held = make(map[string]int64, len(accounts)), map[string]credits.Micros{}
+		// The accounts locked in id order, then the holds captured: the
+		// order of every settle and reserve, so none can deadlock.
+		b.Queue(`SELECT id, balance FROM accounts WHERE id = ANY($1) ORDER BY id FOR UPDATE`, accounts).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var id string
+				var v int64
+				if err := rows.Scan(&id, &v); err != nil {
+					return fmt.Errorf("locking %d accounts: %v", len(accounts), err)
+				}
+				balance[id] = v
 			}
-			balance[id] = b
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("locking %d accounts: %v", len(accounts), err)
-		}
+			return rows.Err()
+		})
+		b.Queue(takeHoldsSQL, ids).Query(func(rows pgx.Rows) error { return scanHolds(rows, held) })
+	}
+	writes := func(b *pgx.Batch) error {
 		if len(balance) != len(accounts) {
 			return fmt.Errorf("settling a group: %w", store.ErrNotFound) // settled one by one, the unknown one fails alone
 		}
-		ids := make([]string, len(group))
-		for i, g := range group {
-			ids[i] = g.p.S.Run.ID
-		}
-		held, err := takeHolds(ctx, tx, ids)
-		if err != nil {
-			return err
-		}
-		type usageKey struct {
-			account         string
-			day             time.Time
-			offer, platform string
-		}
-		type usageSum struct{ requests, records, credits int64 }
-		type spendKey struct {
-			key, period string
-			bucket      time.Time
-		}
-		usage := map[usageKey]*usageSum{}
-		var usageOrder []usageKey
-		spend := map[spendKey]int64{}
-		var spendOrder []spendKey
-		debit := map[string]int64{}
-		b := &pgx.Batch{}
-		for i, g := range group {
-			st, p := g.p.S, g.p
-			run := st.Run
-			h, hasHold := held[run.ID]
-			records, charged := settle.Plan(settle.Payable(credits.Micros(balance[run.AccountID]), h, hasHold), st.Price, len(p.Data))
-			doc, err := p.Doc(records, charged)
-			if err != nil {
-				return err
-			}
-			balance[run.AccountID] -= int64(charged)
-			debit[run.AccountID] += int64(charged)
-			results[i] = store.SettleResult{Records: records, Charged: charged, Balance: credits.Micros(balance[run.AccountID])}
-			var keyID *string
-			if run.KeyID != "" {
-				keyID = &run.KeyID
-			}
-			b.Queue(insertRunSQL, run.ID, run.AccountID, keyID, run.Status, int64(charged), run.CreatedAt, doc)
-			uk := usageKey{run.AccountID, store.PeriodStart(store.PeriodDay, p.Now), st.Offer, st.Platform}
-			u := usage[uk]
-			if u == nil {
-				u = &usageSum{}
-				usage[uk] = u
-				usageOrder = append(usageOrder, uk)
-			}
-			u.requests++
-			u.records += int64(records)
-			u.credits += int64(charged)
-			if run.KeyID != "" && charged > 0 {
-				for _, per := range store.Periods {
-					sk := spendKey{run.KeyID, per, store.PeriodStart(per, p.Now)}
-					if _, ok := spend[sk]; !ok {
-						spendOrder = append(spendOrder, sk)
-					}
-					spend[sk] += int64(charged)
-				}
-			}
-		}
-		for _, acct := range accounts {
-			total := debit[acct]
-			if total == 0 {
-				continue
-			}
-			want := balance[acct]
-			b.Queue(`
-UPDATE accounts SET balance = balance - $2
-WHERE id = $1 AND balance >= $2
-RETURNING balance`, acct, total).QueryRow(func(row pgx.Row) error {
-				var left int64
-				err := row.Scan(&left)
-				if errors.Is(err, pgx.ErrNoRows) {
-					return fmt.Errorf("debiting %s would overdraw account %s", credits.Micros(total), acct)
-				}
-				if err == nil && left != want {
-					return fmt.Errorf("account %s: balance %d after the debit, expected %d", acct, left, want)
-				}
-				return err
-			})
-		}
-		for _, uk := range usageOrder {
-			u := usage[uk]
-			b.Queue(addUsageSQL, uk.account, uk.day, uk.offer, uk.platform, u.requests, u.records, u.credits)
-		}
-		for _, sk := range spendOrder {
-			b.Queue(addKeySpendSQL, sk.key, sk.period, sk.bucket, spend[sk])
-		}
-		return tx.SendBatch(ctx, b).Close()
-	})
+		return s.queueGroupWrites(b, group, accounts, balance, held, results)
+	}
+	ambiguous, err := s.pipelineTx(ctx, reads, writes)
 	if err != nil {
 		return nil, ambiguous, fmt.Errorf("settling a group of %d runs: %w", len(group), err)
 	}
 	return results, false, nil
 }
+
+// queueGroupWrites plans each settle of group on the locked balances and
+// the captured holds, filling results, and queues the writes: the runs,
+// one debit per account, the summed usage and key spend rows.
+func (s *Store) queueGroupWrites(b *pgx.Batch, group []*waiter, accounts []string, balance map[string]int64,
+	held map[string]credits.Micros, results []store.SettleResult) error {
+	type usageKey struct {
+		account         string
+		day             time.Time
+		offer, platform string
+	}
+	type usageSum struct{ requests, records, credits int64 }
+	type spendKey struct {
+		key, period string
+		bucket      time.Time
+	}
+	usage := map[usageKey]*usageSum{}
+	var usageOrder []usageKey
+	spend := map[spendKey]int64{}
+	var spendOrder []spendKey
+	debit := map[string]int64{}
+	for i, g := range group {
+		st, p := g.p.S, g.p
+		run := st.Run
+		h, hasHold := held[run.ID]
+		records, charged := settle.Plan(settle.Payable(credits.Micros(balance[run.AccountID]), h, hasHold), st.Price, len(p.Data))
+		doc, err := p.Doc(records, charged)
+		if err != nil {
+			return err
+		}
+		balance[run.AccountID] -= int64(charged)
+		debit[run.AccountID] += int64(charged)
+		results[i] = store.SettleResult{Records: records, Charged: charged, Balance: credits.Micros(balance[run.AccountID])}
+		var keyID *string
+		if run.KeyID != "" {
+			keyID = &run.KeyID
+		}
+		b.Queue(insertRunSQL, run.ID, run.AccountID, keyID, run.Status, int64(charged), run.CreatedAt, doc)
+		uk := usageKey{run.AccountID, store.PeriodStart(store.PeriodDay, p.Now), st.Offer, st.Platform}
+		u := usage[uk]
+		if u == nil {
+			u = &usageSum{}
+			usage[uk] = u
+			usageOrder = append(usageOrder, uk)
+		}
+		u.requests++
+		u.records += int64(records)
+		u.credits += int64(charged)
+		if run.KeyID != "" && charged > 0 {
+			for _, per := range store.Periods {
+				sk := spendKey{run.KeyID, per, store.PeriodStart(per, p.Now)}
+				if _, ok := spend[sk]; !ok {
+					spendOrder = append(spendOrder, sk)
+				}
+				spend[sk] += int64(charged)
+			}
+		}
+	}
+	// One statement per table for the small rows, whatever the group's
+	// size: a statement costs the server a parse, a plan and an executor
+	// start, more than each of these rows.
+	var d struct {
+		ids           []string
+		amounts, want []int64
+	}
+	for _, acct := range accounts {
+		if total := debit[acct]; total > 0 {
+			d.ids, d.amounts, d.want = append(d.ids, acct), append(d.amounts, total), append(d.want, balance[acct])
+		}
+	}
+	if len(d.ids) > 0 {
+		b.Queue(debitSQL, d.ids, d.amounts, d.want)
+	}
+	var u struct {
+		accounts, offers, platforms []string
+		days                        []time.Time
+		requests, records, sums     []int64
+	}
+	for _, uk := range usageOrder {
+		v := usage[uk]
+		u.accounts, u.days, u.offers, u.platforms = append(u.accounts, uk.account), append(u.days, uk.day), append(u.offers, uk.offer), append(u.platforms, uk.platform)
+		u.requests, u.records, u.sums = append(u.requests, v.requests), append(u.records, v.records), append(u.sums, v.credits)
+	}
+	if len(u.accounts) > 0 {
+		b.Queue(addUsagesSQL, u.accounts, u.days, u.offers, u.platforms, u.requests, u.records, u.sums)
+	}
+	var k struct {
+		keys, periods []string
+		buckets       []time.Time
+		sums          []int64
+	}
+	for _, sk := range spendOrder {
+		k.keys, k.periods, k.buckets, k.sums = append(k.keys, sk.key), append(k.periods, sk.period), append(k.buckets, sk.bucket), append(k.sums, spend[sk])
+	}
+	if len(k.keys) > 0 {
+		b.Queue(addKeySpendsSQL, k.keys, k.periods, k.buckets, k.sums)
+	}
+	return nil
+}
+
+// debitSQL takes amount $2[i] from account $1[i], whose balance must then
+// be $3[i] (what the settles planned on the balance read under the row
+// lock). Both checks fail in the server, since the COMMIT follows in the
+// same pipeline: the balance's CHECK (balance >= 0) refuses an overdraft,
+// and a debited balance other than planned (which the row lock rules out),
+// or an account not debited, divides by zero.
+const debitSQL = `
+WITH debited AS (
+	UPDATE accounts a SET balance = a.balance - d.amount
+	FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS d(id, amount, want)
+	WHERE a.id = d.id
+	RETURNING a.balance = d.want AS planned)
+SELECT 1 / (count(*) FILTER (WHERE planned) = cardinality($1::text[]))::int FROM debited`
+
+// addUsagesSQL and addKeySpendsSQL are addUsageSQL and addKeySpendSQL for
+// many rows at once, each row once (the group sums them first: one
+// statement may not update a row twice).
+const (
+	addUsagesSQL = `
+INSERT INTO usage_daily (account_id, day, offer, platform, requests, records, credits)
+SELECT * FROM unnest($1::text[], $2::date[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[])
+ON CONFLICT (account_id, day, offer, platform) DO UPDATE SET
+	requests = usage_daily.requests + EXCLUDED.requests,
+	records = usage_daily.records + EXCLUDED.records,
+	credits = usage_daily.credits + EXCLUDED.credits`
+	addKeySpendsSQL = `
+INSERT INTO key_spend (key_id, period, bucket, credits)
+SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::bigint[])
+ON CONFLICT (key_id, period, bucket) DO UPDATE SET credits = key_spend.credits + EXCLUDED.credits`
+)

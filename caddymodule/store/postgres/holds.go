@@ -28,7 +28,8 @@ const reapEvery = time.Minute
 // Reserve sets the hold of call h.ID: see store.Store. The account row
 // lock serializes it with every settle and reserve of the account on every
 // node; a key belongs to one account, so that lock covers the key's spend
-// and holds too.
+// and holds too. It takes two round trips (pipelineTx): the lock and the
+// reads, then the hold and the COMMIT.
 func (s *Store) Reserve(ctx context.Context, h store.Hold) (store.HoldResult, error) {
 	if !settle.ValidID(h.ID) || !settle.ValidID(h.AccountID) || h.Price < 0 {
 		return store.HoldResult{}, fmt.Errorf("reserving for %q: invalid hold", h.ID)
@@ -37,63 +38,81 @@ func (s *Store) Reserve(ctx context.Context, h store.Hold) (store.HoldResult, er
 	if now.IsZero() {
 		now = time.Now()
 	}
-	var res store.HoldResult
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var balance int64
-		err := tx.QueryRow(ctx, `SELECT balance FROM accounts WHERE id = $1 FOR UPDATE`, h.AccountID).Scan(&balance)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("account %s: %w", h.AccountID, store.ErrNotFound)
-		}
-		if err != nil {
-			return fmt.Errorf("locking account %s: %v", h.AccountID, err)
-		}
-		var held int64
-		err = tx.QueryRow(ctx, `
+	buckets := make([]time.Time, len(store.Periods))
+	for i, per := range store.Periods {
+		buckets[i] = store.PeriodStart(per, now)
+	}
+	var (
+		balance, held int64
+		limit         *store.CreditLimit
+		room          int64
+		res           store.HoldResult
+	)
+	reads := func(b *pgx.Batch) {
+		balance, held, limit, room = 0, 0, nil, 0
+		b.Queue(`SELECT balance FROM accounts WHERE id = $1 FOR UPDATE`, h.AccountID).QueryRow(func(row pgx.Row) error {
+			err := row.Scan(&balance)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("account %s: %w", h.AccountID, store.ErrNotFound)
+			}
+			if err != nil {
+				return fmt.Errorf("locking account %s: %v", h.AccountID, err)
+			}
+			return nil
+		})
+		b.Queue(`
 WITH gone AS (DELETE FROM holds WHERE id = $1 OR (account_id = $2 AND expires_at <= now()))
 SELECT COALESCE(sum(amount), 0) FROM holds WHERE account_id = $2 AND id <> $1 AND expires_at > now()`,
-			h.ID, h.AccountID).Scan(&held)
-		if err != nil {
-			return fmt.Errorf("reading holds of account %s: %v", h.AccountID, err)
+			h.ID, h.AccountID).QueryRow(func(row pgx.Row) error {
+			if err := row.Scan(&held); err != nil {
+				return fmt.Errorf("reading holds of account %s: %v", h.AccountID, err)
+			}
+			return nil
+		})
+		if h.KeyID == "" {
+			return
 		}
-		var limit *store.CreditLimit
-		var room int64
-		if h.KeyID != "" {
+		// The key's limit, its spend in the limit period's current bucket
+		// and its other live holds, in one statement.
+		b.Queue(`
+SELECT k.limit_period, k.limit_credits,
+	COALESCE((SELECT credits FROM key_spend WHERE key_id = k.id AND period = k.limit_period
+		AND bucket = ($2::timestamptz[])[array_position($3::text[], k.limit_period)]), 0),
+	COALESCE((SELECT sum(amount) FROM holds WHERE key_id = k.id AND id <> $4 AND expires_at > now()), 0)
+FROM api_keys k WHERE k.id = $1`, h.KeyID, buckets, store.Periods, h.ID).QueryRow(func(row pgx.Row) error {
 			var period *string
 			var amount *int64
-			err := tx.QueryRow(ctx, `SELECT limit_period, limit_credits FROM api_keys WHERE id = $1`, h.KeyID).Scan(&period, &amount)
-			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-				return fmt.Errorf("reading limit of key %s: %v", h.KeyID, err)
+			var spent, keyHeld int64
+			err := row.Scan(&period, &amount, &spent, &keyHeld)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("reading limit and spend of key %s: %v", h.KeyID, err)
 			}
 			if period != nil && amount != nil {
 				limit = &store.CreditLimit{Period: *period, Credits: credits.Micros(*amount)}
-				var spent, keyHeld int64
-				err := tx.QueryRow(ctx, `
-SELECT
-	COALESCE((SELECT credits FROM key_spend WHERE key_id = $1 AND period = $2 AND bucket = $3), 0),
-	COALESCE((SELECT sum(amount) FROM holds WHERE key_id = $1 AND id <> $4 AND expires_at > now()), 0)`,
-					h.KeyID, *period, store.PeriodStart(*period, now), h.ID).Scan(&spent, &keyHeld)
-				if err != nil {
-					return fmt.Errorf("reading spend of key %s: %v", h.KeyID, err)
-				}
 				room = *amount - spent - keyHeld
 			}
-		}
+			return nil
+		})
+	}
+	writes := func(b *pgx.Batch) error {
 		res = store.HoldRoom(credits.Micros(balance-held), limit, credits.Micros(room), h.Price, h.Records)
 		if res.Amount == 0 {
-			return nil
+			return nil // the COMMIT keeps the old hold's removal
 		}
 		var keyID *string
 		if h.KeyID != "" {
 			keyID = &h.KeyID
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO holds (id, account_id, key_id, amount, expires_at) VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))`,
+		b.Queue(`INSERT INTO holds (id, account_id, key_id, amount, expires_at) VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))`,
 			h.ID, h.AccountID, keyID, int64(res.Amount), s.holdTimeout.Seconds())
-		if err != nil {
-			return fmt.Errorf("writing hold: %v", err)
-		}
 		return nil
-	})
-	if err != nil {
+	}
+	if _, err := s.pipelineTx(ctx, reads, writes); err != nil {
+		// An ambiguous commit is an error too: the call fails and its
+		// Release drops the hold if it was written.
 		return store.HoldResult{}, fmt.Errorf("reserving for %s: %w", h.ID, err)
 	}
 	return res, nil
@@ -107,28 +126,38 @@ func (s *Store) Release(ctx context.Context, id string) error {
 	return nil
 }
 
-// takeHolds deletes, in a settle's transaction, the holds of the runs ids
-// and returns their amounts: the capture of each is bounded by its hold.
+// takeHoldsSQL deletes, in a settle's transaction, the holds of the runs
+// $1 and returns their amounts: the capture of each is bounded by its hold.
+const takeHoldsSQL = `DELETE FROM holds WHERE id = ANY($1) RETURNING id, amount`
+
+// takeHolds captures the holds of the runs ids (takeHoldsSQL).
 func takeHolds(ctx context.Context, tx pgx.Tx, ids []string) (map[string]credits.Micros, error) {
-	rows, err := tx.Query(ctx, `DELETE FROM holds WHERE id = ANY($1) RETURNING id, amount`, ids)
+	rows, err := tx.Query(ctx, takeHoldsSQL, ids)
 	if err != nil {
 		return nil, fmt.Errorf("capturing holds: %v", err)
 	}
 	out := map[string]credits.Micros{}
+	if err := scanHolds(rows, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// scanHolds reads the rows of takeHoldsSQL into out and closes them.
+func scanHolds(rows pgx.Rows, out map[string]credits.Micros) error {
+	defer rows.Close()
 	for rows.Next() {
 		var id string
 		var amount int64
 		if err := rows.Scan(&id, &amount); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("capturing holds: %v", err)
+			return fmt.Errorf("capturing holds: %v", err)
 		}
 		out[id] = credits.Micros(amount)
 	}
-	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("capturing holds: %v", err)
+		return fmt.Errorf("capturing holds: %v", err)
 	}
-	return out, nil
+	return nil
 }
 
 // reap deletes expired holds until ctx ends: a hold of a dead node counts

@@ -120,7 +120,7 @@ func Prepare(s store.Settlement) (*Prepared, error) {
 	if s.Price > 0 && credits.Micros(n) > math.MaxInt64/s.Price {
 		return nil, fmt.Errorf("settling run %s: charge overflows", s.Run.ID)
 	}
-	buf := docBufs.Get(0)
+	buf := docBufs.Get(docSize(p.Data))
 	full, err := p.render((*buf)[:0], n, credits.Micros(n)*s.Price)
 	if err != nil {
 		return nil, err
@@ -128,6 +128,16 @@ func Prepare(s store.Settlement) (*Prepared, error) {
 	*buf = full
 	p.full, p.buf = full, buf
 	return p, nil
+}
+
+// docSize is about what a run document of records takes: the records and
+// a header, so that docBufs hands out a buffer of the document's size.
+func docSize(records []json.RawMessage) int {
+	n := 1 << 10
+	for _, r := range records {
+		n += len(r) + 1
+	}
+	return n
 }
 
 // Doc returns the stored form of the run keeping records records charged
