@@ -384,3 +384,41 @@ func TestRevoke(t *testing.T) {
 		t.Errorf("another client revoked a token: %d", status)
 	}
 }
+
+// TestTokenRequestForm holds the token and revocation endpoints to their
+// one body format, and every token answer, refusals too, to no-store.
+func TestTokenRequestForm(t *testing.T) {
+	f := newFixture(t)
+	client := f.register(t)
+	for _, tc := range []struct {
+		name, path, ctype, body string
+		status                  int
+		code                    string
+	}{
+		{"json body", PathToken, "application/json", `{"grant_type":"refresh_token","refresh_token":"x","client_id":"` + client + `"}`, 400, "invalid_request"},
+		{"no content type", PathToken, "", "grant_type=refresh_token&refresh_token=x&client_id=" + client, 400, "invalid_request"},
+		{"repeated parameter", PathToken, "application/x-www-form-urlencoded", "grant_type=refresh_token&refresh_token=x&refresh_token=y&client_id=" + client, 400, "invalid_request"},
+		{"form with charset", PathToken, "application/x-www-form-urlencoded; charset=utf-8", "grant_type=refresh_token&refresh_token=x&client_id=" + client, 400, "invalid_grant"},
+		{"revoke json", PathRevoke, "application/json", `{"token":"x"}`, 400, "invalid_request"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest("POST", f.url+tc.path, strings.NewReader(tc.body))
+			if tc.ctype != "" {
+				req.Header.Set("Content-Type", tc.ctype)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var m map[string]any
+			_ = json.NewDecoder(resp.Body).Decode(&m)
+			if resp.StatusCode != tc.status || m["error"] != tc.code {
+				t.Errorf("%d %v, want %d %s", resp.StatusCode, m, tc.status, tc.code)
+			}
+			if resp.Header.Get("Cache-Control") != "no-store" || resp.Header.Get("Pragma") != "no-cache" {
+				t.Errorf("cache headers %v", resp.Header)
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"mime"
 	"net/http"
 	"regexp"
 	"time"
@@ -57,9 +58,8 @@ var errUnavailable = &failure{status: http.StatusServiceUnavailable,
 // token serves POST /oauth/token: the authorization_code and
 // refresh_token grants of a public client.
 func (s *Server) token(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, maxRegisterBytes)
-	if err := r.ParseForm(); err != nil {
-		writeJSON(w, http.StatusBadRequest, tokenError{Error: "invalid_request", Description: "the body must be an application/x-www-form-urlencoded form"})
+	if f := parseForm(w, r); f != nil {
+		writeJSON(w, f.status, f.tokenError)
 		return
 	}
 	var (
@@ -84,8 +84,29 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, f.status, f.tokenError)
 		return
 	}
-	w.Header().Set("Pragma", "no-cache")
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// parseForm reads the body of a token or revocation request: an
+// application/x-www-form-urlencoded form (RFC 6749 §3.2, RFC 7009 §2.1)
+// whose parameters each appear at most once. Any other body (JSON, a
+// multipart form) is refused rather than read as an empty form, so the
+// client learns what is wrong instead of "grant_type is required".
+func parseForm(w http.ResponseWriter, r *http.Request) *failure {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/x-www-form-urlencoded" {
+		return refuse("invalid_request", "the body must be an application/x-www-form-urlencoded form")
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxRegisterBytes)
+	if err := r.ParseForm(); err != nil {
+		return refuse("invalid_request", "the body must be an application/x-www-form-urlencoded form of at most 16 KiB")
+	}
+	for k, v := range r.PostForm {
+		if len(v) > 1 {
+			return refuse("invalid_request", "parameter "+k+" is sent more than once")
+		}
+	}
+	return nil
 }
 
 // exchangeCode redeems a code once: a second redemption is a replay, and
@@ -270,8 +291,11 @@ func (s *Server) VerifyToken(ctx context.Context, token, resource string) (store
 // revokes its whole grant. An unknown token is no error; a token of
 // another client (when client_id is sent) is left alone.
 func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, maxRegisterBytes)
-	if err := r.ParseForm(); err != nil || r.PostForm.Get("token") == "" {
+	if f := parseForm(w, r); f != nil {
+		writeJSON(w, f.status, f.tokenError)
+		return
+	}
+	if r.PostForm.Get("token") == "" {
 		writeJSON(w, http.StatusBadRequest, tokenError{Error: "invalid_request", Description: "token is required"})
 		return
 	}
