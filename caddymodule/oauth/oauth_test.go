@@ -297,6 +297,8 @@ func TestCodeExchange(t *testing.T) {
 		{"other client", other, verifier, nil, 0, 400, "invalid_grant"},
 		{"other resource", client, verifier, url.Values{"resource": {"https://other.example/mcp"}}, 0, 400, "invalid_target"},
 		{"other redirect", client, verifier, url.Values{"redirect_uri": {"http://127.0.0.1:9/other"}}, 0, 400, "invalid_grant"},
+		{"redirect prefix", client, verifier, url.Values{"redirect_uri": {"http://127.0.0.1:9/cbx"}}, 0, 400, "invalid_grant"},
+		{"redirect left out", client, verifier, url.Values{"redirect_uri": {""}}, 0, 400, "invalid_grant"},
 		{"expired", client, verifier, nil, CodeTTL, 400, "invalid_grant"},
 		{"unknown grant type", client, verifier, url.Values{"grant_type": {"password"}}, 0, 400, "unsupported_grant_type"},
 	} {
@@ -418,6 +420,41 @@ func TestTokenRequestForm(t *testing.T) {
 			}
 			if resp.Header.Get("Cache-Control") != "no-store" || resp.Header.Get("Pragma") != "no-cache" {
 				t.Errorf("cache headers %v", resp.Header)
+			}
+		})
+	}
+}
+
+// TestRedirectOmitted: a client with one registered redirect URI may leave
+// it out of the authorization request, and then of the token request;
+// naming another one there is still refused.
+func TestRedirectOmitted(t *testing.T) {
+	f := newFixture(t)
+	client := f.register(t)
+	for _, tc := range []struct {
+		name, redirect string
+		status         int
+	}{{"left out", "", 200}, {"same", redirect, 200}, {"other", "http://127.0.0.1:9/other", 400}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := f.request(client, url.Values{"redirect_uri": {""}})
+			a, err := f.s.ParseAuthorize(t.Context(), r, r.URL.Query())
+			if err != nil || a.RedirectURI != redirect {
+				t.Fatalf("%+v %v", a, err)
+			}
+			for _, p := range a.Params() {
+				if p[0] == "redirect_uri" && p[1] != "" {
+					t.Errorf("the consent form names a redirect_uri the request did not: %q", p[1])
+				}
+			}
+			to, err := f.s.Approve(t.Context(), a, "acme", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u, _ := url.Parse(to)
+			status, m := f.post(t, PathToken, url.Values{"grant_type": {"authorization_code"}, "code": {u.Query().Get("code")},
+				"client_id": {client}, "redirect_uri": {tc.redirect}, "code_verifier": {verifier}}, "")
+			if status != tc.status {
+				t.Errorf("%d %v, want %d", status, m, tc.status)
 			}
 		})
 	}
