@@ -301,6 +301,7 @@ func TestCodeExchange(t *testing.T) {
 		{"redirect left out", client, verifier, url.Values{"redirect_uri": {""}}, 0, 400, "invalid_grant"},
 		{"expired", client, verifier, nil, CodeTTL, 400, "invalid_grant"},
 		{"unknown grant type", client, verifier, url.Values{"grant_type": {"password"}}, 0, 400, "unsupported_grant_type"},
+		{"unregistered client", "client_nope", verifier, nil, 0, 401, "invalid_client"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code := f.code(t, client, nil)
@@ -342,6 +343,11 @@ func TestRefreshRotation(t *testing.T) {
 	}
 	if status, m := rotate(refresh2); status != 400 || m["error"] != "invalid_grant" {
 		t.Errorf("refresh of a revoked grant: %d %v", status, m)
+	}
+	// A registration that lapsed: invalid_client, 401, so the client
+	// registers again rather than retrying its client_id.
+	if status, m := f.post(t, PathToken, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refresh2}, "client_id": {"client_nope"}}, ""); status != 401 || m["error"] != "invalid_client" {
+		t.Errorf("refresh with an unknown client: %d %v", status, m)
 	}
 }
 

@@ -68,7 +68,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	)
 	if res := r.PostForm.Get("resource"); res != "" && res != Resource(r) {
 		f = refuse("invalid_target", "tokens are issued only for the resource "+Resource(r))
-	} else {
+	} else if f = s.knownClient(r); f == nil {
 		switch r.PostForm.Get("grant_type") {
 		case "authorization_code":
 			resp, f = s.exchangeCode(r)
@@ -105,6 +105,28 @@ func parseForm(w http.ResponseWriter, r *http.Request) *failure {
 		if len(v) > 1 {
 			return refuse("invalid_request", "parameter "+k+" is sent more than once")
 		}
+	}
+	return nil
+}
+
+// knownClient refuses a token request whose client_id is not a live
+// registration with invalid_client, HTTP 401 (RFC 6749 §5.2): that is
+// what tells a client its registration lapsed, so it registers again
+// (the MCP SDKs do), where invalid_grant would leave it retrying the
+// same client_id. A missing client_id is left to the grant's checks.
+func (s *Server) knownClient(r *http.Request) *failure {
+	id := r.PostForm.Get("client_id")
+	if id == "" {
+		return nil
+	}
+	_, err := s.client(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return &failure{status: http.StatusUnauthorized, tokenError: tokenError{Error: "invalid_client",
+			Description: "unknown client_id: register again (registrations lapse after a year)"}}
+	}
+	if err != nil {
+		s.logger().Error("reading oauth client", zap.Error(err))
+		return errUnavailable
 	}
 	return nil
 }
