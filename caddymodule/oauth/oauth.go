@@ -70,6 +70,7 @@ const (
 const (
 	maxRegisterBytes  = 16 << 10 // a registration, token or revocation body
 	maxRedirectURIs   = 10
+	maxRedirectURILen = 2000 // bytes; what browsers reliably follow
 	maxClientNameRune = 100
 )
 

@@ -76,6 +76,9 @@ func validateClient(m oauthex.ClientRegistrationMetadata) (c Client, code, msg s
 		return c, "invalid_redirect_uri", fmt.Sprintf("redirect_uris must list 1 to %d URIs", maxRedirectURIs)
 	}
 	for _, u := range m.RedirectURIs {
+		if len(u) > maxRedirectURILen {
+			return c, "invalid_redirect_uri", fmt.Sprintf("a redirect URI may have at most %d bytes", maxRedirectURILen)
+		}
 		if err := checkRedirectURI(u); err != nil {
 			return c, "invalid_redirect_uri", fmt.Sprintf("redirect_uri %q: %v", u, err)
 		}
