@@ -78,7 +78,7 @@ var challengeForm = regexp.MustCompile(`^[A-Za-z0-9_-]{43}$`)
 func (s *Server) ParseAuthorize(ctx context.Context, r *http.Request, v url.Values) (*AuthRequest, error) {
 	c, err := s.client(ctx, v.Get("client_id"))
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, &AuthError{Code: "invalid_client", Description: "unknown client_id: the client must register first (or register again: registrations lapse after a year unused)"}
+		return nil, &AuthError{Code: "invalid_client", Description: "unknown client_id: the client must register first (or register again: a registration lapses a day after it is made if no tokens were issued to it, a year after its latest tokens otherwise)"}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrStore, err)

@@ -469,3 +469,28 @@ func TestRedirectOmitted(t *testing.T) {
 		})
 	}
 }
+
+// TestClientLifetime: a registration nobody signs in with lapses after
+// ClientUnusedTTL; one with tokens lives ClientTTL past its latest ones.
+func TestClientLifetime(t *testing.T) {
+	f := newFixture(t)
+	unused, used := f.register(t), f.register(t)
+	_, refresh := f.tokens(t, used)
+	f.now = f.now.Add(ClientUnusedTTL)
+	if _, err := f.s.client(t.Context(), unused); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("an unused registration outlives ClientUnusedTTL: %v", err)
+	}
+	f.now = f.now.Add(RefreshTTL - ClientUnusedTTL - time.Hour)
+	status, m := f.post(t, PathToken, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refresh}, "client_id": {used}}, "")
+	if status != 200 {
+		t.Fatalf("refresh: %d %v", status, m)
+	}
+	f.now = f.now.Add(ClientTTL - time.Hour)
+	if _, err := f.s.client(t.Context(), used); err != nil {
+		t.Errorf("a registration in use lapses before ClientTTL past its latest tokens: %v", err)
+	}
+	f.now = f.now.Add(time.Hour)
+	if _, err := f.s.client(t.Context(), used); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a registration outlives ClientTTL past its latest tokens: %v", err)
+	}
+}

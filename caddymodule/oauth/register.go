@@ -149,7 +149,7 @@ func (s *Server) putClient(ctx context.Context, c Client) error {
 		return fmt.Errorf("encoding client: %v", err)
 	}
 	return s.Store.PutOAuth(ctx, store.OAuthRecord{Hash: digest(c.ID), Kind: recordClient, Data: data,
-		CreatedAt: c.CreatedAt, ExpiresAt: c.CreatedAt.Add(ClientTTL)})
+		CreatedAt: c.CreatedAt, ExpiresAt: c.CreatedAt.Add(ClientUnusedTTL)})
 }
 
 // client returns a registered client; store.ErrNotFound if unknown.

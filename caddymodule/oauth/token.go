@@ -122,7 +122,7 @@ func (s *Server) knownClient(r *http.Request) *failure {
 	_, err := s.client(r.Context(), id)
 	if errors.Is(err, store.ErrNotFound) {
 		return &failure{status: http.StatusUnauthorized, tokenError: tokenError{Error: "invalid_client",
-			Description: "unknown client_id: register again (registrations lapse after a year)"}}
+			Description: "unknown client_id: register again (registrations lapse a day unused, a year after their latest tokens)"}}
 	}
 	if err != nil {
 		s.logger().Error("reading oauth client", zap.Error(err))
@@ -257,6 +257,12 @@ func (s *Server) issue(ctx context.Context, grant string, d tokenData) (*tokenRe
 			s.logger().Error("storing oauth token", zap.Error(err))
 			return nil, errUnavailable
 		}
+	}
+	// The client is in use: its registration lives on. The tokens are
+	// stored already, so a failure here is only logged; the next refresh
+	// tries again.
+	if err := s.Store.ExtendOAuth(ctx, digest(d.ClientID), now, now.Add(ClientTTL)); err != nil {
+		s.logger().Warn("extending oauth client registration", zap.String("client", d.ClientID), zap.Error(err))
 	}
 	return resp, nil
 }
