@@ -67,6 +67,8 @@ const (
 	recordCode    = "code"
 	recordAccess  = "access"
 	recordRefresh = "refresh"
+	// recordReplayed marks a grant whose code was presented twice.
+	recordReplayed = "replayed"
 )
 
 // Bounds of what a client may send.

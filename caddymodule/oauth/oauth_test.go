@@ -494,3 +494,27 @@ func TestClientLifetime(t *testing.T) {
 		t.Errorf("a registration outlives ClientTTL past its latest tokens: %v", err)
 	}
 }
+
+// TestConcurrentCodeReplay: a code presented twice at once gives tokens
+// to at most one party, and those stop working: the replay revokes the
+// grant even when it lands before the first exchange created it.
+func TestConcurrentCodeReplay(t *testing.T) {
+	f := newFixture(t)
+	client := f.register(t)
+	for round := range 40 {
+		code := f.code(t, client, nil)
+		answers := make(chan map[string]any, 2)
+		for range 2 {
+			go func() {
+				_, m := f.exchange(t, client, code, verifier)
+				answers <- m
+			}()
+		}
+		ms := []map[string]any{<-answers, <-answers}
+		for _, m := range ms {
+			if tok, ok := m["access_token"].(string); ok && f.valid(t, tok) {
+				t.Fatalf("round %d: the code was presented twice, yet its access token works", round)
+			}
+		}
+	}
+}

@@ -164,6 +164,13 @@ func (s *Server) exchangeCode(r *http.Request) (*tokenResponse, *failure) {
 		s.logger().Error("creating oauth grant", zap.Error(err))
 		return nil, errUnavailable
 	}
+	if replayed, err := s.replayed(ctx, rec.GrantID); replayed || err != nil {
+		s.revokeGrant(ctx, rec.GrantID, "authorization code replayed")
+		if err != nil {
+			return nil, errUnavailable
+		}
+		return nil, refuse("invalid_grant", "the authorization code was presented twice; the grant is revoked, sign in again")
+	}
 	return s.issue(ctx, rec.GrantID, tokenData{ClientID: d.ClientID, Resource: d.Resource, AccountID: d.AccountID})
 }
 
@@ -181,6 +188,9 @@ func (s *Server) spend(ctx context.Context, secret, kind string, v any) (store.O
 		return rec, errUnavailable
 	}
 	if rec.Used {
+		if kind == recordCode {
+			s.markReplayed(ctx, rec.GrantID)
+		}
 		s.revokeGrant(ctx, rec.GrantID, what+" replayed")
 		return rec, refuse("invalid_grant", "the "+what+" was already used; the grant is revoked, sign in again")
 	}
@@ -189,6 +199,33 @@ func (s *Server) spend(ctx context.Context, secret, kind string, v any) (store.O
 		return rec, errUnavailable
 	}
 	return rec, nil
+}
+
+// A code replayed while its first exchange is under way may find no grant
+// to revoke yet. So the replay first leaves a marker, then revokes; the
+// exchange first creates the grant, then looks for the marker: whatever
+// the interleaving, one of the two sees the other's write.
+func replayMarker(grant string) [32]byte { return digest("replayed " + grant) }
+
+func (s *Server) markReplayed(ctx context.Context, grant string) {
+	now := s.now()
+	err := s.Store.PutOAuth(ctx, store.OAuthRecord{Hash: replayMarker(grant), Kind: recordReplayed, GrantID: grant,
+		Data: []byte("{}"), CreatedAt: now, ExpiresAt: now.Add(CodeTTL)})
+	if err != nil && !errors.Is(err, store.ErrExists) {
+		s.logger().Error("marking oauth code replayed", zap.String("grant", grant), zap.Error(err))
+	}
+}
+
+func (s *Server) replayed(ctx context.Context, grant string) (bool, error) {
+	_, err := s.Store.GetOAuth(ctx, replayMarker(grant), s.now())
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		s.logger().Error("reading oauth replay marker", zap.Error(err))
+		return false, err
+	}
+	return true, nil
 }
 
 // pkceMatches checks S256: BASE64URL(SHA256(verifier)) == challenge.
