@@ -7,7 +7,6 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"socialrouter/caddymodule/api"
-	"socialrouter/caddymodule/mcp"
 )
 
 func init() {
@@ -41,9 +40,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	app := v.(*App)
 	h.api = app.API(ctx.Logger())
-	// OAuth's Guard answers 401 with the sign-in challenge before the SDK
-	// sees a request it would refuse (see package oauth).
-	h.mcp = app.oauthServer(ctx.Logger()).Guard(app.mcp, mcp.Anonymous)
+	h.mcp = app.mcpHandler(ctx.Logger())
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
@@ -89,6 +90,14 @@ type toolBackend struct {
 // handler, the dashboard and the tools may each build one.
 func (a *App) oauthServer(logger *zap.Logger) *oauth.Server {
 	return &oauth.Server{Store: a.store, KeyPrefix: a.KeyPrefix, Logger: logger}
+}
+
+// mcpHandler is /mcp as served: OAuth's Guard answers 401 with the
+// sign-in challenge before the SDK sees a request it would refuse (see
+// package oauth), and CORS sits outside it so a browser-based client can
+// read that challenge.
+func (a *App) mcpHandler(logger *zap.Logger) http.Handler {
+	return mcp.CORS(a.oauthServer(logger).Guard(a.mcp, mcp.Anonymous))
 }
 
 var _ mcp.Backend = toolBackend{}

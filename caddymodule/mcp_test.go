@@ -100,7 +100,7 @@ func newMCPFixture(t *testing.T) *mcpFixture {
 	// The site as the Caddyfile builds it: sdr_dashboard (with the OAuth
 	// endpoints) before social_router (with /mcp behind oauth.Guard).
 	as := a.oauthServer(zap.NewNop())
-	h := &Handler{api: a.API(zap.NewNop()), mcp: as.Guard(a.mcp, mcp.Anonymous)}
+	h := &Handler{api: a.API(zap.NewNop()), mcp: a.mcpHandler(zap.NewNop())}
 	d := &Dashboard{Path: "/dashboard/", oauth: as, h: dashboard.New(dashboard.Config{
 		Store: st, Registry: func() *registry.Registry { return reg }, KeyPrefix: "sdr", Path: "/dashboard/", OAuth: as,
 	})}

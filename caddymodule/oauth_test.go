@@ -258,6 +258,10 @@ func TestMCPOAuth(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") != want {
 		t.Errorf("revoked token: %d %q, want 401 %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), want)
 	}
+	// A browser-based client reads that challenge across origins.
+	if resp.Header.Get("Access-Control-Allow-Origin") != "*" || !strings.Contains(resp.Header.Get("Access-Control-Expose-Headers"), "WWW-Authenticate") {
+		t.Errorf("the 401 is not readable from another origin: %v", resp.Header)
+	}
 	if after := f.balance(t); before-after != used {
 		t.Errorf("balance moved by %s after the revoke, want only the one call's %s", before-after, used)
 	}

@@ -90,6 +90,7 @@ func (h *Handler) consentPage(w http.ResponseWriter, r *http.Request) {
 // its form may post, and be redirected, to the client's redirect URI.
 func (h *Handler) showConsent(w http.ResponseWriter, r *http.Request, s *Session, a *oauth.AuthRequest, status int, limit, msg string) {
 	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Pragma", "no-cache")
 	if u, err := url.Parse(a.RedirectURI); err == nil {
 		csp := w.Header().Get("Content-Security-Policy")
 		w.Header().Set("Content-Security-Policy", strings.Replace(csp, "form-action 'self'", "form-action 'self' "+u.Scheme+"://"+u.Host, 1))

@@ -72,6 +72,18 @@ func TestConsent(t *testing.T) {
 	if csp := p.header.Get("Content-Security-Policy"); !strings.Contains(csp, "form-action 'self' https://client.example") {
 		t.Errorf("CSP %q does not let the form be redirected to the client", csp)
 	}
+	// Never framed (clickjacking the Allow button), never cached.
+	for k, v := range map[string]string{"X-Frame-Options": "DENY", "Cache-Control": "no-store", "Pragma": "no-cache"} {
+		if got := p.header.Get(k); got != v {
+			t.Errorf("consent page %s: %q, want %q", k, got, v)
+		}
+	}
+	if csp := p.header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") {
+		t.Errorf("CSP %q lets the consent page be framed", csp)
+	}
+	if got := p.header.Get("Access-Control-Allow-Origin"); got != "" {
+		t.Errorf("the consent page allows cross-origin reads: %q", got)
+	}
 	form := consentForm(p)
 
 	for _, tc := range []struct {

@@ -20,8 +20,12 @@ import (
 // AuthRequest is a checked authorization request: what the consent page
 // shows and carries in its form, and what Approve binds the code to.
 type AuthRequest struct {
-	Client        Client
-	RedirectURI   string
+	Client      Client
+	RedirectURI string
+	// RedirectGiven is whether the request named its redirect URI (it may
+	// leave it out when the client registered one): the token request
+	// must then name the same (OAuth 2.1 §4.1.3).
+	RedirectGiven bool
 	State         string
 	CodeChallenge string
 	Resource      string
@@ -41,8 +45,12 @@ func (a *AuthRequest) RedirectHost() string {
 
 // Params are the request's parameters, for the consent form's hidden inputs.
 func (a *AuthRequest) Params() [][2]string {
+	redirect := ""
+	if a.RedirectGiven {
+		redirect = a.RedirectURI
+	}
 	return [][2]string{
-		{"response_type", "code"}, {"client_id", a.Client.ID}, {"redirect_uri", a.RedirectURI},
+		{"response_type", "code"}, {"client_id", a.Client.ID}, {"redirect_uri", redirect},
 		{"code_challenge", a.CodeChallenge}, {"code_challenge_method", "S256"},
 		{"state", a.State}, {"resource", a.Resource}, {"scope", Scope},
 	}
@@ -70,12 +78,13 @@ var challengeForm = regexp.MustCompile(`^[A-Za-z0-9_-]{43}$`)
 func (s *Server) ParseAuthorize(ctx context.Context, r *http.Request, v url.Values) (*AuthRequest, error) {
 	c, err := s.client(ctx, v.Get("client_id"))
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, &AuthError{Code: "invalid_client", Description: "unknown client_id: the client must register first (or register again: registrations lapse after a year unused)"}
+		return nil, &AuthError{Code: "invalid_client", Description: "unknown client_id: the client must register first (or register again: a registration lapses a day after it is made if no tokens were issued to it, a year after its latest tokens otherwise)"}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrStore, err)
 	}
-	a := &AuthRequest{Client: c, RedirectURI: v.Get("redirect_uri"), State: v.Get("state"), Origin: Origin(r)}
+	a := &AuthRequest{Client: c, RedirectURI: v.Get("redirect_uri"), RedirectGiven: v.Get("redirect_uri") != "",
+		State: v.Get("state"), Origin: Origin(r)}
 	switch {
 	case a.RedirectURI == "" && len(c.RedirectURIs) == 1:
 		a.RedirectURI = c.RedirectURIs[0]
@@ -133,6 +142,7 @@ type codeData struct {
 	ClientID      string             `json:"client_id"`
 	ClientName    string             `json:"client_name"`
 	RedirectURI   string             `json:"redirect_uri"`
+	RedirectGiven bool               `json:"redirect_given,omitempty"`
 	CodeChallenge string             `json:"code_challenge"`
 	Resource      string             `json:"resource"`
 	AccountID     string             `json:"account_id"`
@@ -150,6 +160,7 @@ func (s *Server) Approve(ctx context.Context, a *AuthRequest, accountID string, 
 	}
 	now := s.now()
 	data, err := json.Marshal(codeData{ClientID: a.Client.ID, ClientName: a.Client.Name, RedirectURI: a.RedirectURI,
+		RedirectGiven: a.RedirectGiven,
 		CodeChallenge: a.CodeChallenge, Resource: a.Resource, AccountID: accountID, CreditLimit: limit})
 	if err != nil {
 		return "", fmt.Errorf("encoding code: %v", err)

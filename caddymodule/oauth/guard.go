@@ -31,13 +31,20 @@ func (s *Server) Guard(next http.Handler, anonymous func(tool string) bool) http
 				next.ServeHTTP(w, r)
 				return
 			}
-			if !strings.EqualFold(scheme, "Bearer") || tok == "" {
-				challenge(w, r, "invalid_request", "send the access token as Authorization: Bearer …")
+			// RFC 6750 §3.1: another scheme is no authentication at all
+			// (a challenge without an error code); a Bearer without a
+			// token is a malformed request (invalid_request, 400).
+			if !strings.EqualFold(scheme, "Bearer") {
+				challenge(w, r, http.StatusUnauthorized, "", "send the access token as Authorization: Bearer …")
+				return
+			}
+			if tok == "" {
+				challenge(w, r, http.StatusBadRequest, "invalid_request", "the Authorization header names no token: send Authorization: Bearer <token>")
 				return
 			}
 			_, err := s.Verify(r.Context(), r, tok)
 			if errors.Is(err, ErrInvalidToken) {
-				challenge(w, r, "invalid_token", "the access token is unknown, expired or revoked; refresh it or sign in again")
+				challenge(w, r, http.StatusUnauthorized, "invalid_token", "the access token is unknown, expired or revoked; refresh it or sign in again")
 				return
 			}
 			if err != nil {
@@ -59,7 +66,7 @@ func (s *Server) Guard(next http.Handler, anonymous func(tool string) bool) http
 				io.Closer
 			}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
 			if len(head) <= maxPeek && callsSignedIn(head, anonymous) {
-				challenge(w, r, "", "this tool needs sign-in: an OAuth access token (the client discovers how from this answer) or an API key as Authorization: Bearer …")
+				challenge(w, r, http.StatusUnauthorized, "", "this tool needs sign-in: an OAuth access token (the client discovers how from this answer) or an API key as Authorization: Bearer …")
 				return
 			}
 		}
@@ -97,9 +104,9 @@ func callsSignedIn(body []byte, anonymous func(string) bool) bool {
 	return false
 }
 
-// challenge answers 401 with the RFC 9728 challenge; code is the RFC 6750
-// error ("" when no token was sent).
-func challenge(w http.ResponseWriter, r *http.Request, code, msg string) {
+// challenge answers status (401, or 400 for invalid_request) with the RFC
+// 9728 challenge; code is the RFC 6750 error ("" when no token was sent).
+func challenge(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
 	v := `Bearer resource_metadata="` + Origin(r) + PathResourceMeta + ResourcePath + `"`
 	if code != "" {
 		v += `, error="` + code + `"`
@@ -108,7 +115,7 @@ func challenge(w http.ResponseWriter, r *http.Request, code, msg string) {
 	if code == "" {
 		code = "missing_token"
 	}
-	writeJSON(w, http.StatusUnauthorized, apiError(code, msg, "authentication"))
+	writeJSON(w, status, apiError(code, msg, "authentication"))
 }
 
 // apiError is the gateway's error envelope, as REST answers.

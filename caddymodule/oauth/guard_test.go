@@ -39,7 +39,8 @@ func TestGuard(t *testing.T) {
 		{"API key", "Bearer sdr_live_anything", call("get_balance"), 200, "", ""},
 		{"access token", "Bearer " + access, call("get_balance"), 200, "", ""},
 		{"unknown token", "Bearer sdr_oat_nope", call("list_services"), 401, meta + `, error="invalid_token"`, ""},
-		{"other scheme", "Basic eDp5", call("list_services"), 401, meta + `, error="invalid_request"`, ""},
+		{"other scheme", "Basic eDp5", call("list_services"), 401, meta, ""},
+		{"bearer without a token", "Bearer ", call("list_services"), 400, meta + `, error="invalid_request"`, ""},
 		{"token of another resource", "Bearer " + access, call("list_services"), 401,
 			`Bearer resource_metadata="http://other.example/.well-known/oauth-protected-resource/mcp", error="invalid_token"`, "other.example"},
 	} {
@@ -64,9 +65,34 @@ func TestGuard(t *testing.T) {
 			if tc.status == 200 && string(b) != tc.body {
 				t.Errorf("the handler read %q, want the whole body", b)
 			}
-			if tc.status == 401 && (resp.Header.Get("Content-Type") != "application/json" || !strings.Contains(string(b), `"error"`)) {
+			if tc.status != 200 && (resp.Header.Get("Content-Type") != "application/json" || !strings.Contains(string(b), `"error"`)) {
 				t.Errorf("401 body %s", b)
 			}
 		})
+	}
+	// The streamable HTTP transport's GET (the SSE stream) and DELETE (end
+	// of session) are held to the token as POST is: an expired token gets
+	// the 401 on which a client refreshes.
+	for _, expired := range []bool{false, true} {
+		if expired {
+			f.now = f.now.Add(AccessTTL)
+		}
+		for _, method := range []string{"GET", "DELETE"} {
+			req, _ := http.NewRequest(method, srv.URL+"/mcp", nil)
+			req.Host = host
+			req.Header.Set("Authorization", "Bearer "+access)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			want, challenge := 200, ""
+			if expired {
+				want, challenge = 401, meta+`, error="invalid_token"`
+			}
+			if resp.StatusCode != want || resp.Header.Get("WWW-Authenticate") != challenge {
+				t.Errorf("%s, expired %v: %d %q, want %d %q", method, expired, resp.StatusCode, resp.Header.Get("WWW-Authenticate"), want, challenge)
+			}
+		}
 	}
 }

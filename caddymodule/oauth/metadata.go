@@ -57,11 +57,14 @@ func (s *Server) serverMeta(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// writeJSON answers a JSON document that no cache may keep (tokens).
+// writeJSON answers a JSON document that no cache may keep (tokens, and
+// their errors: RFC 6749 §5.1 asks for both headers, Pragma for HTTP/1.0
+// caches).
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
+	h.Set("Pragma", "no-cache")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)

@@ -38,9 +38,12 @@ const (
 	CodeTTL    = time.Minute
 	AccessTTL  = time.Hour
 	RefreshTTL = 30 * 24 * time.Hour
-	// ClientTTL bounds a registration nobody uses: dynamic registration
-	// is open, so registrations must not accumulate for ever.
-	ClientTTL = 365 * 24 * time.Hour
+	// A registration lives ClientUnusedTTL until its first tokens, then
+	// ClientTTL past its latest tokens: registration is open, so the
+	// ones never used (a client that gave up, or a flood) lapse in a day
+	// rather than fill the store for a year.
+	ClientUnusedTTL = 24 * time.Hour
+	ClientTTL       = 365 * 24 * time.Hour
 )
 
 // Scope is the one scope: the MCP tools of the member's account.
@@ -64,12 +67,15 @@ const (
 	recordCode    = "code"
 	recordAccess  = "access"
 	recordRefresh = "refresh"
+	// recordReplayed marks a grant whose code was presented twice.
+	recordReplayed = "replayed"
 )
 
 // Bounds of what a client may send.
 const (
 	maxRegisterBytes  = 16 << 10 // a registration, token or revocation body
 	maxRedirectURIs   = 10
+	maxRedirectURILen = 2000 // bytes; what browsers reliably follow
 	maxClientNameRune = 100
 )
 

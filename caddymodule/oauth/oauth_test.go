@@ -196,6 +196,10 @@ func TestRegister(t *testing.T) {
 		{"fragment", `{"redirect_uris":["https://app.example/cb#x"]}`, 400, "invalid_redirect_uri"},
 		{"relative", `{"redirect_uris":["/cb"]}`, 400, "invalid_redirect_uri"},
 		{"none", `{"redirect_uris":[]}`, 400, "invalid_redirect_uri"},
+		{"long redirect", `{"redirect_uris":["https://app.example/` + strings.Repeat("a", 2000) + `"]}`, 400, "invalid_redirect_uri"},
+		{"eleven redirects", `{"redirect_uris":["https://app.example/cb"` + strings.Repeat(`,"https://app.example/cb"`, 10) + `]}`, 400, "invalid_redirect_uri"},
+		{"long name", `{"redirect_uris":["https://app.example/cb"],"client_name":"` + strings.Repeat("n", 101) + `"}`, 400, "invalid_client_metadata"},
+		{"too big", `{"redirect_uris":["https://app.example/cb"],"client_uri":"https://app.example/` + strings.Repeat("a", 16<<10) + `"}`, 400, "invalid_client_metadata"},
 		{"confidential", `{"redirect_uris":["https://app.example/cb"],"token_endpoint_auth_method":"client_secret_basic"}`, 400, "invalid_client_metadata"},
 		{"implicit", `{"redirect_uris":["https://app.example/cb"],"grant_types":["implicit"]}`, 400, "invalid_client_metadata"},
 		{"token response", `{"redirect_uris":["https://app.example/cb"],"response_types":["token"]}`, 400, "invalid_client_metadata"},
@@ -297,8 +301,11 @@ func TestCodeExchange(t *testing.T) {
 		{"other client", other, verifier, nil, 0, 400, "invalid_grant"},
 		{"other resource", client, verifier, url.Values{"resource": {"https://other.example/mcp"}}, 0, 400, "invalid_target"},
 		{"other redirect", client, verifier, url.Values{"redirect_uri": {"http://127.0.0.1:9/other"}}, 0, 400, "invalid_grant"},
+		{"redirect prefix", client, verifier, url.Values{"redirect_uri": {"http://127.0.0.1:9/cbx"}}, 0, 400, "invalid_grant"},
+		{"redirect left out", client, verifier, url.Values{"redirect_uri": {""}}, 0, 400, "invalid_grant"},
 		{"expired", client, verifier, nil, CodeTTL, 400, "invalid_grant"},
 		{"unknown grant type", client, verifier, url.Values{"grant_type": {"password"}}, 0, 400, "unsupported_grant_type"},
+		{"unregistered client", "client_nope", verifier, nil, 0, 401, "invalid_client"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code := f.code(t, client, nil)
@@ -341,6 +348,11 @@ func TestRefreshRotation(t *testing.T) {
 	if status, m := rotate(refresh2); status != 400 || m["error"] != "invalid_grant" {
 		t.Errorf("refresh of a revoked grant: %d %v", status, m)
 	}
+	// A registration that lapsed: invalid_client, 401, so the client
+	// registers again rather than retrying its client_id.
+	if status, m := f.post(t, PathToken, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refresh2}, "client_id": {"client_nope"}}, ""); status != 401 || m["error"] != "invalid_client" {
+		t.Errorf("refresh with an unknown client: %d %v", status, m)
+	}
 }
 
 func TestExpiry(t *testing.T) {
@@ -382,5 +394,127 @@ func TestRevoke(t *testing.T) {
 	access, _ := f.tokens(t, client)
 	if status, _ := f.post(t, PathRevoke, url.Values{"token": {access}, "client_id": {"client_other"}}, ""); status != 200 || !f.valid(t, access) {
 		t.Errorf("another client revoked a token: %d", status)
+	}
+}
+
+// TestTokenRequestForm holds the token and revocation endpoints to their
+// one body format, and every token answer, refusals too, to no-store.
+func TestTokenRequestForm(t *testing.T) {
+	f := newFixture(t)
+	client := f.register(t)
+	for _, tc := range []struct {
+		name, path, ctype, body string
+		status                  int
+		code                    string
+	}{
+		{"json body", PathToken, "application/json", `{"grant_type":"refresh_token","refresh_token":"x","client_id":"` + client + `"}`, 400, "invalid_request"},
+		{"no content type", PathToken, "", "grant_type=refresh_token&refresh_token=x&client_id=" + client, 400, "invalid_request"},
+		{"repeated parameter", PathToken, "application/x-www-form-urlencoded", "grant_type=refresh_token&refresh_token=x&refresh_token=y&client_id=" + client, 400, "invalid_request"},
+		{"form with charset", PathToken, "application/x-www-form-urlencoded; charset=utf-8", "grant_type=refresh_token&refresh_token=x&client_id=" + client, 400, "invalid_grant"},
+		{"revoke json", PathRevoke, "application/json", `{"token":"x"}`, 400, "invalid_request"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest("POST", f.url+tc.path, strings.NewReader(tc.body))
+			if tc.ctype != "" {
+				req.Header.Set("Content-Type", tc.ctype)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var m map[string]any
+			_ = json.NewDecoder(resp.Body).Decode(&m)
+			if resp.StatusCode != tc.status || m["error"] != tc.code {
+				t.Errorf("%d %v, want %d %s", resp.StatusCode, m, tc.status, tc.code)
+			}
+			if resp.Header.Get("Cache-Control") != "no-store" || resp.Header.Get("Pragma") != "no-cache" {
+				t.Errorf("cache headers %v", resp.Header)
+			}
+		})
+	}
+}
+
+// TestRedirectOmitted: a client with one registered redirect URI may leave
+// it out of the authorization request, and then of the token request;
+// naming another one there is still refused.
+func TestRedirectOmitted(t *testing.T) {
+	f := newFixture(t)
+	client := f.register(t)
+	for _, tc := range []struct {
+		name, redirect string
+		status         int
+	}{{"left out", "", 200}, {"same", redirect, 200}, {"other", "http://127.0.0.1:9/other", 400}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := f.request(client, url.Values{"redirect_uri": {""}})
+			a, err := f.s.ParseAuthorize(t.Context(), r, r.URL.Query())
+			if err != nil || a.RedirectURI != redirect {
+				t.Fatalf("%+v %v", a, err)
+			}
+			for _, p := range a.Params() {
+				if p[0] == "redirect_uri" && p[1] != "" {
+					t.Errorf("the consent form names a redirect_uri the request did not: %q", p[1])
+				}
+			}
+			to, err := f.s.Approve(t.Context(), a, "acme", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u, _ := url.Parse(to)
+			status, m := f.post(t, PathToken, url.Values{"grant_type": {"authorization_code"}, "code": {u.Query().Get("code")},
+				"client_id": {client}, "redirect_uri": {tc.redirect}, "code_verifier": {verifier}}, "")
+			if status != tc.status {
+				t.Errorf("%d %v, want %d", status, m, tc.status)
+			}
+		})
+	}
+}
+
+// TestClientLifetime: a registration nobody signs in with lapses after
+// ClientUnusedTTL; one with tokens lives ClientTTL past its latest ones.
+func TestClientLifetime(t *testing.T) {
+	f := newFixture(t)
+	unused, used := f.register(t), f.register(t)
+	_, refresh := f.tokens(t, used)
+	f.now = f.now.Add(ClientUnusedTTL)
+	if _, err := f.s.client(t.Context(), unused); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("an unused registration outlives ClientUnusedTTL: %v", err)
+	}
+	f.now = f.now.Add(RefreshTTL - ClientUnusedTTL - time.Hour)
+	status, m := f.post(t, PathToken, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refresh}, "client_id": {used}}, "")
+	if status != 200 {
+		t.Fatalf("refresh: %d %v", status, m)
+	}
+	f.now = f.now.Add(ClientTTL - time.Hour)
+	if _, err := f.s.client(t.Context(), used); err != nil {
+		t.Errorf("a registration in use lapses before ClientTTL past its latest tokens: %v", err)
+	}
+	f.now = f.now.Add(time.Hour)
+	if _, err := f.s.client(t.Context(), used); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a registration outlives ClientTTL past its latest tokens: %v", err)
+	}
+}
+
+// TestConcurrentCodeReplay: a code presented twice at once gives tokens
+// to at most one party, and those stop working: the replay revokes the
+// grant even when it lands before the first exchange created it.
+func TestConcurrentCodeReplay(t *testing.T) {
+	f := newFixture(t)
+	client := f.register(t)
+	for round := range 40 {
+		code := f.code(t, client, nil)
+		answers := make(chan map[string]any, 2)
+		for range 2 {
+			go func() {
+				_, m := f.exchange(t, client, code, verifier)
+				answers <- m
+			}()
+		}
+		ms := []map[string]any{<-answers, <-answers}
+		for _, m := range ms {
+			if tok, ok := m["access_token"].(string); ok && f.valid(t, tok) {
+				t.Fatalf("round %d: the code was presented twice, yet its access token works", round)
+			}
+		}
 	}
 }

@@ -76,6 +76,9 @@ func validateClient(m oauthex.ClientRegistrationMetadata) (c Client, code, msg s
 		return c, "invalid_redirect_uri", fmt.Sprintf("redirect_uris must list 1 to %d URIs", maxRedirectURIs)
 	}
 	for _, u := range m.RedirectURIs {
+		if len(u) > maxRedirectURILen {
+			return c, "invalid_redirect_uri", fmt.Sprintf("a redirect URI may have at most %d bytes", maxRedirectURILen)
+		}
 		if err := checkRedirectURI(u); err != nil {
 			return c, "invalid_redirect_uri", fmt.Sprintf("redirect_uri %q: %v", u, err)
 		}
@@ -146,7 +149,7 @@ func (s *Server) putClient(ctx context.Context, c Client) error {
 		return fmt.Errorf("encoding client: %v", err)
 	}
 	return s.Store.PutOAuth(ctx, store.OAuthRecord{Hash: digest(c.ID), Kind: recordClient, Data: data,
-		CreatedAt: c.CreatedAt, ExpiresAt: c.CreatedAt.Add(ClientTTL)})
+		CreatedAt: c.CreatedAt, ExpiresAt: c.CreatedAt.Add(ClientUnusedTTL)})
 }
 
 // client returns a registered client; store.ErrNotFound if unknown.

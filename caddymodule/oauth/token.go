@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"mime"
 	"net/http"
 	"regexp"
 	"time"
@@ -57,9 +58,8 @@ var errUnavailable = &failure{status: http.StatusServiceUnavailable,
 // token serves POST /oauth/token: the authorization_code and
 // refresh_token grants of a public client.
 func (s *Server) token(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, maxRegisterBytes)
-	if err := r.ParseForm(); err != nil {
-		writeJSON(w, http.StatusBadRequest, tokenError{Error: "invalid_request", Description: "the body must be an application/x-www-form-urlencoded form"})
+	if f := parseForm(w, r); f != nil {
+		writeJSON(w, f.status, f.tokenError)
 		return
 	}
 	var (
@@ -68,7 +68,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	)
 	if res := r.PostForm.Get("resource"); res != "" && res != Resource(r) {
 		f = refuse("invalid_target", "tokens are issued only for the resource "+Resource(r))
-	} else {
+	} else if f = s.knownClient(r); f == nil {
 		switch r.PostForm.Get("grant_type") {
 		case "authorization_code":
 			resp, f = s.exchangeCode(r)
@@ -84,8 +84,51 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, f.status, f.tokenError)
 		return
 	}
-	w.Header().Set("Pragma", "no-cache")
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// parseForm reads the body of a token or revocation request: an
+// application/x-www-form-urlencoded form (RFC 6749 §3.2, RFC 7009 §2.1)
+// whose parameters each appear at most once. Any other body (JSON, a
+// multipart form) is refused rather than read as an empty form, so the
+// client learns what is wrong instead of "grant_type is required".
+func parseForm(w http.ResponseWriter, r *http.Request) *failure {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/x-www-form-urlencoded" {
+		return refuse("invalid_request", "the body must be an application/x-www-form-urlencoded form")
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxRegisterBytes)
+	if err := r.ParseForm(); err != nil {
+		return refuse("invalid_request", "the body must be an application/x-www-form-urlencoded form of at most 16 KiB")
+	}
+	for k, v := range r.PostForm {
+		if len(v) > 1 {
+			return refuse("invalid_request", "parameter "+k+" is sent more than once")
+		}
+	}
+	return nil
+}
+
+// knownClient refuses a token request whose client_id is not a live
+// registration with invalid_client, HTTP 401 (RFC 6749 §5.2): that is
+// what tells a client its registration lapsed, so it registers again
+// (the MCP SDKs do), where invalid_grant would leave it retrying the
+// same client_id. A missing client_id is left to the grant's checks.
+func (s *Server) knownClient(r *http.Request) *failure {
+	id := r.PostForm.Get("client_id")
+	if id == "" {
+		return nil
+	}
+	_, err := s.client(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return &failure{status: http.StatusUnauthorized, tokenError: tokenError{Error: "invalid_client",
+			Description: "unknown client_id: register again (registrations lapse a day unused, a year after their latest tokens)"}}
+	}
+	if err != nil {
+		s.logger().Error("reading oauth client", zap.Error(err))
+		return errUnavailable
+	}
+	return nil
 }
 
 // exchangeCode redeems a code once: a second redemption is a replay, and
@@ -107,8 +150,8 @@ func (s *Server) exchangeCode(r *http.Request) (*tokenResponse, *failure) {
 	switch {
 	case form.Get("client_id") != d.ClientID:
 		return nil, refuse("invalid_grant", "the code was issued to another client")
-	case form.Get("redirect_uri") != "" && form.Get("redirect_uri") != d.RedirectURI:
-		return nil, refuse("invalid_grant", "redirect_uri differs from the authorization request's")
+	case (d.RedirectGiven || form.Get("redirect_uri") != "") && form.Get("redirect_uri") != d.RedirectURI:
+		return nil, refuse("invalid_grant", "redirect_uri must be the authorization request's, character for character")
 	case !pkceMatches(verifier, d.CodeChallenge):
 		return nil, refuse("invalid_grant", "code_verifier does not match the code_challenge")
 	case d.Resource != Resource(r):
@@ -120,6 +163,13 @@ func (s *Server) exchangeCode(r *http.Request) (*tokenResponse, *failure) {
 	if err := s.Store.CreateKey(ctx, grant); err != nil {
 		s.logger().Error("creating oauth grant", zap.Error(err))
 		return nil, errUnavailable
+	}
+	if replayed, err := s.replayed(ctx, rec.GrantID); replayed || err != nil {
+		s.revokeGrant(ctx, rec.GrantID, "authorization code replayed")
+		if err != nil {
+			return nil, errUnavailable
+		}
+		return nil, refuse("invalid_grant", "the authorization code was presented twice; the grant is revoked, sign in again")
 	}
 	return s.issue(ctx, rec.GrantID, tokenData{ClientID: d.ClientID, Resource: d.Resource, AccountID: d.AccountID})
 }
@@ -138,6 +188,9 @@ func (s *Server) spend(ctx context.Context, secret, kind string, v any) (store.O
 		return rec, errUnavailable
 	}
 	if rec.Used {
+		if kind == recordCode {
+			s.markReplayed(ctx, rec.GrantID)
+		}
 		s.revokeGrant(ctx, rec.GrantID, what+" replayed")
 		return rec, refuse("invalid_grant", "the "+what+" was already used; the grant is revoked, sign in again")
 	}
@@ -146,6 +199,33 @@ func (s *Server) spend(ctx context.Context, secret, kind string, v any) (store.O
 		return rec, errUnavailable
 	}
 	return rec, nil
+}
+
+// A code replayed while its first exchange is under way may find no grant
+// to revoke yet. So the replay first leaves a marker, then revokes; the
+// exchange first creates the grant, then looks for the marker: whatever
+// the interleaving, one of the two sees the other's write.
+func replayMarker(grant string) [32]byte { return digest("replayed " + grant) }
+
+func (s *Server) markReplayed(ctx context.Context, grant string) {
+	now := s.now()
+	err := s.Store.PutOAuth(ctx, store.OAuthRecord{Hash: replayMarker(grant), Kind: recordReplayed, GrantID: grant,
+		Data: []byte("{}"), CreatedAt: now, ExpiresAt: now.Add(CodeTTL)})
+	if err != nil && !errors.Is(err, store.ErrExists) {
+		s.logger().Error("marking oauth code replayed", zap.String("grant", grant), zap.Error(err))
+	}
+}
+
+func (s *Server) replayed(ctx context.Context, grant string) (bool, error) {
+	_, err := s.Store.GetOAuth(ctx, replayMarker(grant), s.now())
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		s.logger().Error("reading oauth replay marker", zap.Error(err))
+		return false, err
+	}
+	return true, nil
 }
 
 // pkceMatches checks S256: BASE64URL(SHA256(verifier)) == challenge.
@@ -215,6 +295,12 @@ func (s *Server) issue(ctx context.Context, grant string, d tokenData) (*tokenRe
 			return nil, errUnavailable
 		}
 	}
+	// The client is in use: its registration lives on. The tokens are
+	// stored already, so a failure here is only logged; the next refresh
+	// tries again.
+	if err := s.Store.ExtendOAuth(ctx, digest(d.ClientID), now, now.Add(ClientTTL)); err != nil {
+		s.logger().Warn("extending oauth client registration", zap.String("client", d.ClientID), zap.Error(err))
+	}
 	return resp, nil
 }
 
@@ -270,8 +356,11 @@ func (s *Server) VerifyToken(ctx context.Context, token, resource string) (store
 // revokes its whole grant. An unknown token is no error; a token of
 // another client (when client_id is sent) is left alone.
 func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, maxRegisterBytes)
-	if err := r.ParseForm(); err != nil || r.PostForm.Get("token") == "" {
+	if f := parseForm(w, r); f != nil {
+		writeJSON(w, f.status, f.tokenError)
+		return
+	}
+	if r.PostForm.Get("token") == "" {
 		writeJSON(w, http.StatusBadRequest, tokenError{Error: "invalid_request", Description: "token is required"})
 		return
 	}

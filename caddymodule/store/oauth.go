@@ -39,4 +39,8 @@ type OAuth interface {
 	// it as it was before: of two concurrent calls exactly one sees
 	// Used false. ErrNotFound if absent or expired.
 	UseOAuth(ctx context.Context, hash [32]byte, now time.Time) (OAuthRecord, error)
+	// ExtendOAuth moves a live record's ExpiresAt to until when that is
+	// later (a registration in use lives on); never earlier. ErrNotFound
+	// if absent or expired at now.
+	ExtendOAuth(ctx context.Context, hash [32]byte, now, until time.Time) error
 }

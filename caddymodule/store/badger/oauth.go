@@ -100,6 +100,23 @@ func (s *Store) GetOAuth(ctx context.Context, hash [32]byte, now time.Time) (sto
 	return r.record(hash), nil
 }
 
+// ExtendOAuth moves a live record's expiry (and badger's TTL) to until
+// when that is later.
+func (s *Store) ExtendOAuth(ctx context.Context, hash [32]byte, now, until time.Time) error {
+	err := s.update(ctx, func(txn *bdb.Txn) error {
+		r, err := readOAuth(txn, hash, now)
+		if err != nil || !until.After(r.ExpiresAt) {
+			return err
+		}
+		r.ExpiresAt = settle.Time(until)
+		return setOAuth(txn, hash, r)
+	})
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		err = fmt.Errorf("extending oauth record: %w", err)
+	}
+	return err
+}
+
 // UseOAuth marks a live record used and returns it as it was. Badger's
 // optimistic transactions make it atomic: of two concurrent updates of
 // the record one conflicts, is retried and then reads Used true.

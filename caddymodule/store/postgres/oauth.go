@@ -59,6 +59,22 @@ WHERE hash = $1 AND expires_at > $2`, hash[:], now), hash)
 	return r, nil
 }
 
+// ExtendOAuth moves a live record's expiry to until when that is later.
+func (s *Store) ExtendOAuth(ctx context.Context, hash [32]byte, now, until time.Time) error {
+	var live bool
+	err := s.pool.QueryRow(ctx, `
+WITH r AS (SELECT hash FROM oauth_records WHERE hash = $1 AND expires_at > $2),
+     u AS (UPDATE oauth_records o SET expires_at = $3 FROM r WHERE o.hash = r.hash AND o.expires_at < $3)
+SELECT EXISTS (SELECT 1 FROM r)`, hash[:], now, settle.Time(until)).Scan(&live)
+	if err != nil {
+		return fmt.Errorf("extending oauth record: %w", err)
+	}
+	if !live {
+		return store.ErrNotFound
+	}
+	return nil
+}
+
 // UseOAuth marks a live record used and returns it as it was: the row
 // lock of the sub-select makes a concurrent second call wait, then read
 // used = true.

@@ -17,6 +17,7 @@ var oauthSuites = []struct {
 	{"oauth_records", testOAuthRecords},
 	{"oauth_use_once", testOAuthUseOnce},
 	{"oauth_use_concurrent", testOAuthUseConcurrent},
+	{"oauth_extend", testOAuthExtend},
 	{"oauth_grant_key", testOAuthGrantKey},
 }
 
@@ -137,6 +138,41 @@ func testOAuthGrantKey(t *testing.T, open func(t *testing.T) store.Store) {
 	} {
 		if got, err := get(); err != nil || got.Kind != store.KindOAuth {
 			t.Errorf("grant read back = %+v, %v; want kind oauth", got, err)
+		}
+	}
+}
+
+func testOAuthExtend(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	rec := oauthRecord("client", "client", base.Add(time.Hour))
+	if err := s.PutOAuth(ctx(t), rec); err != nil {
+		t.Fatalf("PutOAuth: %v", err)
+	}
+	if err := s.ExtendOAuth(ctx(t), rec.Hash, base, base.Add(48*time.Hour)); err != nil {
+		t.Fatalf("ExtendOAuth: %v", err)
+	}
+	// Never shortened.
+	if err := s.ExtendOAuth(ctx(t), rec.Hash, base, base.Add(2*time.Hour)); err != nil {
+		t.Fatalf("ExtendOAuth earlier: %v", err)
+	}
+	got, err := s.GetOAuth(ctx(t), rec.Hash, base.Add(47*time.Hour))
+	if err != nil {
+		t.Fatalf("GetOAuth past the first expiry: %v", err)
+	}
+	checkTime(t, "expires_at", got.ExpiresAt, base.Add(48*time.Hour))
+	if got.Kind != "client" || string(got.Data) != `{"client_id":"c1"}` || got.Used {
+		t.Errorf("extended record = %+v", got)
+	}
+	for _, tc := range []struct {
+		what string
+		hash [32]byte
+		at   time.Time
+	}{
+		{"unknown hash", hashOf("oauth none"), base},
+		{"expired", rec.Hash, base.Add(48 * time.Hour)},
+	} {
+		if err := s.ExtendOAuth(ctx(t), tc.hash, tc.at, tc.at.Add(time.Hour)); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("ExtendOAuth %s: %v, want ErrNotFound", tc.what, err)
 		}
 	}
 }
