@@ -22,12 +22,7 @@ import (
 // API refuse it, and sign out. It writes a screenshot of every page, at
 // desktop and at 360 px wide, under bin/screenshots/.
 func TestDashboardInBrowser(t *testing.T) {
-	s := startSim(t)
-	c := defaultConfig(t, s)
-	c.SiteExtra = "sdr_dashboard"
-	g := startGateway(t, c)
-	g.account("acme", 10)
-	b := newBrowser(t)
+	g, b := startDashboard(t)
 	dash := g.URL + "/dashboard/"
 	const password = "a long enough password"
 
@@ -144,6 +139,18 @@ type browser struct {
 	t     *testing.T
 	ctx   context.Context
 	shots string
+}
+
+// startDashboard starts the simulator and a gateway whose site serves the
+// dashboard, with account acme holding 10 credits, and a browser.
+func startDashboard(t *testing.T) (*gateway, *browser) {
+	t.Helper()
+	s := startSim(t)
+	c := defaultConfig(t, s)
+	c.SiteExtra = "sdr_dashboard"
+	g := startGateway(t, c)
+	g.account("acme", 10)
+	return g, newBrowser(t)
 }
 
 // newBrowser starts Debian's Chromium (installed by `make chromium`) with a

@@ -28,12 +28,7 @@ import (
 // to it is read from the network events, as a native client would read
 // it. Screenshots: consent and keys-grant, at 1280 and 360 px.
 func TestDashboardOAuthInBrowser(t *testing.T) {
-	s := startSim(t)
-	c := defaultConfig(t, s)
-	c.SiteExtra = "sdr_dashboard"
-	g := startGateway(t, c)
-	g.account("acme", 10)
-	b := newBrowser(t)
+	g, b := startDashboard(t)
 	b.join(g, "acme", "alice@example.com", "a long enough password", "")
 
 	callback := fmt.Sprintf("http://127.0.0.1:%d/callback", freePort(t))
