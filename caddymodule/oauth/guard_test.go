@@ -29,20 +29,21 @@ func TestGuard(t *testing.T) {
 		status           int
 		challenge        string
 		host             string
+		code             string // the error envelope's code of a refusal
 	}{
-		{"initialize", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`, 200, "", ""},
-		{"tools/list", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, 200, "", ""},
-		{"anonymous tool", "", call("list_services"), 200, "", ""},
-		{"paid tool", "", call("get_balance"), 401, meta, ""},
-		{"paid tool in a batch", "", "[" + call("list_services") + "," + call("get_balance") + "]", 401, meta, ""},
-		{"not JSON-RPC", "", `nonsense`, 200, "", ""},
-		{"API key", "Bearer sdr_live_anything", call("get_balance"), 200, "", ""},
-		{"access token", "Bearer " + access, call("get_balance"), 200, "", ""},
-		{"unknown token", "Bearer sdr_oat_nope", call("list_services"), 401, meta + `, error="invalid_token"`, ""},
-		{"other scheme", "Basic eDp5", call("list_services"), 401, meta, ""},
-		{"bearer without a token", "Bearer ", call("list_services"), 400, meta + `, error="invalid_request"`, ""},
+		{"initialize", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`, 200, "", "", ""},
+		{"tools/list", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, 200, "", "", ""},
+		{"anonymous tool", "", call("list_services"), 200, "", "", ""},
+		{"paid tool", "", call("get_balance"), 401, meta, "", "missing_token"},
+		{"paid tool in a batch", "", "[" + call("list_services") + "," + call("get_balance") + "]", 401, meta, "", "missing_token"},
+		{"not JSON-RPC", "", `nonsense`, 200, "", "", ""},
+		{"API key", "Bearer sdr_live_anything", call("get_balance"), 200, "", "", ""},
+		{"access token", "Bearer " + access, call("get_balance"), 200, "", "", ""},
+		{"unknown token", "Bearer sdr_oat_nope", call("list_services"), 401, meta + `, error="invalid_token"`, "", "invalid_token"},
+		{"other scheme", "Basic eDp5", call("list_services"), 401, meta, "", "missing_token"},
+		{"bearer without a token", "Bearer ", call("list_services"), 400, meta + `, error="invalid_request"`, "", "invalid_request"},
 		{"token of another resource", "Bearer " + access, call("list_services"), 401,
-			`Bearer resource_metadata="http://other.example/.well-known/oauth-protected-resource/mcp", error="invalid_token"`, "other.example"},
+			`Bearer resource_metadata="http://other.example/.well-known/oauth-protected-resource/mcp", error="invalid_token"`, "other.example", "invalid_token"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req, _ := http.NewRequest("POST", srv.URL+"/mcp", strings.NewReader(tc.body))
@@ -65,8 +66,8 @@ func TestGuard(t *testing.T) {
 			if tc.status == 200 && string(b) != tc.body {
 				t.Errorf("the handler read %q, want the whole body", b)
 			}
-			if tc.status != 200 && (resp.Header.Get("Content-Type") != "application/json" || !strings.Contains(string(b), `"error"`)) {
-				t.Errorf("401 body %s", b)
+			if tc.status != 200 && (resp.Header.Get("Content-Type") != "application/json" || !strings.Contains(string(b), `"code":"`+tc.code+`"`)) {
+				t.Errorf("refusal body %s, want the error envelope with code %s", b, tc.code)
 			}
 		})
 	}
@@ -94,5 +95,31 @@ func TestGuard(t *testing.T) {
 				t.Errorf("%s, expired %v: %d %q, want %d %q", method, expired, resp.StatusCode, resp.Header.Get("WWW-Authenticate"), want, challenge)
 			}
 		}
+	}
+}
+
+// TestGuardStoreDown: a token that cannot be checked because the store is
+// unreachable is 503 store_unavailable, neither passed on nor called
+// invalid (which would make the client drop a good token).
+func TestGuardStoreDown(t *testing.T) {
+	f := newFixture(t)
+	access, _ := f.tokens(t, f.register(t))
+	passed := false
+	srv := httptest.NewServer(f.s.Guard(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { passed = true }), func(string) bool { return false }))
+	t.Cleanup(srv.Close)
+	if err := f.st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("POST", srv.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	req.Host = strings.TrimPrefix(f.url, "http://")
+	req.Header.Set("Authorization", "Bearer "+access)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), `"code":"store_unavailable"`) || passed {
+		t.Errorf("store down: %d %s (passed on: %v), want 503 store_unavailable", resp.StatusCode, b, passed)
 	}
 }
