@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"go.uber.org/zap"
 	"go.uber.org/zap/exp/zapslog"
 
@@ -106,10 +107,15 @@ func toolError(e *api.Error) *mcp.Error {
 	return mcp.NewError(e.Code, e.Type, e.Message, e.Extra)
 }
 
-// Authenticate takes an API key as REST does, or an OAuth access token
-// (its resource already checked on the request by oauth.Guard): the grant
-// then stands for a key, so the call is billed and limited on it.
-func (b toolBackend) Authenticate(ctx context.Context, authorization string) (mcp.Caller, *mcp.Error) {
+// Authenticate takes an API key as REST does, or an OAuth access token:
+// the grant then stands for a key, so the call is billed and limited on
+// it. oauth.Guard verified the token on the request that carried the
+// call and handed its grant on; a token that reached here without it is
+// verified (its resource was checked by Guard).
+func (b toolBackend) Authenticate(ctx context.Context, authorization string, token *auth.TokenInfo) (mcp.Caller, *mcp.Error) {
+	if grant, ok := oauth.Grant(token); ok {
+		return grant, nil
+	}
 	if scheme, tok, _ := strings.Cut(authorization, " "); strings.EqualFold(scheme, "Bearer") && b.oauth.IsAccessToken(strings.TrimSpace(tok)) {
 		grant, err := b.oauth.VerifyToken(ctx, strings.TrimSpace(tok), "")
 		switch {

@@ -14,6 +14,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
 )
 
 // Caller is an authenticated caller, as the Backend returned it; this
@@ -23,9 +25,11 @@ type Caller any
 // Backend is what the tools call: the REST cores after authentication and
 // body reading. Document answers are the exact bytes REST answers with.
 type Backend interface {
-	// Authenticate resolves the Authorization header of the HTTP request
-	// that carried the call (an API key as bearer today).
-	Authenticate(ctx context.Context, authorization string) (Caller, *Error)
+	// Authenticate resolves the caller of a call from the HTTP request
+	// that carried it: its Authorization header, and the token info a
+	// verifying middleware in front of the endpoint gave the SDK (nil
+	// when there was none).
+	Authenticate(ctx context.Context, authorization string, token *auth.TokenInfo) (Caller, *Error)
 	// Catalogue is GET /v1/services, /v1/services/{platform} (service "")
 	// or /v1/services/{platform}/{service}.
 	Catalogue(platform, service string) ([]byte, *Error)

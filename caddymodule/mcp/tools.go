@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"socialrouter/caddymodule/registry"
@@ -96,10 +97,14 @@ func answer(b []byte, e *Error) *sdk.CallToolResult {
 // of the HTTP request that carried it.
 func authenticate(ctx context.Context, b Backend, req *sdk.CallToolRequest) (Caller, *Error) {
 	hdr := ""
-	if req.Extra != nil && req.Extra.Header != nil {
-		hdr = req.Extra.Header.Get("Authorization")
+	var token *auth.TokenInfo
+	if req.Extra != nil {
+		if req.Extra.Header != nil {
+			hdr = req.Extra.Header.Get("Authorization")
+		}
+		token = req.Extra.TokenInfo
 	}
-	return b.Authenticate(ctx, hdr)
+	return b.Authenticate(ctx, hdr, token)
 }
 
 // signedIn wraps a call that needs an authenticated caller.

@@ -2,13 +2,17 @@ package oauth
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"go.uber.org/zap"
+
+	"socialrouter/caddymodule/store"
 )
 
 // maxPeek bounds how much of an anonymous request's body Guard reads to
@@ -21,8 +25,19 @@ const maxPeek = 1 << 20
 // (anonymous reports the ones that do not) is refused. Both refusals are
 // HTTP 401 with a WWW-Authenticate challenge naming the resource
 // metadata, which starts a client's sign-in. An API key (<prefix>_live_)
-// passes, and is checked by the tool call as REST checks it.
+// passes, and is checked by the tool call as REST checks it. The grant of
+// a verified access token reaches the tool call as the SDK's TokenInfo
+// (Grant reads it), so the call does not look the token up again.
 func (s *Server) Guard(next http.Handler, anonymous func(tool string) bool) http.Handler {
+	// The SDK takes a request's TokenInfo only from its own middleware:
+	// its verifier here hands on the grant Guard verified.
+	withGrant := auth.RequireBearerToken(func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
+		g, ok := ctx.Value(grantKey{}).(store.Key)
+		if !ok {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{Scopes: []string{Scope}, Extra: map[string]any{tokenInfoGrant: g}}, nil
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if hdr := r.Header.Get("Authorization"); hdr != "" {
 			scheme, tok, _ := strings.Cut(hdr, " ")
@@ -42,7 +57,7 @@ func (s *Server) Guard(next http.Handler, anonymous func(tool string) bool) http
 				challenge(w, r, http.StatusBadRequest, "invalid_request", "the Authorization header names no token: send Authorization: Bearer <token>")
 				return
 			}
-			_, err := s.Verify(r.Context(), r, tok)
+			g, err := s.Verify(r.Context(), r, tok)
 			if errors.Is(err, ErrInvalidToken) {
 				challenge(w, r, http.StatusUnauthorized, "invalid_token", "the access token is unknown, expired or revoked; refresh it or sign in again")
 				return
@@ -52,7 +67,7 @@ func (s *Server) Guard(next http.Handler, anonymous func(tool string) bool) http
 				writeJSON(w, http.StatusServiceUnavailable, apiError("store_unavailable", "the account store is unavailable; try again shortly", "unavailable"))
 				return
 			}
-			next.ServeHTTP(w, r)
+			withGrant.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), grantKey{}, g)))
 			return
 		}
 		if r.Method == http.MethodPost && r.Body != nil {
@@ -72,6 +87,23 @@ func (s *Server) Guard(next http.Handler, anonymous func(tool string) bool) http
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// grantKey carries the grant Guard verified to withGrant's verifier.
+type grantKey struct{}
+
+// tokenInfoGrant is the TokenInfo.Extra key of the verified grant.
+const tokenInfoGrant = "grant"
+
+// Grant is the grant Guard verified for the HTTP request that carried a
+// tool call (the SDK's RequestExtra.TokenInfo); false when the request
+// carried no access token (an API key, or none).
+func Grant(ti *auth.TokenInfo) (store.Key, bool) {
+	if ti == nil {
+		return store.Key{}, false
+	}
+	g, ok := ti.Extra[tokenInfoGrant].(store.Key)
+	return g, ok
 }
 
 // callsSignedIn reports whether a JSON-RPC message (or batch) calls a tool

@@ -6,6 +6,10 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"socialrouter/caddymodule/store"
 )
 
 func TestGuard(t *testing.T) {
@@ -121,5 +125,42 @@ func TestGuardStoreDown(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), `"code":"store_unavailable"`) || passed {
 		t.Errorf("store down: %d %s (passed on: %v), want 503 store_unavailable", resp.StatusCode, b, passed)
+	}
+}
+
+// TestGuardHandsOnGrant: the grant of a verified access token reaches the
+// handler as the SDK's TokenInfo (so a tool call need not look the token
+// up again); an API key or no token carries none.
+func TestGuardHandsOnGrant(t *testing.T) {
+	f := newFixture(t)
+	access, _ := f.tokens(t, f.register(t))
+	var got store.Key
+	var ok bool
+	srv := httptest.NewServer(f.s.Guard(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		got, ok = Grant(auth.TokenInfoFromContext(r.Context()))
+	}), func(string) bool { return true }))
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct {
+		name, auth string
+		want       bool
+	}{
+		{"access token", "Bearer " + access, true},
+		{"API key", "Bearer sdr_live_anything", false},
+		{"anonymous", "", false},
+	} {
+		req, _ := http.NewRequest("POST", srv.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		req.Host = strings.TrimPrefix(f.url, "http://")
+		if tc.auth != "" {
+			req.Header.Set("Authorization", tc.auth)
+		}
+		got, ok = store.Key{}, false
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 || ok != tc.want || (tc.want && (got.Kind != store.KindOAuth || got.AccountID != "acme")) {
+			t.Errorf("%s: %d, grant %+v (%v), want a grant: %v", tc.name, resp.StatusCode, got, ok, tc.want)
+		}
 	}
 }
