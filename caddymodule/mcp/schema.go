@@ -3,7 +3,6 @@ package mcp
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 )
 
@@ -51,18 +50,6 @@ func (d *openapiDoc) op(id string) (obj, error) {
 		return nil, fmt.Errorf("the OpenAPI document has no operation %q", id)
 	}
 	return op, nil
-}
-
-// extractOps returns the operationIds of the extract services, sorted.
-func (d *openapiDoc) extractOps() []string {
-	var ids []string
-	for id := range d.ops {
-		if strings.HasPrefix(id, "run_") {
-			ids = append(ids, id)
-		}
-	}
-	sort.Strings(ids)
-	return ids
 }
 
 // bodyOperation is the input (request body) and output schemas of the

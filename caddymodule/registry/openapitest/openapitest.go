@@ -46,16 +46,6 @@ func ValidateResponse(t testing.TB, doc []byte, req *http.Request, resp *http.Re
 	}
 }
 
-// ValidateRequest fails t when req with the given body is not a request
-// the document accepts (path, parameters, security and body schema).
-func ValidateRequest(t testing.TB, doc []byte, req *http.Request, body []byte) {
-	t.Helper()
-	if err := CheckRequest(doc, req, body); err != nil {
-		t.Errorf("%s %s: request does not match the OpenAPI document:\n%v\nbody: %s",
-			req.Method, req.URL.Path, err, abbreviate(body))
-	}
-}
-
 // CheckResponse is ValidateResponse returning the problems as an error
 // (nil when the response matches).
 func CheckResponse(doc []byte, req *http.Request, resp *http.Response, body []byte) error {
@@ -121,8 +111,9 @@ func (v *cachedValidator) checkErrorEnvelope(resp *http.Response, body []byte) e
 	return describe(errs)
 }
 
-// CheckRequest is ValidateRequest returning the problems as an error (nil
-// when the request matches).
+// CheckRequest returns what makes req with the given body a request the
+// document does not accept (path, parameters, security and body schema),
+// nil when it matches.
 func CheckRequest(doc []byte, req *http.Request, body []byte) error {
 	v, err := validatorFor(doc)
 	if err != nil {
