@@ -34,6 +34,7 @@ func (r *Registry) buildOpenAPI() ([]byte, error) {
 		return nil, err
 	}
 	operations(doc)
+	oauthDoc(doc)
 	return mustJSON(doc), nil
 }
 
@@ -102,7 +103,7 @@ func (b *openapiBuilder) document() (obj, error) {
 		obj{"name": "runs", "description": "Stored runs of the authenticated account."},
 		obj{"name": "account", "description": "Usage and balance of the authenticated account."},
 		obj{"name": "catalogue", "description": "Public discovery: services, sources and this description."},
-		obj{"name": "mcp", "description": "The Model Context Protocol endpoint: every service as a tool."},
+		obj{"name": "mcp", "description": "The Model Context Protocol endpoint: every service as a tool. Sign in with an API key or OAuth (`oauth`)."},
 	)
 	return obj{
 		"openapi": "3.1.0",

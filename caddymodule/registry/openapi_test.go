@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/oauth"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/registry/openapitest"
 	"socialrouter/caddymodule/runs"
@@ -392,12 +393,61 @@ func TestOpenAPIOperations(t *testing.T) {
 			"/v1/providers/{id}": "get", "/v1/openapi.json": "get",
 			"/v1/health/live": "get", "/v1/health/ready": "get",
 		}
-		// /mcp: the MCP endpoint, with a key or without (discovery tools).
-		if sec := get(paths, "/mcp", "post", "security"); !reflect.DeepEqual(sec, []any{map[string]any{}, map[string]any{"bearer": []any{}}}) {
-			t.Errorf("POST /mcp has security %v, want optional bearer", sec)
+		// /mcp: the MCP endpoint, anonymous (discovery tools), with a key
+		// or with an OAuth access token; its Guard's 401 carries the
+		// challenge that starts the sign-in.
+		for _, method := range []string{"post", "get", "delete"} {
+			op := get(paths, "/mcp", method)
+			want := []any{map[string]any{}, map[string]any{"bearer": []any{}}, map[string]any{"oauth2": []any{"mcp"}}}
+			if sec := get(op, "security"); !reflect.DeepEqual(sec, want) {
+				t.Errorf("%s /mcp has security %v, want anonymous, bearer or oauth2", method, sec)
+			}
+			if get(op, "responses", "401", "headers", "WWW-Authenticate", "required") != true ||
+				get(op, "responses", "401", "content", "application/json") == nil {
+				t.Errorf("%s /mcp: the 401 must carry WWW-Authenticate and the Error envelope", method)
+			}
+			if get(op, "responses", "400", "content", "application/json") == nil {
+				t.Errorf("%s /mcp: the 400 invalid_request of a Bearer without token is not documented", method)
+			}
 		}
-		if len(paths) != extractPaths+len(fixed)+1 {
-			t.Errorf("%d paths, want %d extract paths and %d fixed ones: %v", len(paths), extractPaths, len(fixed), keys(paths))
+		// The OAuth endpoints: public, and exactly the paths package oauth
+		// (and the dashboard, for /oauth/authorize) serves.
+		oauthPaths := map[string][]string{
+			"/.well-known/oauth-protected-resource/mcp": {"get"}, "/.well-known/oauth-protected-resource": {"get"},
+			"/.well-known/oauth-authorization-server": {"get"}, "/oauth/register": {"post"},
+			"/oauth/authorize": {"get", "post"}, "/oauth/token": {"post"}, "/oauth/revoke": {"post"},
+		}
+		for p, methods := range oauthPaths {
+			if !oauth.Serves(p) && p != oauth.PathAuthorize {
+				t.Errorf("%s is documented but package oauth does not serve it", p)
+			}
+			if item, _ := paths[p].(map[string]any); len(item) != len(methods) {
+				t.Errorf("%s: operations %v, want %v", p, keys(item), methods)
+			}
+			for _, m := range methods {
+				op := get(paths, p, m)
+				if !reflect.DeepEqual(get(op, "security"), []any{}) || !reflect.DeepEqual(get(op, "tags"), []any{"oauth"}) {
+					t.Errorf("%s %s: want public, tagged oauth; got security %v, tags %v", m, p, get(op, "security"), get(op, "tags"))
+				}
+			}
+		}
+		for _, p := range []string{oauth.PathResourceMeta, oauth.PathResourceMeta + oauth.ResourcePath, oauth.PathServerMeta,
+			oauth.PathRegister, oauth.PathAuthorize, oauth.PathToken, oauth.PathRevoke} {
+			if paths[p] == nil {
+				t.Errorf("package oauth serves %s, which the document does not list", p)
+			}
+		}
+		flow := get(m, "components", "securitySchemes", "oauth2", "flows", "authorizationCode")
+		for k, want := range map[string]any{"authorizationUrl": oauth.PathAuthorize, "tokenUrl": oauth.PathToken, "refreshUrl": oauth.PathToken} {
+			if got := get(flow, k); got != want {
+				t.Errorf("oauth2 flow %s = %v, want %s", k, got, want)
+			}
+		}
+		if get(flow, "scopes", oauth.Scope) == nil {
+			t.Errorf("oauth2 flow does not list the scope %s", oauth.Scope)
+		}
+		if len(paths) != extractPaths+len(fixed)+1+len(oauthPaths) {
+			t.Errorf("%d paths, want %d extract paths, %d fixed ones, /mcp and %d OAuth ones: %v", len(paths), extractPaths, len(fixed), len(oauthPaths), keys(paths))
 		}
 		public := map[string]bool{"/v1/services": true, "/v1/services/{platform}": true,
 			"/v1/services/{platform}/{service}": true, "/v1/providers": true,
