@@ -1,5 +1,7 @@
 package registry
 
+import "strings"
+
 // operations adds to the finished document what operators and support use:
 // the public health probes of a load balancer, and the X-Run-Id header
 // that names the run (and its log line) on every run answer.
@@ -12,7 +14,10 @@ func operations(doc obj) {
 		"schema": obj{"type": "string", "pattern": "^ext_"},
 	}
 	runID := func() obj { return obj{"X-Run-Id": headerRef("X-Run-Id")} }
-	for _, item := range paths {
+	for p, item := range paths {
+		if !strings.HasPrefix(p, "/v1/") {
+			continue // /mcp answers JSON-RPC: a tool's run id is in its answer
+		}
 		if op, ok := item.(obj)["post"].(obj); ok {
 			op["responses"].(obj)["200"].(obj)["headers"] = runID()
 		}
