@@ -2,8 +2,8 @@ package registry
 
 // The OAuth 2.1 endpoints of /mcp's sign-in (package caddymodule/oauth,
 // served by the sdr_dashboard module). They are listed with the rest of
-// the site so a client or an operator finds them in one document; they are
-// (none of them answers X-Run-Id, which operations() gives /v1 run answers only).
+// the site so a client or an operator finds them in one document. None
+// of them answers X-Run-Id, which operations() gives /v1 run answers only.
 
 const oauthServed = " Served when `sdr_dashboard` is on the same site as `/mcp` (as in the default Caddyfile). " +
 	"ORIGIN is the scheme, host and port the request came to."
