@@ -104,14 +104,31 @@ func stopChildren() {
 	}
 }
 
-// freePort returns a loopback port that was free a moment ago.
+// handedOut holds the ports freePort has returned: the kernel may hand a
+// just-closed port out again, and two children on one port answer each
+// other's requests.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// freePort returns a loopback port that was free a moment ago and that no
+// earlier call returned.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !handedOut.ports[port] {
+			handedOut.ports[port] = true
+			return port, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // waitHTTP polls url until it answers 200, the child exits, or 30 s pass.

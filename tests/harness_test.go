@@ -52,15 +52,33 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// freePort returns a loopback port that was free a moment ago.
+// handedOut holds the ports freePort has returned, so that two callers in
+// one test never get the same port: the kernel may hand a just-closed port
+// out again, and an admin endpoint and a server on one port answer each
+// other's requests.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// freePort returns a loopback port that was free a moment ago and that no
+// earlier call in this process returned.
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !handedOut.ports[port] {
+			handedOut.ports[port] = true
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // proc is a child process whose output is kept for failure reports.
