@@ -9,6 +9,7 @@ import (
 
 	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
+	"socialrouter/caddymodule/store/internal/rundoc"
 	"socialrouter/caddymodule/store/internal/settle"
 )
 
@@ -44,7 +45,7 @@ func (s *Store) ListRuns(ctx context.Context, accountID string, f store.RunFilte
 			}
 			var h runHead
 			if err := it.Item().Value(func(v []byte) error {
-				doc, err := appendRunDoc(buf[:0], v) // documents are stored compressed (rundoc.go)
+				doc, err := rundoc.Append(buf[:0], v) // documents are stored compressed (rundoc.go)
 				if err != nil {
 					return err
 				}

@@ -18,42 +18,9 @@ import (
 	"socialrouter/caddymodule/credits"
 	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
+	"socialrouter/caddymodule/store/internal/rundoc"
 	"socialrouter/services"
 )
-
-func TestRunDocCodec(t *testing.T) {
-	doc := []byte(`{"id":"ext_1","status":"completed","data":[{"a":1},{"a":1},{"a":1}]}`)
-	enc := encodeRunDoc(doc)
-	if enc[0] != docS2 || bytes.Equal(enc[1:], doc) {
-		t.Fatalf("encoded document %q is not marked S2", enc)
-	}
-	for _, tc := range []struct {
-		name    string
-		stored  []byte
-		want    []byte
-		wantErr bool
-	}{
-		{"compressed", enc, doc, false},
-		{"written before compression", doc, doc, false},
-		{"empty", nil, nil, true},
-		{"unknown marker", append([]byte{0x7f}, doc...), nil, true},
-		{"corrupt block", append([]byte{docS2}, 0xff, 0xff, 0xff), nil, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			prefix := []byte("kept:")
-			got, err := appendRunDoc(bytes.Clone(prefix), tc.stored)
-			if tc.wantErr {
-				if err == nil {
-					t.Fatalf("appendRunDoc(%q) = %q, want an error", tc.stored, got)
-				}
-				return
-			}
-			if err != nil || !bytes.Equal(got, append(bytes.Clone(prefix), tc.want...)) {
-				t.Fatalf("appendRunDoc = %q, %v; want %q after the prefix", got, err, tc.want)
-			}
-		})
-	}
-}
 
 // TestRunDocFormats checks that a run settled now (compressed) and the
 // same run as written before compression (plain JSON under the run key)
@@ -80,10 +47,10 @@ func TestRunDocFormats(t *testing.T) {
 		t.Fatal(err)
 	}
 	stored := storedValue(t, s, "acct", "ext_formats")
-	if stored[0] != docS2 {
+	if stored[0] != rundoc.S2 {
 		t.Fatalf("settled run stored with first byte 0x%02x, want the S2 marker", stored[0])
 	}
-	plain, err := appendRunDoc(nil, stored)
+	plain, err := rundoc.Append(nil, stored)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +216,7 @@ func BenchmarkRunDocCodec(b *testing.B) {
 func TestPackedDoc(t *testing.T) {
 	full := []byte(`{"id":"ext_p","data":[{"a":1},{"a":2}]}`)
 	part := []byte(`{"id":"ext_p","data":[{"a":1}]}`)
-	pd := packedDoc{full: encodeRunDoc(full), records: 2}
+	pd := packedDoc{full: rundoc.Encode(full), records: 2}
 	for _, tc := range []struct {
 		name    string
 		pd      packedDoc
@@ -261,7 +228,7 @@ func TestPackedDoc(t *testing.T) {
 		{"none packed", packedDoc{}, 2, full},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := appendRunDoc(nil, tc.pd.value(tc.records, tc.doc))
+			got, err := rundoc.Append(nil, tc.pd.value(tc.records, tc.doc))
 			if err != nil || !bytes.Equal(got, tc.doc) {
 				t.Fatalf("stored %q, %v; want %q", got, err, tc.doc)
 			}

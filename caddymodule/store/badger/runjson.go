@@ -8,6 +8,7 @@ import (
 	bdb "github.com/dgraph-io/badger/v4"
 
 	"socialrouter/caddymodule/store"
+	"socialrouter/caddymodule/store/internal/rundoc"
 	"socialrouter/caddymodule/store/internal/settle"
 )
 
@@ -32,7 +33,7 @@ func (s *Store) GetRunJSON(ctx context.Context, dst []byte, accountID, runID str
 			return err
 		}
 		return item.Value(func(v []byte) (err error) {
-			out, err = appendRunDoc(dst, v)
+			out, err = rundoc.Append(dst, v)
 			return err
 		})
 	})

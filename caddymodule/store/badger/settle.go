@@ -14,6 +14,7 @@ import (
 	"socialrouter/caddymodule/credits"
 	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
+	"socialrouter/caddymodule/store/internal/rundoc"
 	"socialrouter/caddymodule/store/internal/settle"
 )
 
@@ -357,7 +358,7 @@ func (s *Store) GetRun(ctx context.Context, accountID, runID string) (runs.Run, 
 	err := s.db.View(func(txn *bdb.Txn) (err error) {
 		doc, err = get(txn, runKey(accountID, runID))
 		if err == nil {
-			doc, err = appendRunDoc(nil, doc)
+			doc, err = rundoc.Append(nil, doc)
 		}
 		return err
 	})

@@ -219,7 +219,7 @@ func (s *Store) queueGroupWrites(b *pgx.Batch, group []*waiter, accounts []strin
 		if run.KeyID != "" {
 			keyID = &run.KeyID
 		}
-		b.Queue(insertRunSQL, run.ID, run.AccountID, keyID, run.Status, int64(charged), run.CreatedAt, doc)
+		queueInsertRun(b, run, keyID, charged, records, doc)
 		uk := usageKey{run.AccountID, store.PeriodStart(store.PeriodDay, p.Now), st.Offer, st.Platform}
 		u := usage[uk]
 		if u == nil {

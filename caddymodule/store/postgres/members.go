@@ -219,7 +219,7 @@ func (s *Store) ListActivity(ctx context.Context, accountID string, limit int) (
 }
 
 // ListRuns returns an account's runs matching f, newest first, reading
-// the summary fields out of the stored document.
+// the summary fields from their columns.
 func (s *Store) ListRuns(ctx context.Context, accountID string, f store.RunFilter) ([]store.RunSummary, error) {
 	limit := f.Limit
 	if limit <= 0 {
@@ -233,11 +233,10 @@ func (s *Store) ListRuns(ctx context.Context, accountID string, f store.RunFilte
 		until = &f.Until
 	}
 	rows, err := s.pool.Query(ctx, `
-SELECT id, COALESCE(doc->>'kind', ''), status, COALESCE(doc->>'platform', ''), COALESCE(doc->>'service', ''),
-       COALESCE(doc->>'served_by', ''), COALESCE(key_id, ''), credits_used, COALESCE((doc->'pagination'->>'returned')::int, 0), created_at
+SELECT id, kind, status, platform, service, served_by, COALESCE(key_id, ''), credits_used, returned, created_at
 FROM runs
 WHERE account_id = $1
-  AND ($2 = '' OR doc->>'service' = $2)
+  AND ($2 = '' OR service = $2)
   AND ($3 = '' OR status = $3)
   AND ($4::timestamptz IS NULL OR created_at >= $4)
   AND ($5::timestamptz IS NULL OR created_at < $5)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -108,10 +109,11 @@ CREATE INDEX holds_expires ON holds (expires_at);
 `},
 }
 
-// migrate creates the schema if asked and applies pending migrations. It
+// migrate creates the schema if asked and applies pending migrations (up
+// to version upTo if it is not 0, for the tests of a migration). It
 // holds a session advisory lock meanwhile, keyed by the schema, so nodes
 // starting at once wait for the first one instead of racing it.
-func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, upTo int) error {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("acquiring connection: %v", err)
@@ -151,8 +153,11 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	if err := conn.QueryRow(ctx, "SELECT COALESCE(max(version), 0) FROM schema_migrations").Scan(&current); err != nil {
 		return fmt.Errorf("reading schema version: %v", err)
 	}
-	for _, m := range migrations {
-		if m.version <= current {
+	// The migrations of other files join the list in their init, in file
+	// name order; apply them in version order whatever that was.
+	ordered := slices.SortedFunc(slices.Values(migrations), func(a, b migration) int { return a.version - b.version })
+	for _, m := range ordered {
+		if m.version <= current || upTo > 0 && m.version > upTo {
 			continue
 		}
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {

@@ -38,6 +38,7 @@ type Option func(*config)
 type config struct {
 	schema      string
 	holdTimeout time.Duration
+	upTo        int // the last migration to apply; 0: every one
 }
 
 // WithHoldTimeout sets how long a hold counts when its call never settles
@@ -74,7 +75,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connecting to postgres: %v", err)
 	}
-	if err := migrate(ctx, pool, c.schema); err != nil {
+	if err := migrate(ctx, pool, c.schema, c.upTo); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("migrating postgres schema: %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"socialrouter/caddymodule/credits"
 	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
+	"socialrouter/caddymodule/store/internal/rundoc"
 	"socialrouter/caddymodule/store/internal/settle"
 )
 
@@ -41,8 +42,9 @@ func (s *Store) Settle(ctx context.Context, st store.Settlement) (store.SettleRe
 // one-run and the grouped transactions.
 const (
 	insertRunSQL = `
-INSERT INTO runs (id, account_id, key_id, status, credits_used, created_at, doc)
-VALUES ($1, $2, $3, $4, $5, $6, $7)`
+INSERT INTO runs (id, account_id, key_id, status, credits_used, created_at, doc,
+	kind, platform, service, served_by, returned)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
 	addUsageSQL = `
 INSERT INTO usage_daily (account_id, day, offer, platform, requests, records, credits)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -55,6 +57,13 @@ INSERT INTO key_spend (key_id, period, bucket, credits)
 VALUES ($1, $2, $3, $4)
 ON CONFLICT (key_id, period, bucket) DO UPDATE SET credits = key_spend.credits + EXCLUDED.credits`
 )
+
+// queueInsertRun queues the insert of a settled run: its document in
+// rundoc's form, and the fields the run list reads as columns.
+func queueInsertRun(b *pgx.Batch, run *runs.Run, keyID *string, charged credits.Micros, records int, doc []byte) {
+	b.Queue(insertRunSQL, run.ID, run.AccountID, keyID, run.Status, int64(charged), run.CreatedAt, rundoc.Encode(doc),
+		run.Kind, run.Platform, run.Service, run.ServedBy, records)
+}
 
 // settleOne settles one prepared run in its own transaction.
 func (s *Store) settleOne(ctx context.Context, p *settle.Prepared) (store.SettleResult, error) {
@@ -100,7 +109,7 @@ RETURNING balance`, run.AccountID, int64(charged)).QueryRow(func(row pgx.Row) er
 		if run.KeyID != "" {
 			keyID = &run.KeyID
 		}
-		b.Queue(insertRunSQL, run.ID, run.AccountID, keyID, run.Status, int64(charged), run.CreatedAt, doc)
+		queueInsertRun(b, run, keyID, charged, records, doc)
 		b.Queue(addUsageSQL, run.AccountID, store.PeriodStart(store.PeriodDay, p.Now), st.Offer, st.Platform,
 			1, int64(records), int64(charged))
 		if run.KeyID != "" && charged > 0 {
@@ -129,20 +138,6 @@ RETURNING balance`, run.AccountID, int64(charged)).QueryRow(func(row pgx.Row) er
 	}
 	p.Apply(res.Records, res.Charged)
 	return res, nil
-}
-
-// GetRun returns a run of the account; ErrNotFound for an unknown id or
-// another account's run.
-func (s *Store) GetRun(ctx context.Context, accountID, runID string) (runs.Run, error) {
-	var doc []byte
-	err := s.pool.QueryRow(ctx, `SELECT doc FROM runs WHERE id = $1 AND account_id = $2`, runID, accountID).Scan(&doc)
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = store.ErrNotFound
-	}
-	if err != nil {
-		return runs.Run{}, fmt.Errorf("getting run %s: %w", runID, err)
-	}
-	return settle.DecodeRun(doc)
 }
 
 // Usage returns the account's rollup rows with Day >= since.
