@@ -20,6 +20,8 @@ import (
 // abandonGrace is how long an attempt whose context ended still waits for
 // its calls to return (they should return at once; this bounds a client
 // that ignores its context, and lets cancelled calls report their handles).
+// A lone batch of a sources.ReturnsOnCancel client runs on the caller's
+// goroutine instead, and the attempt returns when it does.
 const abandonGrace = time.Second
 
 // attempt is the outcome of one offer attempt.
@@ -196,6 +198,21 @@ func (r *Router) attempt(ctx context.Context, o *registry.Offer, req Request, no
 			close(all)
 		}
 	}
+	runBatch := func(i int, in []string) {
+		defer done()
+		defer func() { <-sem }()
+		defer func() {
+			// A panic in a batch (a client, a program) fails the
+			// attempt instead of the process.
+			if e := sources.Recovered(recover()); e != nil {
+				r.logger.Error("panic in an upstream batch", zap.String("offer", o.ID), zap.String("panic", e.Message), zap.Stack("stack"))
+				rn.fail(&batchFailure{outcome: e.Outcome, retryable: true, verdict: failure, message: e.Message}, nil)
+			}
+		}()
+		r.batch(rn, wd, client, o, req, in, limits[i], opts, nowISO, i)
+	}
+	_, inline := client.(sources.ReturnsOnCancel)
+	inline = inline && len(batches) == 1
 dispatch:
 	for i, in := range batches {
 		if actx.Err() != nil {
@@ -207,19 +224,11 @@ dispatch:
 			break dispatch
 		}
 		pending.Add(1)
-		go func() {
-			defer done()
-			defer func() { <-sem }()
-			defer func() {
-				// A panic in a batch (a client, a program) fails the
-				// attempt instead of the process.
-				if e := sources.Recovered(recover()); e != nil {
-					r.logger.Error("panic in an upstream batch", zap.String("offer", o.ID), zap.String("panic", e.Message), zap.Stack("stack"))
-					rn.fail(&batchFailure{outcome: e.Outcome, retryable: true, verdict: failure, message: e.Message}, nil)
-				}
-			}()
-			r.batch(rn, wd, client, o, req, in, limits[i], opts, nowISO, i)
-		}()
+		if inline {
+			runBatch(i, in)
+			continue
+		}
+		go runBatch(i, in)
 	}
 	done()
 	select {

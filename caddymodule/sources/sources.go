@@ -115,6 +115,17 @@ type Client interface {
 	Do(ctx context.Context, c Call) (*Result, error)
 }
 
+// ReturnsOnCancel is implemented by a Client whose Do returns as soon as
+// its context ends (every wait selects on it, every exchange is net/http
+// with it). The router runs such a client's lone batch on the caller's
+// goroutine: a call held for minutes by a slow upstream then costs one
+// goroutine and its stack, not two. A client without the promise keeps a
+// goroutine of its own, so the router can abandon it after a grace period.
+type ReturnsOnCancel interface {
+	Client
+	ReturnsOnCancel()
+}
+
 // Config configures a Client of any protocol.
 type Config struct {
 	// BaseURL of the source, e.g. http://127.0.0.1:9101.

@@ -76,6 +76,11 @@ func newBase(protocol string, cfg Config) (base, error) {
 	return b, nil
 }
 
+// ReturnsOnCancel marks both protocols' clients (ReturnsOnCancel): their
+// exchanges are net/http requests with the call's context and their poll
+// timer selects on it.
+func (b *base) ReturnsOnCancel() {}
+
 // answer is one upstream HTTP exchange, its body read once.
 type answer struct {
 	status  int
