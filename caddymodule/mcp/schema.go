@@ -52,20 +52,38 @@ func (d *openapiDoc) op(id string) (obj, error) {
 	return op, nil
 }
 
+// result is the operation with the given id and its output schema.
+func (d *openapiDoc) result(id string) (op, out obj, err error) {
+	if op, err = d.op(id); err != nil {
+		return nil, nil, err
+	}
+	if out, err = d.resultSchema(op); err != nil {
+		return nil, nil, err
+	}
+	return op, out, nil
+}
+
 // bodyOperation is the input (request body) and output schemas of the
 // operation with the given id.
 func (d *openapiDoc) bodyOperation(id string) (in, out obj, err error) {
-	op, err := d.op(id)
+	op, out, err := d.result(id)
 	if err != nil {
 		return nil, nil, err
 	}
 	if in, err = d.bodySchema(op); err != nil {
 		return nil, nil, err
 	}
-	if out, err = d.resultSchema(op); err != nil {
+	return in, out, nil
+}
+
+// paramsOperation is the input (parameters) and output schemas of the
+// operation with the given id.
+func (d *openapiDoc) paramsOperation(id string) (in, out obj, err error) {
+	op, out, err := d.result(id)
+	if err != nil {
 		return nil, nil, err
 	}
-	return in, out, nil
+	return d.paramsSchema(op), out, nil
 }
 
 // bodySchema is the JSON request body schema of op.
