@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"socialrouter/internal/jsontree"
 )
 
 // Tool schemas are cut from the registry's OpenAPI document, not generated
@@ -144,30 +146,17 @@ func (d *openapiDoc) standalone(s obj) obj {
 	defs := obj{}
 	var walk func(v any) any
 	walk = func(v any) any {
-		switch t := v.(type) {
-		case []any:
-			out := make([]any, len(t))
-			for i, x := range t {
-				out[i] = walk(x)
-			}
-			return out
-		case obj:
-			out := make(obj, len(t))
-			for k, x := range t {
-				out[k] = walk(x)
-			}
-			if r, ok := t["$ref"].(string); ok {
+		return jsontree.Copy(v, func(o obj) {
+			if r, ok := o["$ref"].(string); ok {
 				if name, ok := strings.CutPrefix(r, componentPrefix); ok {
-					out["$ref"] = "#/$defs/" + name
+					o["$ref"] = "#/$defs/" + name
 					if _, done := defs[name]; !done {
 						defs[name] = true // placeholder against cycles
 						defs[name] = walk(d.schemas[name])
 					}
 				}
 			}
-			return out
-		}
-		return v
+		})
 	}
 	out := walk(s).(obj)
 	if len(defs) > 0 {
