@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	bdb "github.com/dgraph-io/badger/v4"
+
+	"socialrouter/internal/heappeak"
 )
 
 // badgerConfig is one set of badger options under test.
@@ -108,27 +108,7 @@ func badgerRound(ctx context.Context, dir string, c badgerConfig, doc []byte, du
 	}
 	defer db.Close()
 
-	var peak atomic.Uint64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		var ms runtime.MemStats
-		t := time.NewTicker(50 * time.Millisecond)
-		defer t.Stop()
-		for {
-			runtime.ReadMemStats(&ms)
-			if ms.HeapInuse > peak.Load() {
-				peak.Store(ms.HeapInuse)
-			}
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-			}
-		}
-	}()
+	stopHeap := heappeak.Sample(50 * time.Millisecond)
 
 	key := func(prefix string, acct int, n uint64) []byte {
 		k := make([]byte, 0, 40)
@@ -170,17 +150,15 @@ func badgerRound(ctx context.Context, dir string, c badgerConfig, doc []byte, du
 			return nil
 		})
 		if err != nil {
-			close(stop)
-			wg.Wait()
+			stopHeap()
 			return badgerRun{}, err
 		}
 		settles += 32
 	}
 	el := time.Since(start)
-	close(stop)
-	wg.Wait()
+	peak := stopHeap()
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return badgerRun{settles: float64(settles) / el.Seconds(), peakHeap: peak.Load(), liveHeap: ms.HeapInuse}, nil
+	return badgerRun{settles: float64(settles) / el.Seconds(), peakHeap: peak, liveHeap: ms.HeapInuse}, nil
 }

@@ -1,11 +1,13 @@
 package api
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"sync"
 	"time"
 
+	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
 )
 
@@ -23,6 +25,20 @@ func (a *API) precheck(key store.Key) (func(), *Error) {
 		return nil, e
 	}
 	return release, nil
+}
+
+// startRun takes the account's in-flight slot (precheck) and starts the
+// run of key's call, created now with no data yet; the caller fills in
+// what it ran and calls release when the run is settled.
+func (a *API) startRun(key store.Key) (run *runs.Run, release func(), apiErr *Error) {
+	release, apiErr = a.precheck(key)
+	if apiErr != nil {
+		return nil, nil, apiErr
+	}
+	now := time.Now().UTC()
+	return &runs.Run{
+		ID: newRunID(now), CreatedAt: now, AccountID: key.AccountID, KeyID: key.ID, Data: []json.RawMessage{},
+	}, release, nil
 }
 
 // InFlight counts the runs in flight per account. It outlives a config

@@ -58,23 +58,14 @@ func (a *API) Extract(ctx context.Context, key store.Key, svc *registry.Service,
 	if apiErr != nil {
 		return nil, apiErr
 	}
-	release, apiErr := a.precheck(key)
+	run, release, apiErr := a.startRun(key)
 	if apiErr != nil {
 		return nil, apiErr
 	}
 	defer release()
 
-	now := time.Now().UTC()
-	run := &runs.Run{
-		ID:        newRunID(now),
-		Platform:  svc.Platform,
-		Service:   svc.Name,
-		URL:       in.Inputs[0],
-		CreatedAt: now,
-		AccountID: key.AccountID,
-		KeyID:     key.ID,
-		Data:      []json.RawMessage{},
-	}
+	now := run.CreatedAt
+	run.Platform, run.Service, run.URL = svc.Platform, svc.Name, in.Inputs[0]
 	if svc.InputKind == registry.KindQuery {
 		run.Queries = in.Raw
 		run.URL = in.Raw[0]

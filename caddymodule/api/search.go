@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"socialrouter/caddymodule/billing"
 	"socialrouter/caddymodule/registry"
@@ -145,17 +144,14 @@ func (a *API) Search(ctx context.Context, key store.Key, m map[string]json.RawMe
 			}
 		}
 	}
-	release, apiErr := a.precheck(key)
+	run, release, apiErr := a.startRun(key)
 	if apiErr != nil {
 		return nil, apiErr
 	}
 	defer release()
 
-	now := time.Now().UTC()
-	run := &runs.Run{
-		ID: newRunID(now), Kind: runs.KindSearch, Source: svc.Platform, Type: svc.Name, URL: "",
-		Queries: queries, CreatedAt: now, AccountID: key.AccountID, KeyID: key.ID, Data: []json.RawMessage{},
-	}
+	now := run.CreatedAt
+	run.Kind, run.Source, run.Type, run.Queries = runs.KindSearch, svc.Platform, svc.Name, queries
 	req := router.Request{
 		Service: svc, Inputs: inputs, Options: opts, Limit: limit, Now: now,
 		LimitScope: registry.ScopePerInput, Skip: offset,

@@ -21,15 +21,11 @@ func accountTools(_ *registry.Registry, doc *openapiDoc) ([]*tool, error) {
 		"A run of the signed-in account (extract or search) by its id ext_…, as the extract tool answered it. " +
 			"A run id of another account is answered as not_found.",
 		func(ctx context.Context, b Backend, c Caller, req *sdk.CallToolRequest) *sdk.CallToolResult {
-			m, e := args(req, "id")
+			id, e := stringArgs(req, true, "id")
 			if e != nil {
 				return errorResult(e)
 			}
-			id, e := stringArg(m, "id", true)
-			if e != nil {
-				return errorResult(e)
-			}
-			return answer(b.Run(ctx, c, id))
+			return answer(b.Run(ctx, c, id[0]))
 		},
 	}, {
 		"get_balance", "Balance",
@@ -55,11 +51,7 @@ func accountTools(_ *registry.Registry, doc *openapiDoc) ([]*tool, error) {
 			return answer(b.Usage(ctx, c, strings.TrimSpace(string(raw)), given && string(raw) != "null"))
 		},
 	}} {
-		op, err := doc.op(t.name)
-		if err != nil {
-			return nil, err
-		}
-		outSchema, err := doc.resultSchema(op)
+		inSchema, outSchema, err := doc.paramsOperation(t.name)
 		if err != nil {
 			return nil, err
 		}
@@ -67,7 +59,7 @@ func accountTools(_ *registry.Registry, doc *openapiDoc) ([]*tool, error) {
 			group: GroupAccount,
 			def: &sdk.Tool{
 				Name: t.name, Title: t.title, Description: t.desc + " Needs sign-in.",
-				InputSchema: doc.paramsSchema(op), OutputSchema: outSchema, Annotations: readOnly,
+				InputSchema: inSchema, OutputSchema: outSchema, Annotations: readOnly,
 			},
 			call: signedIn(t.call),
 		})

@@ -11,28 +11,18 @@ import (
 // catalogueTools are the discovery tools, callable without sign-in as
 // GET /v1/services is.
 func catalogueTools(_ *registry.Registry, doc *openapiDoc) ([]*tool, error) {
-	list, err := doc.op("list_services")
-	if err != nil {
-		return nil, err
-	}
-	listOut, err := doc.resultSchema(list)
+	_, listOut, err := doc.paramsOperation("list_services")
 	if err != nil {
 		return nil, err
 	}
 	// The platform filter is the parameter of GET /v1/services/{platform},
 	// optional here.
-	byPlatform, err := doc.op("list_platform_services")
+	listIn, _, err := doc.paramsOperation("list_platform_services")
 	if err != nil {
 		return nil, err
 	}
-	listIn := doc.paramsSchema(byPlatform)
 	delete(listIn, "required")
-
-	get, err := doc.op("get_service")
-	if err != nil {
-		return nil, err
-	}
-	getOut, err := doc.resultSchema(get)
+	getIn, getOut, err := doc.paramsOperation("get_service")
 	if err != nil {
 		return nil, err
 	}
@@ -50,15 +40,11 @@ func catalogueTools(_ *registry.Registry, doc *openapiDoc) ([]*tool, error) {
 			Annotations:  readOnly,
 		},
 		call: func(_ context.Context, b Backend, req *sdk.CallToolRequest) *sdk.CallToolResult {
-			m, e := args(req, "platform")
+			platform, e := stringArgs(req, false, "platform")
 			if e != nil {
 				return errorResult(e)
 			}
-			platform, e := stringArg(m, "platform", false)
-			if e != nil {
-				return errorResult(e)
-			}
-			return answer(b.Catalogue(platform, ""))
+			return answer(b.Catalogue(platform[0], ""))
 		},
 	}, {
 		group: GroupCatalogue,
@@ -67,24 +53,16 @@ func catalogueTools(_ *registry.Registry, doc *openapiDoc) ([]*tool, error) {
 			Title: "Describe one service",
 			Description: "The catalogue entry of one service: accepted inputs, options and offers with prices. " +
 				"An unknown service is answered with the closest name (did_you_mean). No sign-in needed.",
-			InputSchema:  doc.paramsSchema(get),
+			InputSchema:  getIn,
 			OutputSchema: getOut,
 			Annotations:  readOnly,
 		},
 		call: func(_ context.Context, b Backend, req *sdk.CallToolRequest) *sdk.CallToolResult {
-			m, e := args(req, "platform", "service")
+			v, e := stringArgs(req, true, "platform", "service")
 			if e != nil {
 				return errorResult(e)
 			}
-			platform, e := stringArg(m, "platform", true)
-			if e != nil {
-				return errorResult(e)
-			}
-			service, e := stringArg(m, "service", true)
-			if e != nil {
-				return errorResult(e)
-			}
-			return answer(b.Catalogue(platform, service))
+			return answer(b.Catalogue(v[0], v[1]))
 		},
 	}}, nil
 }

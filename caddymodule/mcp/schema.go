@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"socialrouter/internal/jsontree"
 )
 
 // Tool schemas are cut from the registry's OpenAPI document, not generated
@@ -52,20 +54,38 @@ func (d *openapiDoc) op(id string) (obj, error) {
 	return op, nil
 }
 
+// result is the operation with the given id and its output schema.
+func (d *openapiDoc) result(id string) (op, out obj, err error) {
+	if op, err = d.op(id); err != nil {
+		return nil, nil, err
+	}
+	if out, err = d.resultSchema(op); err != nil {
+		return nil, nil, err
+	}
+	return op, out, nil
+}
+
 // bodyOperation is the input (request body) and output schemas of the
 // operation with the given id.
 func (d *openapiDoc) bodyOperation(id string) (in, out obj, err error) {
-	op, err := d.op(id)
+	op, out, err := d.result(id)
 	if err != nil {
 		return nil, nil, err
 	}
 	if in, err = d.bodySchema(op); err != nil {
 		return nil, nil, err
 	}
-	if out, err = d.resultSchema(op); err != nil {
+	return in, out, nil
+}
+
+// paramsOperation is the input (parameters) and output schemas of the
+// operation with the given id.
+func (d *openapiDoc) paramsOperation(id string) (in, out obj, err error) {
+	op, out, err := d.result(id)
+	if err != nil {
 		return nil, nil, err
 	}
-	return in, out, nil
+	return d.paramsSchema(op), out, nil
 }
 
 // bodySchema is the JSON request body schema of op.
@@ -126,30 +146,17 @@ func (d *openapiDoc) standalone(s obj) obj {
 	defs := obj{}
 	var walk func(v any) any
 	walk = func(v any) any {
-		switch t := v.(type) {
-		case []any:
-			out := make([]any, len(t))
-			for i, x := range t {
-				out[i] = walk(x)
-			}
-			return out
-		case obj:
-			out := make(obj, len(t))
-			for k, x := range t {
-				out[k] = walk(x)
-			}
-			if r, ok := t["$ref"].(string); ok {
+		return jsontree.Copy(v, func(o obj) {
+			if r, ok := o["$ref"].(string); ok {
 				if name, ok := strings.CutPrefix(r, componentPrefix); ok {
-					out["$ref"] = "#/$defs/" + name
+					o["$ref"] = "#/$defs/" + name
 					if _, done := defs[name]; !done {
 						defs[name] = true // placeholder against cycles
 						defs[name] = walk(d.schemas[name])
 					}
 				}
 			}
-			return out
-		}
-		return v
+		})
 	}
 	out := walk(s).(obj)
 	if len(defs) > 0 {

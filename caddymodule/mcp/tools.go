@@ -169,6 +169,22 @@ func stringArg(m map[string]json.RawMessage, name string, required bool) (string
 	return s, nil
 }
 
+// stringArgs decodes the arguments of a tool whose arguments are all
+// strings, names (args), and reads each (stringArg), in the order of names.
+func stringArgs(req *sdk.CallToolRequest, required bool, names ...string) ([]string, *Error) {
+	m, e := args(req, names...)
+	if e != nil {
+		return nil, e
+	}
+	out := make([]string, len(names))
+	for i, name := range names {
+		if out[i], e = stringArg(m, name, required); e != nil {
+			return nil, e
+		}
+	}
+	return out, nil
+}
+
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {

@@ -35,70 +35,61 @@ var attemptBuckets = []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120
 var storeBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}
 
 var (
-	attempts = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Subsystem: "offer", Name: "attempts_total",
-		Help: "Offer attempts by outcome (the router's outcome names; circuit_open is an offer the walk skipped).",
-	}, []string{"offer", "source", "outcome"})
-
-	attemptDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: Namespace, Subsystem: "offer", Name: "attempt_duration_seconds",
-		Help:    "Duration of offer attempts (skipped offers excluded), by result ok or error.",
-		Buckets: attemptBuckets,
-	}, []string{"offer", "result"})
-
-	recordsServed = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Subsystem: "offer", Name: "records_served_total",
-		Help: "Records returned to callers (and charged), by the offer that served them.",
-	}, []string{"offer"})
-
-	creditsCharged = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Subsystem: "offer", Name: "credits_charged_total",
-		Help: "Credits charged for served records, by the offer that served them.",
-	}, []string{"offer"})
-
-	recordsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Subsystem: "offer", Name: "records_refused_total",
-		Help: "Normalized records refused by the record-schema check (not served, not charged), by offer.",
-	}, []string{"offer"})
-
-	serviceCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Subsystem: "service", Name: "calls_total",
-		Help: "Run calls (extract and search) by service, HTTP status and error code (none on success).",
-	}, []string{"service", "status", "code"})
-
-	settleDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: Namespace, Subsystem: "store", Name: "settle_duration_seconds",
-		Help:    "Latency of the store's Settle transaction, by store type and result.",
-		Buckets: storeBuckets,
-	}, []string{"store", "result"})
-
-	reserveDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: Namespace, Subsystem: "store", Name: "reserve_duration_seconds",
-		Help:    "Latency of the store's credit reservation before routing, by store type and result.",
-		Buckets: storeBuckets,
-	}, []string{"store", "result"})
-
+	attempts = counterVec("offer", "attempts_total",
+		"Offer attempts by outcome (the router's outcome names; circuit_open is an offer the walk skipped).",
+		"offer", "source", "outcome")
+	attemptDuration = histogramVec("offer", "attempt_duration_seconds",
+		"Duration of offer attempts (skipped offers excluded), by result ok or error.",
+		attemptBuckets, "offer", "result")
+	recordsServed = counterVec("offer", "records_served_total",
+		"Records returned to callers (and charged), by the offer that served them.",
+		"offer")
+	creditsCharged = counterVec("offer", "credits_charged_total",
+		"Credits charged for served records, by the offer that served them.",
+		"offer")
+	recordsRefused = counterVec("offer", "records_refused_total",
+		"Normalized records refused by the record-schema check (not served, not charged), by offer.",
+		"offer")
+	serviceCalls = counterVec("service", "calls_total",
+		"Run calls (extract and search) by service, HTTP status and error code (none on success).",
+		"service", "status", "code")
+	settleDuration = histogramVec("store", "settle_duration_seconds",
+		"Latency of the store's Settle transaction, by store type and result.",
+		storeBuckets, "store", "result")
+	reserveDuration = histogramVec("store", "reserve_duration_seconds",
+		"Latency of the store's credit reservation before routing, by store type and result.",
+		storeBuckets, "store", "result")
 	openReservations = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: Namespace, Subsystem: "store", Name: "open_reservations",
 		Help: "Credit reservations taken and not yet settled or released, by store type.",
 	}, []string{"store"})
-
-	upstreamBytes = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Subsystem: "upstream", Name: "bytes_read_total",
-		Help: "Response body bytes read from upstream sources, by source.",
-	}, []string{"source"})
-
-	registryLoads = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: Namespace, Subsystem: "registry", Name: "loads_total",
-		Help: "Compilations of the service declarations (start and every config reload), by result.",
-	}, []string{"result"})
-
+	upstreamBytes = counterVec("upstream", "bytes_read_total",
+		"Response body bytes read from upstream sources, by source.",
+		"source")
+	registryLoads = counterVec("registry", "loads_total",
+		"Compilations of the service declarations (start and every config reload), by result.",
+		"result")
 	registryLoadDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Namespace: Namespace, Subsystem: "registry", Name: "load_duration_seconds",
 		Help:    "Duration of compiling the service declarations.",
 		Buckets: []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 	})
 )
+
+// counterVec is a counter of the module's namespace, labelled by labels.
+func counterVec(subsystem, name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: subsystem, Name: name, Help: help,
+	}, labels)
+}
+
+// histogramVec is a histogram of the module's namespace with buckets,
+// labelled by labels.
+func histogramVec(subsystem, name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Subsystem: subsystem, Name: name, Help: help, Buckets: buckets,
+	}, labels)
+}
 
 // collectors are every collector Register adds.
 var collectors = []prometheus.Collector{

@@ -6,9 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"reflect"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -345,12 +346,7 @@ func fpPaths(v any, prefix []string, depth int) [][]string {
 	var out [][]string
 	switch x := v.(type) {
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			p := append(append([]string(nil), prefix...), k)
 			out = append(out, p)
 			out = append(out, fpPaths(x[k], p, depth+1)...)

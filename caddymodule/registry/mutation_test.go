@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -18,12 +20,7 @@ func mutatePaths(v any, repl any, f func(path string, mutated any)) {
 	walk = func(cur any, path string, set func(any) any) {
 		switch x := cur.(type) {
 		case map[string]any:
-			keys := make([]string, 0, len(x))
-			for k := range x {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
+			for _, k := range slices.Sorted(maps.Keys(x)) {
 				k := k
 				child := x[k]
 				rebuild := func(nv any) any {

@@ -59,6 +59,16 @@ func str(desc string) obj {
 	return o
 }
 
+// object is an object schema of props, of which required must be present;
+// desc, unless empty, is its description.
+func object(desc string, required []any, props obj) obj {
+	o := obj{"type": "object", "required": required, "properties": props}
+	if desc != "" {
+		o["description"] = desc
+	}
+	return o
+}
+
 func integer(desc string) obj { return obj{"type": "integer", "description": desc} }
 
 func stringArray(desc string) obj {

@@ -137,15 +137,11 @@ func oauthDoc(doc obj) {
 			"200": obj{"description": "Done (empty body).", "headers": noStore},
 			"400": jsonAnswer("`invalid_request`: not a form, a parameter sent twice, or no `token`.", "OAuthError"),
 			"503": jsonAnswer("`temporarily_unavailable`: the account store is unavailable.", "OAuthError"),
-		}), obj{"application/x-www-form-urlencoded": obj{"schema": obj{
-		"type":     "object",
-		"required": []any{"token"},
-		"properties": obj{
-			"token":           str("An access or refresh token."),
-			"token_type_hint": str("Ignored: both kinds are looked up."),
-			"client_id":       str("When given, only a token of this client is revoked."),
-		},
-	}}})}
+		}), obj{"application/x-www-form-urlencoded": obj{"schema": object("", []any{"token"}, obj{
+		"token":           str("An access or refresh token."),
+		"token_type_hint": str("Ignored: both kinds are looked up."),
+		"client_id":       str("When given, only a token of this client is revoked."),
+	})}})}
 
 	doc["tags"] = append(doc["tags"].([]any), obj{"name": "oauth",
 		"description": "OAuth 2.1 sign-in of MCP clients: metadata, registration, authorization, tokens, revocation." + oauthServed})

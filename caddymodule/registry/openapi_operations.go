@@ -103,6 +103,18 @@ func (b *openapiBuilder) extractOperation(s *Service) (obj, error) {
 		fmt.Sprintf("Canonical path: `POST /v1/extract/%s/%s`; this path is an alias served identically.\n\n", s.Platform, s.Name) +
 		fmt.Sprintf("Accepted inputs (`%s` or `%s`); an input is valid if it matches any one:\n%s\n\n", many, one, strings.Join(acceptLines, "\n")) +
 		"Offers in failover order:\n" + strings.Join(offerLines, "\n")
+	responses := runResponses(obj{
+		"description": "The completed run; `data` holds the service's records.",
+		"content": jsonContent(obj{"allOf": []any{ref("Run"), obj{
+			"properties": obj{
+				"status":   obj{"const": "completed"},
+				"platform": obj{"const": s.Platform},
+				"service":  obj{"const": s.Name},
+				"data":     obj{"items": ref(rec)},
+			},
+		}}}),
+	})
+	responses["404"] = respRef("NotFound")
 	return obj{
 		"operationId":      "run_" + s.Platform + "_" + strings.ReplaceAll(s.Name, ".", "_"),
 		"summary":          summary(s.Description, s.Key),
@@ -114,29 +126,24 @@ func (b *openapiBuilder) extractOperation(s *Service) (obj, error) {
 			"required": true,
 			"content":  obj{"application/json": obj{"schema": body, "example": example}},
 		},
-		"responses": obj{
-			"200": obj{
-				"description": "The completed run; `data` holds the service's records.",
-				"content": jsonContent(obj{"allOf": []any{ref("Run"), obj{
-					"properties": obj{
-						"status":   obj{"const": "completed"},
-						"platform": obj{"const": s.Platform},
-						"service":  obj{"const": s.Name},
-						"data":     obj{"items": ref(rec)},
-					},
-				}}}),
-			},
-			"400": respRef("BadRequest"),
-			"401": respRef("Unauthorized"),
-			"402": respRef("PaymentRequired"),
-			"404": respRef("NotFound"),
-			"413": respRef("PayloadTooLarge"),
-			"429": respRef("TooManyRequests"),
-			"502": respRef("BadGateway"),
-			"503": respRef("ServiceUnavailable"),
-			"504": respRef("GatewayTimeout"),
-		},
+		"responses": responses,
 	}, nil
+}
+
+// runResponses are the answers of a run call, extract or search: ok, and
+// the errors both can answer.
+func runResponses(ok obj) obj {
+	return obj{
+		"200": ok,
+		"400": respRef("BadRequest"),
+		"401": respRef("Unauthorized"),
+		"402": respRef("PaymentRequired"),
+		"413": respRef("PayloadTooLarge"),
+		"429": respRef("TooManyRequests"),
+		"502": respRef("BadGateway"),
+		"503": respRef("ServiceUnavailable"),
+		"504": respRef("GatewayTimeout"),
+	}
 }
 
 // optionsSchema is the strict schema of a service's options object.
@@ -263,71 +270,52 @@ func (b *openapiBuilder) searchOperation() (obj, error) {
 		"tags":        []any{"search"},
 		"security":    []any{obj{"bearer": []any{}}},
 		"requestBody": obj{"required": true, "content": jsonContent(body)},
-		"responses": obj{
-			"200": obj{"description": "The search run.", "content": jsonContent(run)},
-			"400": respRef("BadRequest"),
-			"401": respRef("Unauthorized"),
-			"402": respRef("PaymentRequired"),
-			"413": respRef("PayloadTooLarge"),
-			"429": respRef("TooManyRequests"),
-			"502": respRef("BadGateway"),
-			"503": respRef("ServiceUnavailable"),
-			"504": respRef("GatewayTimeout"),
-		},
+		"responses":   runResponses(obj{"description": "The search run.", "content": jsonContent(run)}),
 	}, nil
 }
 
 func (b *openapiBuilder) runsAndAccount(paths obj) {
 	auth := []any{obj{"bearer": []any{}}}
-	paths["/v1/extractions/{id}"] = obj{"get": obj{
-		"operationId": "get_run",
-		"summary":     "Get a run",
-		"description": "Returns a run of the authenticated account (extract or search). A run id of another account behaves as nonexistent: 404 `not_found`.",
-		"tags":        []any{"runs"},
-		"security":    auth,
-		"parameters": []any{obj{
+	// get is an authenticated GET of tag answering ok, the errors every
+	// such call can answer, and errs.
+	get := func(id, sum, desc, tag string, params []any, ok obj, errs obj) obj {
+		responses := obj{
+			"200": ok,
+			"401": respRef("Unauthorized"),
+			"429": respRef("TooManyRequests"),
+			"503": respRef("ServiceUnavailable"),
+		}
+		for code, r := range errs {
+			responses[code] = r
+		}
+		op := obj{"operationId": id, "summary": sum, "tags": []any{tag}, "security": auth, "responses": responses}
+		if desc != "" {
+			op["description"] = desc
+		}
+		if len(params) > 0 {
+			op["parameters"] = params
+		}
+		return obj{"get": op}
+	}
+	paths["/v1/extractions/{id}"] = get("get_run", "Get a run",
+		"Returns a run of the authenticated account (extract or search). A run id of another account behaves as nonexistent: 404 `not_found`.",
+		"runs", []any{obj{
 			"name": "id", "in": "path", "required": true,
 			"schema": obj{"type": "string", "pattern": "^ext_"}, "description": "Run id `ext_<id>`.",
 		}},
-		"responses": obj{
-			"200": obj{"description": "The run.", "content": jsonContent(obj{"oneOf": []any{ref("Run"), ref("SearchRun")}})},
-			"401": respRef("Unauthorized"),
-			"404": respRef("NotFound"),
-			"429": respRef("TooManyRequests"),
-			"503": respRef("ServiceUnavailable"),
-		},
-	}}
-	paths["/v1/account/usage"] = obj{"get": obj{
-		"operationId": "get_usage",
-		"summary":     "Usage summary",
-		"description": "Usage of the authenticated account over the look-back; `by_provider` is keyed by the offer that actually served each run.",
-		"tags":        []any{"account"},
-		"security":    auth,
-		"parameters": []any{obj{
+		obj{"description": "The run.", "content": jsonContent(obj{"oneOf": []any{ref("Run"), ref("SearchRun")}})},
+		obj{"404": respRef("NotFound")})
+	paths["/v1/account/usage"] = get("get_usage", "Usage summary",
+		"Usage of the authenticated account over the look-back; `by_provider` is keyed by the offer that actually served each run.",
+		"account", []any{obj{
 			"name": "days", "in": "query", "required": false,
 			"schema":      obj{"type": "integer", "minimum": 1, "maximum": 365, "default": 30},
 			"description": "Look-back in days; any other value returns 400 `invalid_days`.",
 		}},
-		"responses": obj{
-			"200": obj{"description": "The usage summary.", "content": jsonContent(ref("Usage"))},
-			"400": respRef("BadRequest"),
-			"401": respRef("Unauthorized"),
-			"429": respRef("TooManyRequests"),
-			"503": respRef("ServiceUnavailable"),
-		},
-	}}
-	paths["/v1/account/balance"] = obj{"get": obj{
-		"operationId": "get_balance",
-		"summary":     "Balance",
-		"tags":        []any{"account"},
-		"security":    auth,
-		"responses": obj{
-			"200": obj{"description": "The balance.", "content": jsonContent(ref("Balance"))},
-			"401": respRef("Unauthorized"),
-			"429": respRef("TooManyRequests"),
-			"503": respRef("ServiceUnavailable"),
-		},
-	}}
+		obj{"description": "The usage summary.", "content": jsonContent(ref("Usage"))},
+		obj{"400": respRef("BadRequest")})
+	paths["/v1/account/balance"] = get("get_balance", "Balance", "", "account", nil,
+		obj{"description": "The balance.", "content": jsonContent(ref("Balance"))}, nil)
 }
 
 func (b *openapiBuilder) catalogue(paths obj) {

@@ -31,18 +31,14 @@ func operations(doc obj) {
 		}
 		h["X-Run-Id"] = headerRef("X-Run-Id")
 	}
-	comps["schemas"].(obj)["Health"] = obj{
-		"type":     "object",
-		"required": []any{"status"},
-		"properties": obj{
-			"status": obj{"type": "string", "enum": []any{"live", "ready"}},
-			"checks": obj{
-				"type":                 "object",
-				"description":          "Readiness checks: `registry` (declarations loaded) and `store` (answered a ping within 2 s), each `ok`.",
-				"additionalProperties": obj{"type": "string"},
-			},
+	comps["schemas"].(obj)["Health"] = object("", []any{"status"}, obj{
+		"status": obj{"type": "string", "enum": []any{"live", "ready"}},
+		"checks": obj{
+			"type":                 "object",
+			"description":          "Readiness checks: `registry` (declarations loaded) and `store` (answered a ping within 2 s), each `ok`.",
+			"additionalProperties": obj{"type": "string"},
 		},
-	}
+	})
 	probe := func(id, sum, desc string, notReady bool) obj {
 		responses := obj{
 			"200": obj{"description": "The node is " + id[len("health_"):] + ".", "content": jsonContent(ref("Health"))},

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+
+	"socialrouter/internal/jsontree"
 )
 
 // record adds the record definition's schema to the components (once) and
@@ -126,23 +128,11 @@ func sameSchema(a, b any) bool {
 }
 
 func canonicalSchema(v any) any {
-	switch t := v.(type) {
-	case []any:
-		out := make([]any, len(t))
-		for i, x := range t {
-			out[i] = canonicalSchema(x)
+	return jsontree.Copy(v, func(o obj) {
+		for _, k := range []string{"description", "title", "examples", "example"} {
+			delete(o, k)
 		}
-		return out
-	case obj:
-		out := obj{}
-		for k, x := range t {
-			switch k {
-			case "description", "title", "examples", "example":
-				continue
-			}
-			out[k] = canonicalSchema(x)
-		}
-		if enum, ok := out["enum"].([]any); ok && out["type"] == "string" {
+		if enum, ok := o["enum"].([]any); ok && o["type"] == "string" {
 			allStrings := true
 			for _, e := range enum {
 				if _, ok := e.(string); !ok {
@@ -150,12 +140,10 @@ func canonicalSchema(v any) any {
 				}
 			}
 			if allStrings {
-				delete(out, "type")
+				delete(o, "type")
 			}
 		}
-		return out
-	}
-	return v
+	})
 }
 
 // defNormalizer merges embedding refs of one generated record schema.
@@ -350,20 +338,4 @@ func rewriteRefs(v any, names map[string]string) any {
 	return v
 }
 
-func deepCopy(v any) any {
-	switch t := v.(type) {
-	case []any:
-		out := make([]any, len(t))
-		for i, x := range t {
-			out[i] = deepCopy(x)
-		}
-		return out
-	case obj:
-		out := make(obj, len(t))
-		for k, x := range t {
-			out[k] = deepCopy(x)
-		}
-		return out
-	}
-	return v
-}
+func deepCopy(v any) any { return jsontree.Copy(v, nil) }

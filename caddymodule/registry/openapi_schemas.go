@@ -12,32 +12,32 @@ func (b *openapiBuilder) fixedSchemas() {
 	dateTime := obj{"type": "string", "format": "date-time", "description": "ISO 8601 UTC timestamp."}
 	runID := obj{"type": "string", "pattern": "^ext_", "description": "Run id, form `ext_<id>`."}
 	money := func(desc string) obj { return obj{"type": "number", "minimum": 0, "description": desc} }
+	// runProps adds to props the properties of every run, extract or search.
+	runProps := func(props obj) obj {
+		props["created_at"] = dateTime
+		props["completed_at"] = dateTime
+		props["error"] = ref("RunError")
+		props["attempts"] = obj{"type": "array", "items": ref("Attempt")}
+		props["capped_by"] = obj{"type": "string", "enum": []any{"balance", "credit_limit"},
+			"description": "Present when money capped the records asked of the upstream below `limit`: the available balance (balance minus what calls in flight hold) or the key's credit limit. The run returns (and charges) at most what was reserved."}
+		return props
+	}
 
-	s["Attempt"] = obj{
-		"type":        "object",
-		"description": "One offer attempt of a run, for tracing paid upstream work.",
-		"required":    []any{"offer", "outcome", "duration_ms"},
-		"properties": obj{
-			"offer":       str("Offer id `<source>/<name>`."),
-			"outcome":     str("Outcome of the attempt, e.g. `ok`, `upstream_5xx`, `timeout`; `circuit_open` and `unpayable` are offers skipped without a call (breaker open; not one record of the offer payable from the balance or the key's credit limit)."),
-			"status":      integer("Upstream HTTP status, when one was received."),
-			"duration_ms": obj{"type": "integer", "minimum": 0, "description": "Duration of the attempt in milliseconds."},
-			"handles":     stringArray("Upstream run or snapshot ids of the attempt's calls."),
-			"message":     str("Upstream or router message."),
-			"records":     obj{"type": "integer", "minimum": 0, "description": "Records the attempt produced."},
-		},
-	}
-	s["RunError"] = obj{
-		"type":        "object",
-		"description": "Error of a failed run.",
-		"required":    []any{"code", "type", "message"},
-		"properties":  obj{"code": str(""), "type": str(""), "message": str("")},
-	}
+	s["Attempt"] = object("One offer attempt of a run, for tracing paid upstream work.", []any{"offer", "outcome", "duration_ms"}, obj{
+		"offer":       str("Offer id `<source>/<name>`."),
+		"outcome":     str("Outcome of the attempt, e.g. `ok`, `upstream_5xx`, `timeout`; `circuit_open` and `unpayable` are offers skipped without a call (breaker open; not one record of the offer payable from the balance or the key's credit limit)."),
+		"status":      integer("Upstream HTTP status, when one was received."),
+		"duration_ms": obj{"type": "integer", "minimum": 0, "description": "Duration of the attempt in milliseconds."},
+		"handles":     stringArray("Upstream run or snapshot ids of the attempt's calls."),
+		"message":     str("Upstream or router message."),
+		"records":     obj{"type": "integer", "minimum": 0, "description": "Records the attempt produced."},
+	})
+	s["RunError"] = object("Error of a failed run.", []any{"code", "type", "message"}, obj{"code": str(""), "type": str(""), "message": str("")})
 	s["Run"] = obj{
 		"type":        "object",
 		"description": "Result of a call to an extract service.",
 		"required":    []any{"id", "status", "platform", "service", "url", "credits_used", "data", "pagination", "created_at", "completed_at"},
-		"properties": obj{
+		"properties": runProps(obj{
 			"id":           runID,
 			"status":       obj{"type": "string", "enum": []any{"completed", "failed"}},
 			"platform":     ref("Platform"),
@@ -47,21 +47,11 @@ func (b *openapiBuilder) fixedSchemas() {
 			"served_by":    str("Offer id that actually ran (after any failover); on a failed run the last offer tried."),
 			"credits_used": money("Actual charge of the run."),
 			"data":         obj{"type": "array", "items": obj{"type": "object"}, "description": "Normalized records; a field is present only when the platform exposes it."},
-			"pagination": obj{
-				"type":     "object",
-				"required": []any{"total", "returned"},
-				"properties": obj{
-					"total":    obj{"type": "integer", "minimum": 0, "description": "Records produced."},
-					"returned": obj{"type": "integer", "minimum": 0, "description": "Records in `data`."},
-				},
-			},
-			"created_at":   dateTime,
-			"completed_at": dateTime,
-			"error":        ref("RunError"),
-			"attempts":     obj{"type": "array", "items": ref("Attempt")},
-			"capped_by": obj{"type": "string", "enum": []any{"balance", "credit_limit"},
-				"description": "Present when money capped the records asked of the upstream below `limit`: the available balance (balance minus what calls in flight hold) or the key's credit limit. The run returns (and charges) at most what was reserved."},
-		},
+			"pagination": object("", []any{"total", "returned"}, obj{
+				"total":    obj{"type": "integer", "minimum": 0, "description": "Records produced."},
+				"returned": obj{"type": "integer", "minimum": 0, "description": "Records in `data`."},
+			}),
+		}),
 		"if":   obj{"properties": obj{"status": obj{"const": "completed"}}},
 		"then": obj{"required": []any{"served_by"}},
 		"else": obj{"required": []any{"error"}},
@@ -70,7 +60,7 @@ func (b *openapiBuilder) fixedSchemas() {
 		"type":        "object",
 		"description": "Result of POST /v1/search.",
 		"required":    []any{"id", "kind", "status", "source", "type", "url", "queries", "credits_used", "data", "pagination", "created_at", "completed_at"},
-		"properties": obj{
+		"properties": runProps(obj{
 			"id":           runID,
 			"kind":         obj{"const": "search"},
 			"status":       obj{"type": "string", "enum": []any{"completed", "failed"}},
@@ -81,199 +71,122 @@ func (b *openapiBuilder) fixedSchemas() {
 			"provider":     str("Source part of the provider that served (e.g. `source_a`)."),
 			"credits_used": money("Actual charge."),
 			"data":         obj{"type": "array", "items": obj{"type": "object"}},
-			"pagination": obj{
-				"type":     "object",
-				"required": []any{"total", "returned"},
-				"properties": obj{
-					"total":       obj{"type": "integer", "minimum": 0},
-					"returned":    obj{"type": "integer", "minimum": 0},
-					"next_cursor": obj{"type": []any{"string", "null"}, "description": "Opaque cursor of the next page (`cursor` of the next request); null or absent when there is none."},
-				},
-			},
-			"created_at":   dateTime,
-			"completed_at": dateTime,
-			"error":        ref("RunError"),
-			"attempts":     obj{"type": "array", "items": ref("Attempt")},
-			"capped_by": obj{"type": "string", "enum": []any{"balance", "credit_limit"},
-				"description": "Present when money capped the records asked of the upstream below `limit`: the available balance (balance minus what calls in flight hold) or the key's credit limit. The run returns (and charges) at most what was reserved."},
-		},
+			"pagination": object("", []any{"total", "returned"}, obj{
+				"total":       obj{"type": "integer", "minimum": 0},
+				"returned":    obj{"type": "integer", "minimum": 0},
+				"next_cursor": obj{"type": []any{"string", "null"}, "description": "Opaque cursor of the next page (`cursor` of the next request); null or absent when there is none."},
+			}),
+		}),
 		"if":   obj{"properties": obj{"status": obj{"const": "completed"}}},
 		"then": obj{"required": []any{"provider"}},
 	}
-	s["Error"] = obj{
-		"type":        "object",
-		"description": "Error envelope of every JSON error response.",
-		"required":    []any{"error"},
-		"properties": obj{
-			"error": obj{
-				"type":                 "object",
-				"required":             []any{"code", "message", "type"},
-				"additionalProperties": true,
-				"properties": obj{
-					"code":                str("Machine-readable error code, e.g. `invalid_input_format`."),
-					"message":             str("Human-readable explanation, with the correction when there is one."),
-					"type":                str("Error class: `validation`, `authentication`, `billing`, `not_found`, `rate_limit`, `provider`, `timeout`."),
-					"run_id":              runID,
-					"attempts":            obj{"type": "array", "items": ref("Attempt"), "description": "Offer attempts of the failed run."},
-					"available_offers":    stringArray("Offers of the service (`unknown_offer`)."),
-					"did_you_mean":        str("Closest service name (`unknown_service`)."),
-					"available_services":  stringArray("Services of the platform (`unknown_service`)."),
-					"available_platforms": stringArray("The platform identifiers (`unknown_platform`)."),
-					"valid_options": obj{"type": "array", "description": "The options the service declares (`invalid_option`).", "items": obj{
-						"type":     "object",
-						"required": []any{"name", "type"},
-						"properties": obj{
-							"name":    str(""),
-							"type":    obj{"type": "string", "enum": []any{"boolean", "string", "integer", "enum", "date"}},
-							"expects": str("The accepted values, in words."),
-							"values":  stringArray(""),
-						},
-					}},
-					"invalid_options": obj{"type": "array", "description": "Each refused option (`invalid_option`).", "items": obj{
-						"type":       "object",
-						"required":   []any{"name", "problem"},
-						"properties": obj{"name": str(""), "problem": str("")},
-					}},
-					"invalid_inputs": obj{"type": "array", "description": "Each refused input (`invalid_input_format`).", "items": obj{
-						"type":       "object",
-						"required":   []any{"input"},
-						"properties": obj{"index": obj{"type": "integer", "minimum": 0}, "input": str("")},
-					}},
-					"accepts": obj{"type": "array", "description": "The accepted formats (`invalid_input_format`).", "items": obj{
-						"type":       "object",
-						"properties": obj{"format": str(""), "example": str("")},
-					}},
-					"allowed_fields": stringArray("The body fields the endpoint takes (`unknown_field`)."),
-					"unknown_fields": stringArray("The refused body fields (`unknown_field`)."),
-					"max_inputs":     obj{"type": "integer", "minimum": 1, "description": "Inputs per call (`too_many_inputs`)."},
-					"input_field":    str("The input field the service takes (`missing_input`, `wrong_input_field`)."),
-				},
+	s["Error"] = object("Error envelope of every JSON error response.", []any{"error"}, obj{
+		"error": obj{
+			"type":                 "object",
+			"required":             []any{"code", "message", "type"},
+			"additionalProperties": true,
+			"properties": obj{
+				"code":                str("Machine-readable error code, e.g. `invalid_input_format`."),
+				"message":             str("Human-readable explanation, with the correction when there is one."),
+				"type":                str("Error class: `validation`, `authentication`, `billing`, `not_found`, `rate_limit`, `provider`, `timeout`."),
+				"run_id":              runID,
+				"attempts":            obj{"type": "array", "items": ref("Attempt"), "description": "Offer attempts of the failed run."},
+				"available_offers":    stringArray("Offers of the service (`unknown_offer`)."),
+				"did_you_mean":        str("Closest service name (`unknown_service`)."),
+				"available_services":  stringArray("Services of the platform (`unknown_service`)."),
+				"available_platforms": stringArray("The platform identifiers (`unknown_platform`)."),
+				"valid_options": obj{"type": "array", "description": "The options the service declares (`invalid_option`).", "items": object("", []any{"name", "type"}, obj{
+					"name":    str(""),
+					"type":    obj{"type": "string", "enum": []any{"boolean", "string", "integer", "enum", "date"}},
+					"expects": str("The accepted values, in words."),
+					"values":  stringArray(""),
+				})},
+				"invalid_options": obj{"type": "array", "description": "Each refused option (`invalid_option`).", "items": object("", []any{"name", "problem"}, obj{"name": str(""), "problem": str("")})},
+				"invalid_inputs":  obj{"type": "array", "description": "Each refused input (`invalid_input_format`).", "items": object("", []any{"input"}, obj{"index": obj{"type": "integer", "minimum": 0}, "input": str("")})},
+				"accepts": obj{"type": "array", "description": "The accepted formats (`invalid_input_format`).", "items": obj{
+					"type":       "object",
+					"properties": obj{"format": str(""), "example": str("")},
+				}},
+				"allowed_fields": stringArray("The body fields the endpoint takes (`unknown_field`)."),
+				"unknown_fields": stringArray("The refused body fields (`unknown_field`)."),
+				"max_inputs":     obj{"type": "integer", "minimum": 1, "description": "Inputs per call (`too_many_inputs`)."},
+				"input_field":    str("The input field the service takes (`missing_input`, `wrong_input_field`)."),
 			},
 		},
-	}
-	s["CatalogueAccept"] = obj{
-		"type":     "object",
-		"required": []any{"format", "example", "pattern"},
-		"properties": obj{
-			"format":  str("Accepted shape."),
-			"example": str(""),
-			"pattern": str("Regular expression (informational)."),
-			"note":    str(""),
-		},
-	}
-	s["CatalogueOption"] = obj{
-		"type":     "object",
-		"required": []any{"name", "type", "description"},
-		"properties": obj{
-			"name":        str(""),
-			"type":        obj{"type": "string", "enum": []any{"boolean", "string", "integer", "enum", "date"}},
-			"values":      stringArray("Allowed values (enum) or typical values."),
-			"format":      str(""),
-			"default":     obj{"description": "Value used when the option is not sent."},
-			"description": str(""),
-		},
-	}
-	s["CatalogueOffer"] = obj{
-		"type":     "object",
-		"required": []any{"offer", "source", "price_per_record", "max_inputs"},
-		"properties": obj{
-			"offer":            str("Offer id `<source>/<name>`."),
-			"source":           str(""),
-			"price_per_record": money("Credits per returned record."),
-			"max_inputs":       obj{"type": "integer", "minimum": 1, "description": "Inputs per call."},
-		},
-	}
-	s["CatalogueEntry"] = obj{
-		"type":        "object",
-		"description": "One callable service.",
-		"required":    []any{"platform", "service", "endpoint", "input_kind", "input_field", "accepts", "options", "offers"},
-		"properties": obj{
-			"platform":    ref("Platform"),
-			"service":     str(""),
-			"endpoint":    str("Path to POST to."),
-			"input_kind":  obj{"type": "string", "enum": []any{KindURL, KindQuery}},
-			"input_field": obj{"type": "string", "enum": []any{"urls", "queries"}},
-			"accepts":     obj{"type": "array", "items": ref("CatalogueAccept"), "description": "An input is valid if it matches any one."},
-			"options":     obj{"type": "array", "items": ref("CatalogueOption")},
-			"offers":      obj{"type": "array", "items": ref("CatalogueOffer"), "description": "In failover order."},
-		},
-	}
-	s["CatalogueList"] = obj{
-		"type":       "object",
-		"required":   []any{"data"},
-		"properties": obj{"data": obj{"type": "array", "items": ref("CatalogueEntry")}},
-	}
+	})
+	s["CatalogueAccept"] = object("", []any{"format", "example", "pattern"}, obj{
+		"format":  str("Accepted shape."),
+		"example": str(""),
+		"pattern": str("Regular expression (informational)."),
+		"note":    str(""),
+	})
+	s["CatalogueOption"] = object("", []any{"name", "type", "description"}, obj{
+		"name":        str(""),
+		"type":        obj{"type": "string", "enum": []any{"boolean", "string", "integer", "enum", "date"}},
+		"values":      stringArray("Allowed values (enum) or typical values."),
+		"format":      str(""),
+		"default":     obj{"description": "Value used when the option is not sent."},
+		"description": str(""),
+	})
+	s["CatalogueOffer"] = object("", []any{"offer", "source", "price_per_record", "max_inputs"}, obj{
+		"offer":            str("Offer id `<source>/<name>`."),
+		"source":           str(""),
+		"price_per_record": money("Credits per returned record."),
+		"max_inputs":       obj{"type": "integer", "minimum": 1, "description": "Inputs per call."},
+	})
+	s["CatalogueEntry"] = object("One callable service.", []any{"platform", "service", "endpoint", "input_kind", "input_field", "accepts", "options", "offers"}, obj{
+		"platform":    ref("Platform"),
+		"service":     str(""),
+		"endpoint":    str("Path to POST to."),
+		"input_kind":  obj{"type": "string", "enum": []any{KindURL, KindQuery}},
+		"input_field": obj{"type": "string", "enum": []any{"urls", "queries"}},
+		"accepts":     obj{"type": "array", "items": ref("CatalogueAccept"), "description": "An input is valid if it matches any one."},
+		"options":     obj{"type": "array", "items": ref("CatalogueOption")},
+		"offers":      obj{"type": "array", "items": ref("CatalogueOffer"), "description": "In failover order."},
+	})
+	s["CatalogueList"] = object("", []any{"data"}, obj{"data": obj{"type": "array", "items": ref("CatalogueEntry")}})
 	platformList := obj{"type": "array", "items": ref("Platform")}
-	s["Source"] = obj{
-		"type":        "object",
-		"description": "A source (list form).",
-		"required":    []any{"id", "name", "description", "status", "platforms", "services_count", "offers_count"},
-		"properties": obj{
-			"id":             str("Source half of the offer ids it backs."),
-			"name":           str(""),
-			"description":    str(""),
-			"status":         obj{"type": "string", "enum": []any{"active", "degraded", "down", "coming_soon"}},
-			"platforms":      obj{"type": "array", "items": ref("Platform"), "description": "Platforms with at least one live offer."},
-			"services_count": obj{"type": "integer", "minimum": 0},
-			"offers_count":   obj{"type": "integer", "minimum": 0},
-		},
-	}
-	s["PricingRow"] = obj{
-		"type":     "object",
-		"required": []any{"type", "platforms", "price_per_record"},
-		"properties": obj{
-			"type":             str("Service name."),
-			"platforms":        platformList,
-			"price_per_record": money(""),
-		},
-	}
+	s["Source"] = object("A source (list form).", []any{"id", "name", "description", "status", "platforms", "services_count", "offers_count"}, obj{
+		"id":             str("Source half of the offer ids it backs."),
+		"name":           str(""),
+		"description":    str(""),
+		"status":         obj{"type": "string", "enum": []any{"active", "degraded", "down", "coming_soon"}},
+		"platforms":      obj{"type": "array", "items": ref("Platform"), "description": "Platforms with at least one live offer."},
+		"services_count": obj{"type": "integer", "minimum": 0},
+		"offers_count":   obj{"type": "integer", "minimum": 0},
+	})
+	s["PricingRow"] = object("", []any{"type", "platforms", "price_per_record"}, obj{
+		"type":             str("Service name."),
+		"platforms":        platformList,
+		"price_per_record": money(""),
+	})
 	s["SourceDetail"] = obj{
 		"description": "A source (detail form).",
-		"allOf": []any{ref("Source"), obj{
-			"type":     "object",
-			"required": []any{"supported_platforms", "supported_types", "pricing"},
-			"properties": obj{
-				"supported_platforms":    platformList,
-				"supported_types":        stringArray(""),
-				"supported_search_types": stringArray("Omitted when the source has no search coverage."),
-				"pricing":                obj{"type": "array", "items": ref("PricingRow")},
-				"search_pricing":         obj{"type": "array", "items": ref("PricingRow"), "description": "Omitted when the source has no search coverage."},
-			},
-		}},
+		"allOf": []any{ref("Source"), object("", []any{"supported_platforms", "supported_types", "pricing"}, obj{
+			"supported_platforms":    platformList,
+			"supported_types":        stringArray(""),
+			"supported_search_types": stringArray("Omitted when the source has no search coverage."),
+			"pricing":                obj{"type": "array", "items": ref("PricingRow")},
+			"search_pricing":         obj{"type": "array", "items": ref("PricingRow"), "description": "Omitted when the source has no search coverage."},
+		})},
 	}
-	s["SourceList"] = obj{
-		"type":       "object",
-		"required":   []any{"data"},
-		"properties": obj{"data": obj{"type": "array", "items": ref("Source")}},
-	}
-	totals := obj{
-		"type":     "object",
-		"required": []any{"requests", "records", "credits"},
-		"properties": obj{
-			"requests": obj{"type": "integer", "minimum": 0},
-			"records":  obj{"type": "integer", "minimum": 0},
-			"credits":  money(""),
-		},
-	}
+	s["SourceList"] = object("", []any{"data"}, obj{"data": obj{"type": "array", "items": ref("Source")}})
+	totals := object("", []any{"requests", "records", "credits"}, obj{
+		"requests": obj{"type": "integer", "minimum": 0},
+		"records":  obj{"type": "integer", "minimum": 0},
+		"credits":  money(""),
+	})
 	s["UsageTotals"] = totals
-	s["Usage"] = obj{
-		"type":     "object",
-		"required": []any{"period", "total_requests", "total_records", "total_credits", "by_provider", "by_platform"},
-		"properties": obj{
-			"period":         obj{"type": "string", "pattern": `^[0-9]+d$`, "description": "Look-back, form `<days>d`."},
-			"total_requests": obj{"type": "integer", "minimum": 0},
-			"total_records":  obj{"type": "integer", "minimum": 0},
-			"total_credits":  money(""),
-			"by_provider":    obj{"type": "object", "additionalProperties": ref("UsageTotals"), "description": "Keyed by the offer that served each run."},
-			"by_platform":    obj{"type": "object", "additionalProperties": ref("UsageTotals"), "propertyNames": ref("Platform")},
-		},
-	}
-	s["Balance"] = obj{
-		"type":     "object",
-		"required": []any{"balance", "currency"},
-		"properties": obj{
-			"balance":  obj{"type": "number", "description": "Credits left (1 credit = 1 USD)."},
-			"currency": obj{"const": "USD"},
-		},
-	}
+	s["Usage"] = object("", []any{"period", "total_requests", "total_records", "total_credits", "by_provider", "by_platform"}, obj{
+		"period":         obj{"type": "string", "pattern": `^[0-9]+d$`, "description": "Look-back, form `<days>d`."},
+		"total_requests": obj{"type": "integer", "minimum": 0},
+		"total_records":  obj{"type": "integer", "minimum": 0},
+		"total_credits":  money(""),
+		"by_provider":    obj{"type": "object", "additionalProperties": ref("UsageTotals"), "description": "Keyed by the offer that served each run."},
+		"by_platform":    obj{"type": "object", "additionalProperties": ref("UsageTotals"), "propertyNames": ref("Platform")},
+	})
+	s["Balance"] = object("", []any{"balance", "currency"}, obj{
+		"balance":  obj{"type": "number", "description": "Credits left (1 credit = 1 USD)."},
+		"currency": obj{"const": "USD"},
+	})
 }

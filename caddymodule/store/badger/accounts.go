@@ -81,11 +81,7 @@ func (s *Store) GetAccount(ctx context.Context, id string) (store.Account, error
 		return a, nil
 	}
 	tok := s.accounts.token(id)
-	var a store.Account
-	err := s.db.View(func(txn *bdb.Txn) (err error) {
-		a, err = readAccount(txn, id)
-		return err
-	})
+	a, err := viewByID(s.db, id, readAccount)
 	if err != nil {
 		return store.Account{}, fmt.Errorf("getting account %s: %w", id, err)
 	}

@@ -229,6 +229,31 @@ func get(txn *bdb.Txn, key []byte) ([]byte, error) {
 	return item.ValueCopy(nil)
 }
 
+// viewByID reads the record id with read, in a read-only transaction.
+func viewByID[T any](db *bdb.DB, id string, read func(*bdb.Txn, string) (T, error)) (T, error) {
+	var v T
+	err := db.View(func(txn *bdb.Txn) (err error) {
+		v, err = read(txn, id)
+		return err
+	})
+	return v, err
+}
+
+// viewByIndex reads with read, in a read-only transaction, the record
+// whose id the index entry at key holds; store.ErrNotFound without one.
+func viewByIndex[T any](db *bdb.DB, key []byte, read func(*bdb.Txn, string) (T, error)) (T, error) {
+	var v T
+	err := db.View(func(txn *bdb.Txn) error {
+		id, err := get(txn, key)
+		if err != nil {
+			return err
+		}
+		v, err = read(txn, string(id))
+		return err
+	})
+	return v, err
+}
+
 // exists reports whether key is present.
 func exists(txn *bdb.Txn, key []byte) (bool, error) {
 	_, err := txn.Get(key)

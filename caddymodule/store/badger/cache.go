@@ -332,45 +332,41 @@ type accountWrite struct {
 	existed, exists bool
 }
 
-// lower caches, before the batch commits, the balances it lowers: until
-// the commit lands, the cache is below the committed balance, never above.
-func (c *accountCache) lower(ws map[string]*accountWrite) {
+// each calls fn with every write of a batch, under the cache's lock; a nil
+// cache (caching off) does nothing.
+func (c *accountCache) each(ws map[string]*accountWrite, fn func(id string, w *accountWrite)) {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for id, w := range ws {
+		fn(id, w)
+	}
+}
+
+// lower caches, before the batch commits, the balances it lowers: until
+// the commit lands, the cache is below the committed balance, never above.
+func (c *accountCache) lower(ws map[string]*accountWrite) {
+	c.each(ws, func(id string, w *accountWrite) {
 		if w.existed && w.after.Balance < w.before.Balance {
 			c.items.put(id, w.after)
 		}
-	}
+	})
 }
 
 // committed caches the accounts as the batch left them, once it has
 // committed.
 func (c *accountCache) committed(ws map[string]*accountWrite) {
-	if c == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for id, w := range ws {
+	c.each(ws, func(id string, w *accountWrite) {
 		if w.exists {
 			c.items.put(id, w.after)
 		}
-	}
+	})
 }
 
 // failed drops the accounts of a batch that did not commit, which lower
 // may have cached.
 func (c *accountCache) failed(ws map[string]*accountWrite) {
-	if c == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for id := range ws {
-		c.items.remove(id)
-	}
+	c.each(ws, func(id string, _ *accountWrite) { c.items.remove(id) })
 }

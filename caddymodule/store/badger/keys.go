@@ -129,15 +129,7 @@ func (s *Store) KeyByHash(ctx context.Context, hash [32]byte) (store.Key, error)
 		return k, nil
 	}
 	tok := s.keys.token()
-	var k store.Key
-	err := s.db.View(func(txn *bdb.Txn) error {
-		id, err := get(txn, hashKey(hash))
-		if err != nil {
-			return err
-		}
-		k, err = readKey(txn, string(id))
-		return err
-	})
+	k, err := viewByIndex(s.db, hashKey(hash), readKey)
 	if err != nil {
 		return store.Key{}, fmt.Errorf("finding key by hash: %w", err)
 	}
@@ -154,11 +146,7 @@ func (s *Store) GetKey(ctx context.Context, id string) (store.Key, error) {
 		return k, nil
 	}
 	tok := s.keys.token()
-	var k store.Key
-	err := s.db.View(func(txn *bdb.Txn) (err error) {
-		k, err = readKey(txn, id)
-		return err
-	})
+	k, err := viewByID(s.db, id, readKey)
 	if err != nil {
 		return store.Key{}, fmt.Errorf("getting key %s: %w", id, err)
 	}

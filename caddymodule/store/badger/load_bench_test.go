@@ -22,6 +22,7 @@ import (
 	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
 	"socialrouter/caddymodule/store/badger"
+	"socialrouter/internal/heappeak"
 )
 
 // The benchmarks below use what an N = 10 extraction settles: ten records
@@ -112,36 +113,6 @@ func procStatus(fields ...string) map[string]float64 {
 	return out
 }
 
-// heapSampler records the highest HeapInuse until stopped.
-func heapSampler() (stop func() uint64) {
-	var peak atomic.Uint64
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		var ms runtime.MemStats
-		t := time.NewTicker(20 * time.Millisecond)
-		defer t.Stop()
-		for {
-			runtime.ReadMemStats(&ms)
-			if ms.HeapInuse > peak.Load() {
-				peak.Store(ms.HeapInuse)
-			}
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return func() uint64 {
-		close(done)
-		wg.Wait()
-		return peak.Load()
-	}
-}
-
 // BenchmarkSettleDocs measures fsynced settles of 29 KiB runs (b.N settles
 // by 1 or 32 callers, on separate accounts or all on one), with each badger
 // option set, and reports settles/s and memory: the peak Go heap in use
@@ -177,7 +148,7 @@ func benchSettleDocs(b *testing.B, tune func(bdb.Options) bdb.Options, callers i
 	ctx := context.Background()
 	var seq atomic.Int64
 	runtime.GC()
-	stopHeap := heapSampler()
+	stopHeap := heappeak.Sample(20 * time.Millisecond)
 	b.ResetTimer()
 	start := time.Now()
 	var wg sync.WaitGroup

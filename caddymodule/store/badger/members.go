@@ -137,15 +137,7 @@ func (s *Store) AcceptInvite(ctx context.Context, tokenHash [32]byte, m store.Me
 
 // MemberByEmail finds a member by email.
 func (s *Store) MemberByEmail(ctx context.Context, email string) (store.Member, error) {
-	var m store.Member
-	err := s.db.View(func(txn *bdb.Txn) error {
-		id, err := get(txn, emailKey(email))
-		if err != nil {
-			return err
-		}
-		m, err = readMember(txn, string(id))
-		return err
-	})
+	m, err := viewByIndex(s.db, emailKey(email), readMember)
 	if err != nil {
 		return store.Member{}, fmt.Errorf("finding member by email: %w", err)
 	}
@@ -154,11 +146,7 @@ func (s *Store) MemberByEmail(ctx context.Context, email string) (store.Member, 
 
 // GetMember returns a member by id.
 func (s *Store) GetMember(ctx context.Context, id string) (store.Member, error) {
-	var m store.Member
-	err := s.db.View(func(txn *bdb.Txn) (err error) {
-		m, err = readMember(txn, id)
-		return err
-	})
+	m, err := viewByID(s.db, id, readMember)
 	if err != nil {
 		return store.Member{}, fmt.Errorf("getting member %s: %w", id, err)
 	}

@@ -68,17 +68,24 @@ func checkSettled(t *testing.T, s store.Store, out []settled, p credits.Micros) 
 	return records, charged, stored
 }
 
+// acmeBatch adds key_1 to the account acme and returns it with n runs of
+// that key asking 1 to sizes records in turn, and their records in all.
+func acmeBatch(t *testing.T, s store.Store, n, sizes int) (store.Key, []*runs.Run, int) {
+	k := mustKey(t, s, "key_1", "acme")
+	batch := make([]*runs.Run, n)
+	demand := 0
+	for i := range batch {
+		batch[i] = newRun("acme", k.ID, 1+i%sizes)
+		demand += 1 + i%sizes
+	}
+	return k, batch, demand
+}
+
 func testConcurrentOverdraw(t *testing.T, open func(t *testing.T) store.Store) {
 	s := open(t)
 	start := 100*price + price/2 // pays for exactly 100 records
 	mustAccount(t, s, "acme", start)
-	k := mustKey(t, s, "key_1", "acme")
-	batch := make([]*runs.Run, 64)
-	demand := 0
-	for i := range batch {
-		batch[i] = newRun("acme", k.ID, 1+i%7)
-		demand += 1 + i%7
-	}
+	k, batch, demand := acmeBatch(t, s, 64, 7)
 	out := settleAll(t, s, batch, price)
 	records, charged, stored := checkSettled(t, s, out, price)
 
@@ -109,13 +116,7 @@ func testConcurrentOneAccount(t *testing.T, open func(t *testing.T) store.Store)
 	s := open(t)
 	start := cr(50)
 	mustAccount(t, s, "acme", start)
-	k := mustKey(t, s, "key_1", "acme")
-	batch := make([]*runs.Run, 32)
-	demand := 0
-	for i := range batch {
-		batch[i] = newRun("acme", k.ID, 1+i%5)
-		demand += 1 + i%5
-	}
+	k, batch, demand := acmeBatch(t, s, 32, 5)
 	out := settleAll(t, s, batch, price)
 	records, charged, stored := checkSettled(t, s, out, price)
 	if records != demand || charged != credits.Micros(demand)*price {

@@ -10,10 +10,7 @@ import (
 )
 
 // memberSuites are the cases of store.Members.
-var memberSuites = []struct {
-	name string
-	run  func(t *testing.T, open func(t *testing.T) store.Store)
-}{
+var memberSuites = []suite{
 	{"invites", testInvites},
 	{"invite_expired", testInviteExpired},
 	{"passwords", testPasswords},

@@ -10,10 +10,7 @@ import (
 )
 
 // oauthSuites are the cases of store.OAuth and of grants as keys.
-var oauthSuites = []struct {
-	name string
-	run  func(t *testing.T, open func(t *testing.T) store.Store)
-}{
+var oauthSuites = []suite{
 	{"oauth_records", testOAuthRecords},
 	{"oauth_use_once", testOAuthUseOnce},
 	{"oauth_use_concurrent", testOAuthUseConcurrent},

@@ -17,6 +17,12 @@ import (
 	"socialrouter/caddymodule/store"
 )
 
+// suite is one named case of the suite; open returns a fresh store.
+type suite struct {
+	name string
+	run  func(t *testing.T, open func(t *testing.T) store.Store)
+}
+
 // Run runs the whole suite. open must return a fresh, empty store for one
 // sub-test; Run closes it when the sub-test ends, so open should register
 // only the clean-up of what surrounds the store (a directory, a schema).
@@ -30,10 +36,7 @@ import (
 // KeySpend is 0 for a key that spent nothing; Usage rows come ordered by day,
 // offer, platform; GetRunJSON is the JSON of what GetRun returns.
 func Run(t *testing.T, open func(t *testing.T) store.Store) {
-	suites := []struct {
-		name string
-		run  func(t *testing.T, open func(t *testing.T) store.Store)
-	}{
+	suites := []suite{
 		{"accounts", testAccounts},
 		{"add_credits", testAddCredits},
 		{"keys", testKeys},
