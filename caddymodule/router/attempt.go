@@ -164,17 +164,11 @@ func (r *Router) attempt(ctx context.Context, o *registry.Offer, req Request, no
 
 	client := r.clients[o.Source.ID]
 	if client == nil {
-		a.rec.Outcome, a.retryable, a.verdict = OutcomeNoClient, true, failure
-		a.rec.Message = fmt.Sprintf("source %s has no client configured on this gateway", o.Source.ID)
+		noClient(a, o)
 		return a
 	}
 
-	opts := map[string]any{}
-	for k, v := range req.Options {
-		if o.Implements[k] {
-			opts[k] = v
-		}
-	}
+	opts := offerOptions(o, req.Options)
 	batches := split(req.Inputs, o.MaxInputs)
 	limits := batchLimits(batches, req.window(), req.scope())
 
@@ -201,14 +195,7 @@ func (r *Router) attempt(ctx context.Context, o *registry.Offer, req Request, no
 	runBatch := func(i int, in []string) {
 		defer done()
 		defer func() { <-sem }()
-		defer func() {
-			// A panic in a batch (a client, a program) fails the
-			// attempt instead of the process.
-			if e := sources.Recovered(recover()); e != nil {
-				r.logger.Error("panic in an upstream batch", zap.String("offer", o.ID), zap.String("panic", e.Message), zap.Stack("stack"))
-				rn.fail(&batchFailure{outcome: e.Outcome, retryable: true, verdict: failure, message: e.Message}, nil)
-			}
-		}()
+		defer r.recoverBatch(rn, o)
 		r.batch(rn, wd, client, o, req, in, limits[i], opts, nowISO, i)
 	}
 	_, inline := client.(sources.ReturnsOnCancel)
@@ -244,6 +231,15 @@ dispatch:
 		grace.Stop()
 	}
 
+	r.conclude(ctx, a, rn, req)
+	return a
+}
+
+// conclude closes the attempt's run once its batches are done or
+// abandoned, and sets its outcome. It is apart from attempt so that the
+// frame a held call keeps on its stack while it waits stays small (see
+// attempt).
+func (r *Router) conclude(ctx context.Context, a *attempt, rn *run, req Request) {
 	rn.mu.Lock()
 	rn.closed = true
 	failed, outs := rn.failure, rn.outs
@@ -264,7 +260,7 @@ dispatch:
 		a.retryable, a.retryAfter, a.upstreamMsg, a.verdict = failed.retryable, failed.retryAfter, failed.message, failed.verdict
 	case !complete:
 		a.retryable, a.verdict = true, failure
-		switch context.Cause(actx) {
+		switch context.Cause(rn.actx) {
 		case errSoftTimeout:
 			a.rec.Outcome = sources.OutcomeSoftTimeout
 			a.rec.Message = fmt.Sprintf("no upstream activity for %s", r.cfg.SoftTimeout)
@@ -275,7 +271,32 @@ dispatch:
 	default:
 		r.assemble(a, outs, req)
 	}
-	return a
+}
+
+// noClient fails an attempt whose source has no client on this gateway.
+func noClient(a *attempt, o *registry.Offer) {
+	a.rec.Outcome, a.retryable, a.verdict = OutcomeNoClient, true, failure
+	a.rec.Message = fmt.Sprintf("source %s has no client configured on this gateway", o.Source.ID)
+}
+
+// recoverBatch, deferred by each batch, turns a panic in it (a client, a
+// program) into the attempt's failure instead of the process's end.
+func (r *Router) recoverBatch(rn *run, o *registry.Offer) {
+	if e := sources.Recovered(recover()); e != nil {
+		r.logger.Error("panic in an upstream batch", zap.String("offer", o.ID), zap.String("panic", e.Message), zap.Stack("stack"))
+		rn.fail(&batchFailure{outcome: e.Outcome, retryable: true, verdict: failure, message: e.Message}, nil)
+	}
+}
+
+// offerOptions keeps the call's options that offer o implements.
+func offerOptions(o *registry.Offer, options map[string]any) map[string]any {
+	opts := make(map[string]any, len(options))
+	for k, v := range options {
+		if o.Implements[k] {
+			opts[k] = v
+		}
+	}
+	return opts
 }
 
 // assemble turns the batches' outputs into the attempt's records, or an
@@ -334,35 +355,64 @@ func (r *Router) assemble(a *attempt, outs []batchOut, req Request) {
 // batch runs one upstream call and normalizes its items.
 func (r *Router) batch(rn *run, wd *watchdog, client sources.Client, o *registry.Offer, req Request,
 	inputs []string, limit int, opts map[string]any, nowISO string, i int) {
+	res := r.call(rn, wd, client, o, req, inputs, limit, opts, nowISO)
+	if res != nil {
+		r.collect(rn, o, inputs, nowISO, i, res)
+	}
+}
+
+// call sends one batch's upstream request and returns its answer, or nil
+// when it failed (recorded in rn). A held call waits in here: its frame,
+// and those of its callers, stay on the goroutine's stack for the whole
+// wait, so what runs before and after the wait is in functions of its own
+// (buildBody, failCall, collect), and a call held by a slow upstream fits
+// the stack size that Caddy's own reverse_proxy needs.
+func (r *Router) call(rn *run, wd *watchdog, client sources.Client, o *registry.Offer, req Request,
+	inputs []string, limit int, opts map[string]any, nowISO string) *sources.Result {
 	ctx := rn.actx
 	wd.touch()
 	body, err := buildBody(ctx, o, inputs, opts, limit, nowISO)
 	if err != nil {
-		rn.fail(&batchFailure{outcome: OutcomeRequestError, retryable: true, verdict: neutral,
-			message: fmt.Sprintf("building the upstream request: %v", err)}, nil)
-		return
+		failRequest(rn, err)
+		return nil
 	}
 	callLimit := limit
 	if callLimit > 0 && req.scope() == registry.ScopePerInput {
 		callLimit *= max(1, len(inputs))
 	}
-	var timeout time.Duration
+	c := &sources.Call{Target: o.Target, Params: o.Params, Body: body, Limit: callLimit, Activity: wd.touch}
 	if dl, ok := ctx.Deadline(); ok {
-		timeout = time.Until(dl)
+		c.Timeout = time.Until(dl)
 	}
-	res, err := client.Do(ctx, sources.Call{
-		Target: o.Target, Params: o.Params, Body: body, Limit: callLimit, Timeout: timeout, Activity: wd.touch,
-	})
+	res, err := client.Do(ctx, *c)
+	if err != nil || res == nil {
+		failCall(rn, err)
+		return nil
+	}
+	wd.touch()
+	return res
+}
+
+// failRequest records a batch whose request program failed.
+func failRequest(rn *run, err error) {
+	rn.fail(&batchFailure{outcome: OutcomeRequestError, retryable: true, verdict: neutral,
+		message: fmt.Sprintf("building the upstream request: %v", err)}, nil)
+}
+
+// failCall records a failed client call (err) or a client that returned
+// neither a result nor an error.
+func failCall(rn *run, err error) {
 	if err != nil {
 		rn.fail(callFailure(err), errHandles(err))
 		return
 	}
-	if res == nil {
-		rn.fail(&batchFailure{outcome: sources.OutcomeMalformed, retryable: true, verdict: failure,
-			message: "the source client returned no result"}, nil)
-		return
-	}
-	wd.touch()
+	rn.fail(&batchFailure{outcome: sources.OutcomeMalformed, retryable: true, verdict: failure,
+		message: "the source client returned no result"}, nil)
+}
+
+// collect normalizes the items of a batch's answer into records per input.
+func (r *Router) collect(rn *run, o *registry.Offer, inputs []string, nowISO string, i int, res *sources.Result) {
+	ctx := rn.actx
 	out := batchOut{items: len(res.Items), errorItems: res.ErrorItems, status: res.Status,
 		perInput: make([][]json.RawMessage, max(1, len(inputs)))}
 	m := newInputMatcher(inputs)

@@ -282,6 +282,13 @@ func (w *walk) try(ctx context.Context, o *registry.Offer, trial bool, note stri
 		return nil, fail, fail != nil
 	}
 	a := w.r.attempt(ctx, o, *req, w.nowISO)
+	return w.record(o, a, trial, note)
+}
+
+// record reports an attempt to the offer's breaker, the observer and the
+// log, and decides whether the walk ends with it. It is apart from try so
+// that the frame a held call keeps while it waits stays small.
+func (w *walk) record(o *registry.Offer, a *attempt, trial bool, note string) (res *Result, fail *Failure, done bool) {
 	if note != "" {
 		a.rec.Message = joinMsg(note, a.rec.Message)
 	}

@@ -44,11 +44,20 @@ func (a *ActorRun) Do(ctx context.Context, c Call) (*Result, error) {
 	}
 	body, err := encodeBody(c.Body)
 	if err != nil {
-		return nil, &Error{Outcome: OutcomeInvalidInput, Message: err.Error()}
+		return nil, invalidBody(err)
 	}
 	if string(body) == "null" {
 		body = []byte("{}")
 	}
+	ans, err := a.exchange(ctx, http.MethodPost, a.runURL(ctx, c), body, c.Activity)
+	if err != nil {
+		return nil, err
+	}
+	return ranSync(ans)
+}
+
+// runURL is the synchronous run endpoint of call c.
+func (a *ActorRun) runURL(ctx context.Context, c Call) string {
 	q := url.Values{}
 	for k, v := range c.Params {
 		q.Set(k, v)
@@ -57,12 +66,11 @@ func (a *ActorRun) Do(ctx context.Context, c Call) (*Result, error) {
 	if c.Limit > 0 {
 		q.Set("maxItems", strconv.Itoa(c.Limit))
 	}
-	u := a.baseURL + "/v2/acts/" + url.PathEscape(c.Target) + "/run-sync-get-dataset-items?" + q.Encode()
+	return a.baseURL + "/v2/acts/" + url.PathEscape(c.Target) + "/run-sync-get-dataset-items?" + q.Encode()
+}
 
-	ans, err := a.exchange(ctx, http.MethodPost, u, body, c.Activity)
-	if err != nil {
-		return nil, err
-	}
+// ranSync reads a synchronous run's answer: its dataset items.
+func ranSync(ans *answer) (*Result, error) {
 	if ans.status != http.StatusOK && ans.status != http.StatusCreated {
 		if ans.status >= 200 && ans.status < 300 {
 			return nil, &Error{Outcome: OutcomeMalformed, Status: ans.status, Retryable: true, Handles: ans.handles,

@@ -69,8 +69,22 @@ func (d *DatasetScrape) Do(ctx context.Context, c Call) (*Result, error) {
 	}
 	bodies, err := scrapeBodies(c.Body)
 	if err != nil {
-		return nil, &Error{Outcome: OutcomeInvalidInput, Message: err.Error()}
+		return nil, invalidBody(err)
 	}
+	scrapeURL := d.scrapeURL(c)
+	if len(bodies) == 1 {
+		return d.scrape(ctx, scrapeURL, bodies[0], c.Activity)
+	}
+	return d.scrapeChunks(ctx, scrapeURL, bodies, c.Activity)
+}
+
+// invalidBody is the error of a request body a protocol cannot send.
+func invalidBody(err error) *Error {
+	return &Error{Outcome: OutcomeInvalidInput, Message: err.Error()}
+}
+
+// scrapeURL is the scrape endpoint of call c.
+func (d *DatasetScrape) scrapeURL(c Call) string {
 	q := url.Values{}
 	for k, v := range c.Params {
 		q.Set(k, v)
@@ -78,12 +92,12 @@ func (d *DatasetScrape) Do(ctx context.Context, c Call) (*Result, error) {
 	q.Set("dataset_id", c.Target)
 	q.Set("format", "json")
 	q.Set("include_errors", "true")
-	scrapeURL := d.baseURL + "/datasets/v3/scrape?" + q.Encode()
+	return d.baseURL + "/datasets/v3/scrape?" + q.Encode()
+}
 
-	if len(bodies) == 1 {
-		return d.scrape(ctx, scrapeURL, bodies[0], c.Activity)
-	}
-
+// scrapeChunks runs the chunks of a call of more than one concurrently
+// and joins their records in input order.
+func (d *DatasetScrape) scrapeChunks(ctx context.Context, scrapeURL string, bodies [][]byte, activity func()) (*Result, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	results := make([]*Result, len(bodies))
@@ -105,7 +119,7 @@ func (d *DatasetScrape) Do(ctx context.Context, c Call) (*Result, error) {
 			select {
 			case sem <- struct{}{}:
 				if err = ctx.Err(); err == nil {
-					r, err = d.safeScrape(ctx, scrapeURL, body, c.Activity)
+					r, err = d.safeScrape(ctx, scrapeURL, body, activity)
 				} else {
 					err = transportError(ctx, "before upstream request", err)
 				}
@@ -174,6 +188,11 @@ func (d *DatasetScrape) scrape(ctx context.Context, scrapeURL string, body []byt
 	if err != nil {
 		return nil, err
 	}
+	return d.scraped(ctx, ans, activity)
+}
+
+// scraped reads a scrape's answer: its items, or on 202 the snapshot's.
+func (d *DatasetScrape) scraped(ctx context.Context, ans *answer, activity func()) (*Result, error) {
 	switch ans.status {
 	case http.StatusOK:
 		return itemsResult(ans)

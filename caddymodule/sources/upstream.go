@@ -93,7 +93,26 @@ type answer struct {
 // exchange sends one request and reads the whole answer, calling activity
 // when the headers arrive and whenever body bytes arrive. Failures to get a
 // complete answer come back as *Error (network_error or timeout).
+//
+// A call held by a slow upstream waits in here: this frame and its callers'
+// stay on the goroutine's stack for the whole wait, so building the request
+// and reading the answer are functions of their own (see router.call).
 func (b *base) exchange(ctx context.Context, method, url string, body []byte, activity func()) (*answer, error) {
+	req, err := b.newRequest(ctx, method, url, body)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	resp, err := b.hc.Do(req)
+	if err != nil {
+		return nil, transportError(ctx, "sending upstream request", err)
+	}
+	return b.read(ctx, req, resp, start, activity)
+}
+
+// newRequest builds an upstream request with the headers every exchange
+// sends.
+func (b *base) newRequest(ctx context.Context, method, url string, body []byte) (*http.Request, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -110,12 +129,14 @@ func (b *base) exchange(ctx context.Context, method, url string, body []byte, ac
 	if b.cfg.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+b.cfg.Token)
 	}
-	start := time.Now()
-	resp, err := b.hc.Do(req)
-	if err != nil {
-		return nil, transportError(ctx, "sending upstream request", err)
-	}
+	return req, nil
+}
+
+// read reads the whole answer of an exchange started at start and closes
+// its body.
+func (b *base) read(ctx context.Context, req *http.Request, resp *http.Response, start time.Time, activity func()) (*answer, error) {
 	defer resp.Body.Close()
+	var err error
 	if activity != nil {
 		activity()
 	}
@@ -133,7 +154,7 @@ func (b *base) exchange(ctx context.Context, method, url string, body []byte, ac
 	}
 	b.log.Debug("upstream exchange",
 		zap.String("protocol", b.protocol),
-		zap.String("method", method),
+		zap.String("method", req.Method),
 		zap.String("path", req.URL.Path),
 		zap.Int("status", resp.StatusCode),
 		zap.Int("bytes", len(a.body)),
