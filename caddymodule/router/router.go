@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/runs"
@@ -299,21 +300,35 @@ func (w *walk) record(o *registry.Offer, a *attempt, trial bool, note string) (r
 	w.attempts = append(w.attempts, a.rec)
 	w.tried = append(w.tried, a)
 	w.r.observe(o, a.rec.Outcome, a.rec.DurationMS, false)
-	fields := []zap.Field{zap.String("service", w.req.Service.Key), zap.String("offer", o.ID),
-		zap.String("outcome", a.rec.Outcome), zap.Int("status", a.rec.Status),
-		zap.Int64("duration_ms", a.rec.DurationMS), zap.Int("inputs", len(w.req.Inputs))}
 	switch {
 	case a.ok:
-		w.r.logger.Debug("offer attempt served", append(fields, zap.Int("records", a.total))...)
+		w.logAttempt(zap.DebugLevel, "offer attempt served", o, a)
 		return &Result{Offer: o, Records: a.records, Total: a.total, Attempts: w.attempts, More: a.more}, nil, true
 	case a.canceled != nil:
 		return nil, w.canceled(o, a.canceled), true
 	case !a.retryable:
-		w.r.logger.Info("offer attempt rejected the input", fields...)
+		w.logAttempt(zap.InfoLevel, "offer attempt rejected the input", o, a)
 		return nil, w.rejected(o, a), true
 	}
-	w.r.logger.Info("offer attempt failed", fields...)
+	w.logAttempt(zap.InfoLevel, "offer attempt failed", o, a)
 	return nil, nil, false
+}
+
+// logAttempt logs an attempt at lvl; the fields are built only when that
+// level is enabled (a served attempt logs at debug, off in production, and
+// building its fields cost an allocation on every call).
+func (w *walk) logAttempt(lvl zapcore.Level, msg string, o *registry.Offer, a *attempt) {
+	ce := w.r.logger.Check(lvl, msg)
+	if ce == nil {
+		return
+	}
+	fields := []zap.Field{zap.String("service", w.req.Service.Key), zap.String("offer", o.ID),
+		zap.String("outcome", a.rec.Outcome), zap.Int("status", a.rec.Status),
+		zap.Int64("duration_ms", a.rec.DurationMS), zap.Int("inputs", len(w.req.Inputs))}
+	if a.ok {
+		fields = append(fields, zap.Int("records", a.total))
+	}
+	ce.Write(fields...)
 }
 
 // finish ends the walk after the last try: a result, a failure, or (the
