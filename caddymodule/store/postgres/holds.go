@@ -25,11 +25,11 @@ const DefaultHoldTimeout = 15 * time.Minute
 // already count for nothing, so this only bounds the table.
 const reapEvery = time.Minute
 
-// Reserve sets the hold of call h.ID: see store.Store. The account row
-// lock serializes it with every settle and reserve of the account on every
-// node; a key belongs to one account, so that lock covers the key's spend
-// and holds too. It takes two round trips (pipelineTx): the lock and the
-// reads, then the hold and the COMMIT.
+// Reserve sets the hold of call h.ID: see store.Store. It is one call of
+// reserve_hold (reserveMigration) in autocommit: one round trip, one
+// statement. The function's account row lock serializes it with every
+// settle and reserve of the account on every node; a key belongs to one
+// account, so that lock covers the key's spend and holds too.
 func (s *Store) Reserve(ctx context.Context, h store.Hold) (store.HoldResult, error) {
 	if !settle.ValidID(h.ID) || !settle.ValidID(h.AccountID) || h.Price < 0 {
 		return store.HoldResult{}, fmt.Errorf("reserving for %q: invalid hold", h.ID)
@@ -42,78 +42,42 @@ func (s *Store) Reserve(ctx context.Context, h store.Hold) (store.HoldResult, er
 	for i, per := range store.Periods {
 		buckets[i] = store.PeriodStart(per, now)
 	}
+	var keyID *string
+	if h.KeyID != "" {
+		keyID = &h.KeyID
+	}
 	var (
-		balance, held int64
-		limit         *store.CreditLimit
-		room          int64
-		res           store.HoldResult
+		balance, held, amount int64
+		period                *string
+		limitCredits, room    *int64
+		err                   error
 	)
-	reads := func(b *pgx.Batch) {
-		balance, held, limit, room = 0, 0, nil, 0
-		b.Queue(`SELECT balance FROM accounts WHERE id = $1 FOR UPDATE`, h.AccountID).QueryRow(func(row pgx.Row) error {
-			err := row.Scan(&balance)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return fmt.Errorf("account %s: %w", h.AccountID, store.ErrNotFound)
-			}
-			if err != nil {
-				return fmt.Errorf("locking account %s: %v", h.AccountID, err)
-			}
-			return nil
-		})
-		b.Queue(`
-WITH gone AS (DELETE FROM holds WHERE id = $1 OR (account_id = $2 AND expires_at <= now()))
-SELECT COALESCE(sum(amount), 0) FROM holds WHERE account_id = $2 AND id <> $1 AND expires_at > now()`,
-			h.ID, h.AccountID).QueryRow(func(row pgx.Row) error {
-			if err := row.Scan(&held); err != nil {
-				return fmt.Errorf("reading holds of account %s: %v", h.AccountID, err)
-			}
-			return nil
-		})
-		if h.KeyID == "" {
-			return
+	for attempt := 0; ; attempt++ {
+		err = s.pool.QueryRow(ctx, `SELECT * FROM reserve_hold($1, $2, $3, $4, $5, $6, $7, $8)`,
+			h.ID, h.AccountID, keyID, buckets, store.Periods, int64(h.Price), h.Records, s.holdTimeout.Seconds()).
+			Scan(&balance, &held, &period, &limitCredits, &room, &amount)
+		if err == nil || !retryable(err) || attempt == maxRetries {
+			break
 		}
-		// The key's limit, its spend in the limit period's current bucket
-		// and its other live holds, in one statement.
-		b.Queue(`
-SELECT k.limit_period, k.limit_credits,
-	COALESCE((SELECT credits FROM key_spend WHERE key_id = k.id AND period = k.limit_period
-		AND bucket = ($2::timestamptz[])[array_position($3::text[], k.limit_period)]), 0),
-	COALESCE((SELECT sum(amount) FROM holds WHERE key_id = k.id AND id <> $4 AND expires_at > now()), 0)
-FROM api_keys k WHERE k.id = $1`, h.KeyID, buckets, store.Periods, h.ID).QueryRow(func(row pgx.Row) error {
-			var period *string
-			var amount *int64
-			var spent, keyHeld int64
-			err := row.Scan(&period, &amount, &spent, &keyHeld)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("reading limit and spend of key %s: %v", h.KeyID, err)
-			}
-			if period != nil && amount != nil {
-				limit = &store.CreditLimit{Period: *period, Credits: credits.Micros(*amount)}
-				room = *amount - spent - keyHeld
-			}
-			return nil
-		})
 	}
-	writes := func(b *pgx.Batch) error {
-		res = store.HoldRoom(credits.Micros(balance-held), limit, credits.Micros(room), h.Price, h.Records)
-		if res.Amount == 0 {
-			return nil // the COMMIT keeps the old hold's removal
-		}
-		var keyID *string
-		if h.KeyID != "" {
-			keyID = &h.KeyID
-		}
-		b.Queue(`INSERT INTO holds (id, account_id, key_id, amount, expires_at) VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))`,
-			h.ID, h.AccountID, keyID, int64(res.Amount), s.holdTimeout.Seconds())
-		return nil
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.HoldResult{}, fmt.Errorf("reserving for %s: account %s: %w", h.ID, h.AccountID, store.ErrNotFound)
 	}
-	if _, err := s.pipelineTx(ctx, reads, writes); err != nil {
+	if err != nil {
 		// An ambiguous commit is an error too: the call fails and its
 		// Release drops the hold if it was written.
 		return store.HoldResult{}, fmt.Errorf("reserving for %s: %w", h.ID, err)
+	}
+	var limit *store.CreditLimit
+	var keyRoom int64
+	if period != nil && limitCredits != nil && room != nil {
+		limit, keyRoom = &store.CreditLimit{Period: *period, Credits: credits.Micros(*limitCredits)}, *room
+	}
+	res := store.HoldRoom(credits.Micros(balance-held), limit, credits.Micros(keyRoom), h.Price, h.Records)
+	if int64(res.Amount) != amount {
+		// reserve_hold and store.HoldRoom disagree: a bug; the call fails
+		// and its Release drops what was held.
+		return store.HoldResult{}, fmt.Errorf("reserving for %s: the database held %d, store.HoldRoom %d", h.ID, amount, res.Amount)
 	}
 	return res, nil
 }
