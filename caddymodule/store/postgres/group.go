@@ -46,6 +46,7 @@ func (s *Store) GroupedSettles() int64 { return s.lines.grouped.Load() }
 type waiter struct {
 	ctx  context.Context
 	p    *settle.Prepared
+	pk   settle.Packed
 	res  store.SettleResult
 	err  error
 	wake chan bool // true: lead the next group; false: done, read res and err
@@ -53,8 +54,8 @@ type waiter struct {
 
 // settle returns once p is settled, either in a group it leads or in
 // another caller's group.
-func (l *lines) settle(ctx context.Context, s *Store, p *settle.Prepared) (store.SettleResult, error) {
-	w := &waiter{ctx: ctx, p: p, wake: make(chan bool, 1)}
+func (l *lines) settle(ctx context.Context, s *Store, p *settle.Prepared, pk settle.Packed) (store.SettleResult, error) {
+	w := &waiter{ctx: ctx, p: p, pk: pk, wake: make(chan bool, 1)}
 	l.mu.Lock()
 	if l.leaders >= maxLeaders {
 		l.queue = append(l.queue, w)
@@ -106,7 +107,7 @@ func (s *Store) settleGroup(group []*waiter) {
 		for _, g := range group {
 			var ok bool
 			if g.res, ok, g.err = s.committed(context.WithoutCancel(g.ctx), g.p); g.err == nil && !ok {
-				g.res, g.err = s.settleOne(g.ctx, g.p)
+				g.res, g.err = s.settleOne(g.ctx, g.p, g.pk)
 			}
 		}
 		return
@@ -122,7 +123,7 @@ func (s *Store) settleGroup(group []*waiter) {
 		return
 	}
 	for _, g := range group {
-		g.res, g.err = s.settleOne(g.ctx, g.p)
+		g.res, g.err = s.settleOne(g.ctx, g.p, g.pk)
 	}
 }
 
@@ -219,7 +220,7 @@ func (s *Store) queueGroupWrites(b *pgx.Batch, group []*waiter, accounts []strin
 		if run.KeyID != "" {
 			keyID = &run.KeyID
 		}
-		queueInsertRun(b, run, keyID, charged, records, doc)
+		queueInsertRun(b, run, keyID, charged, records, doc, g.pk)
 		uk := usageKey{run.AccountID, store.PeriodStart(store.PeriodDay, p.Now), st.Offer, st.Platform}
 		u := usage[uk]
 		if u == nil {
