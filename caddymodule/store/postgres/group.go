@@ -156,6 +156,11 @@ func (s *Store) settleTogether(group []*waiter) ([]store.SettleResult, bool, err
 	)
 	reads := func(b *pgx.Batch) {
 		balance, held = make(map[string]int64, len(accounts)), map[string]credits.Micros{}
+		// The statements' plans do not depend on their arrays' lengths,
+		// but with short ones (one hot account) a custom plan looks
+		// cheaper than the generic one and PostgreSQL planned every
+		// statement again at every group: ~9 % of the backends' CPU.
+		b.Queue("SET LOCAL plan_cache_mode = force_generic_plan")
 		// The accounts locked in id order, then the holds captured: the
 		// order of every settle and reserve, so none can deadlock.
 		b.Queue(`SELECT id, balance FROM accounts WHERE id = ANY($1) ORDER BY id FOR UPDATE`, accounts).Query(func(rows pgx.Rows) error {
