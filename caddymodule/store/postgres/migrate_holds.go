@@ -1,9 +1,9 @@
 package postgres
 
-// reserveMigration makes Reserve one statement in one round trip, its own
-// transaction: it took two pipelines (BEGIN, the lock and the reads; then
-// the insert and COMMIT) and kept the account locked across the round trip
-// between them.
+// reserveMigration makes a reserve one statement: alone, one round trip
+// in autocommit (grouped, one statement each in a shared transaction). It
+// took two pipelines (BEGIN, the lock and the reads; then the insert and
+// COMMIT) and kept the account locked across the round trip between them.
 //
 // It has to be a function, not one CTE statement: in READ COMMITTED a
 // statement's snapshot is taken before its FOR UPDATE waits for the lock,

@@ -32,11 +32,12 @@ func (s *Store) Settle(ctx context.Context, st store.Settlement) (store.SettleRe
 	}
 	// Compressed here, in parallel with the other callers, not by the
 	// group's leader inside its transaction.
-	res, err := s.lines.settle(ctx, s, p, settle.Pack(p))
-	if err == nil {
+	w := &waiter{ctx: ctx, p: p, pk: settle.Pack(p)}
+	s.settles.do(w, s.settleGroup)
+	if w.err == nil {
 		p.Release()
 	}
-	return res, err
+	return w.res, w.err
 }
 
 // The statements a settle runs after locking its account, shared by the
