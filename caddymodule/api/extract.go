@@ -71,19 +71,20 @@ func (a *API) Extract(ctx context.Context, key store.Key, svc *registry.Service,
 		run.URL = in.Raw[0]
 	}
 	bill := billing.New(a.Store, run.ID, key, now)
-	defer bill.Release(context.WithoutCancel(ctx)) // a no-op once Settle captured
+	defer bill.Release(context.WithoutCancel(ctx)) // a no-op once settled
 	res, err := a.Router.Run(ctx, router.Request{
 		Service: svc, Inputs: in.Inputs, Options: in.Options, Limit: in.Limit, Pin: in.Pin, Now: now, Budget: bill,
 	})
 	if apiErr := a.refusedForMoney(ctx, bill, run, res, err); apiErr != nil {
 		return nil, apiErr
 	}
-	return a.settle(ctx, run, res, err, svc.Platform)
+	return a.settle(ctx, bill, run, res, err, svc.Platform)
 }
 
 // settle stores a routed run (success or failure) and returns it, or the
-// error to answer.
-func (a *API) settle(ctx context.Context, run *runs.Run, res *router.Result, err error, platform string) (*runs.Run, *Error) {
+// error to answer. A settle that commits tells bill, whose deferred
+// Release then skips the store.
+func (a *API) settle(ctx context.Context, bill *billing.Call, run *runs.Run, res *router.Result, err error, platform string) (*runs.Run, *Error) {
 	run.CompletedAt = time.Now().UTC()
 	noteRun(ctx, run)
 	ctx = context.WithoutCancel(ctx)
@@ -105,6 +106,8 @@ func (a *API) settle(ctx context.Context, run *runs.Run, res *router.Result, err
 		}
 		if _, serr := a.Store.Settle(ctx, store.Settlement{Run: run, Offer: offer, Platform: platform, Now: run.CompletedAt}); serr != nil {
 			a.Logger.Error("storing failed run", zap.String("run_id", run.ID), zap.Error(serr))
+		} else {
+			bill.Settled()
 		}
 		e := newError(f.Status, f.Code, f.Type, f.Message).with("run_id", run.ID).with("attempts", nonNilAttempts(f.Attempts))
 		e.RetryAfter = f.RetryAfter
@@ -130,6 +133,7 @@ func (a *API) settle(ctx context.Context, run *runs.Run, res *router.Result, err
 		return nil, newError(http.StatusServiceUnavailable, "store_unavailable", typeInternal,
 			"the run could not be recorded, so nothing was charged; retry shortly").with("run_id", run.ID)
 	}
+	bill.Settled()
 	a.Logger.Debug("run settled", zap.String("run_id", run.ID), zap.String("offer", res.Offer.ID),
 		zap.Int("records", sr.Records), zap.Stringer("charged", sr.Charged))
 	return run, nil

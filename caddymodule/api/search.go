@@ -157,7 +157,7 @@ func (a *API) Search(ctx context.Context, key store.Key, m map[string]json.RawMe
 		LimitScope: registry.ScopePerInput, Skip: offset,
 	}
 	bill := billing.New(a.Store, run.ID, key, now)
-	defer bill.Release(context.WithoutCancel(ctx)) // a no-op once Settle captured
+	defer bill.Release(context.WithoutCancel(ctx)) // a no-op once settled
 	req.Budget = bill
 	if fallback {
 		req.Offers = chain
@@ -173,7 +173,7 @@ func (a *API) Search(ctx context.Context, key store.Key, m map[string]json.RawMe
 		b, _ := json.Marshal(encodeCursor(searchCursor{Provider: slug, Queries: queries, Offset: offset + limit}))
 		run.Pagination.NextCursor = b
 	}
-	return a.settle(ctx, run, res, err, svc.Platform)
+	return a.settle(ctx, bill, run, res, err, svc.Platform)
 }
 
 // resolveSlug maps <source>/<platform>/<type>[:<tag>] to a search type and

@@ -22,8 +22,8 @@ import (
 )
 
 // Call holds the money of one call. Create it with New, pass it as the
-// router.Request's Budget, and Release it when the call ends (a no-op
-// once Settle captured the hold).
+// router.Request's Budget, tell it Settled once the run's Settle
+// committed, and Release it when the call ends.
 type Call struct {
 	st   store.Store
 	hold store.Hold
@@ -33,6 +33,7 @@ type Call struct {
 	held    map[string]store.HoldResult // by offer id, the last Reserve of each
 	refused []refusal                   // offers not one record of which could be paid
 	refusal *router.Failure             // what Refusal returned, to know it again
+	settled bool                        // Settle committed: it captured the hold
 }
 
 // refusal is one unpayable offer and what capped it.
@@ -99,9 +100,24 @@ func (c *Call) CappedBy(o *registry.Offer) string {
 	return c.held[o.ID].CappedBy
 }
 
+// Settled tells c that the run's Settle committed, which deleted the hold
+// in its transaction: Release then has nothing to drop.
+func (c *Call) Settled() {
+	c.mu.Lock()
+	c.settled = true
+	c.mu.Unlock()
+}
+
 // Release drops what the call still holds: after a failed or refused call,
-// or a settle that did not commit.
+// or a settle that did not commit. After Settled it returns at once: on
+// PostgreSQL it would be a round trip deleting nothing.
 func (c *Call) Release(ctx context.Context) error {
+	c.mu.Lock()
+	settled := c.settled
+	c.mu.Unlock()
+	if settled {
+		return nil
+	}
 	return c.st.Release(ctx, c.hold.ID)
 }
 

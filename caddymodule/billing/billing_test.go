@@ -156,3 +156,45 @@ func TestRefusedOnlyItsOwnRefusal(t *testing.T) {
 		}
 	}
 }
+
+// countReleases counts the Release calls that reach the store.
+type countReleases struct {
+	store.Store
+	n int
+}
+
+func (c *countReleases) Release(ctx context.Context, id string) error {
+	c.n++
+	return c.Store.Release(ctx, id)
+}
+
+// TestReleaseAfterSettled: a call whose settle committed (which captured
+// its hold) does not ask the store to release; any other call does.
+func TestReleaseAfterSettled(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		settled bool
+		want    int
+	}{
+		{"settled", true, 0},
+		{"failed before settling", false, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, k := openStore(t, 5*2000, nil)
+			cs := &countReleases{Store: st}
+			c := New(cs, "ext_1", k, now)
+			if n, _, err := c.Reserve(t.Context(), cheap, 1, 1); n != 1 || err != nil {
+				t.Fatalf("Reserve = %d, %v; want 1", n, err)
+			}
+			if tc.settled {
+				c.Settled()
+			}
+			if err := c.Release(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if cs.n != tc.want {
+				t.Errorf("store Release calls = %d, want %d", cs.n, tc.want)
+			}
+		})
+	}
+}

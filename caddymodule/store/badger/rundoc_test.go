@@ -209,29 +209,3 @@ func BenchmarkRunDocCodec(b *testing.B) {
 		}
 	}
 }
-
-// TestPackedDoc checks that a settle stores the document packed before
-// the commit only when it keeps every record, and otherwise the document
-// the leader rendered.
-func TestPackedDoc(t *testing.T) {
-	full := []byte(`{"id":"ext_p","data":[{"a":1},{"a":2}]}`)
-	part := []byte(`{"id":"ext_p","data":[{"a":1}]}`)
-	pd := packedDoc{full: rundoc.Encode(full), records: 2}
-	for _, tc := range []struct {
-		name    string
-		pd      packedDoc
-		records int
-		doc     []byte
-	}{
-		{"every record: packed", pd, 2, full},
-		{"fewer records: encoded now", pd, 1, part},
-		{"none packed", packedDoc{}, 2, full},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := rundoc.Append(nil, tc.pd.value(tc.records, tc.doc))
-			if err != nil || !bytes.Equal(got, tc.doc) {
-				t.Fatalf("stored %q, %v; want %q", got, err, tc.doc)
-			}
-		})
-	}
-}

@@ -94,7 +94,10 @@ func (s *Store) Settle(ctx context.Context, st store.Settlement) (store.SettleRe
 	for _, d := range p.Data {
 		size += len(d)
 	}
-	pd := packRunDoc(p) // compressed here, not in the commit leader
+	// Run documents are stored in rundoc's form (S2-compressed), so each
+	// commit writes and syncs fewer value-log pages; compressed here, not in
+	// the commit leader.
+	pd := settle.Pack(p)
 	err = s.write(ctx, &writeReq{account: st.Run.AccountID, size: size, hold: hold, apply: func(b *batch) (refused, err error) {
 		res, refused, err = b.settle(p, pd, held, hasHold)
 		return refused, err
@@ -260,7 +263,7 @@ func (s *Store) commitBatch(reqs []*writeReq) {
 // settle adds one settlement to the batch. A failure of the settlement
 // itself (unknown account, run id taken) is returned as refused, before
 // anything is written; err is a transaction failure.
-func (b *batch) settle(p *settle.Prepared, pd packedDoc, held credits.Micros, hasHold bool) (res store.SettleResult, refused, err error) {
+func (b *batch) settle(p *settle.Prepared, pd settle.Packed, held credits.Micros, hasHold bool) (res store.SettleResult, refused, err error) {
 	run := p.S.Run
 	a, ok, err := b.account(run.AccountID)
 	if err != nil {
@@ -285,7 +288,7 @@ func (b *batch) settle(p *settle.Prepared, pd packedDoc, held credits.Micros, ha
 	if err := b.setAccount(a); err != nil {
 		return res, nil, err
 	}
-	if err := b.txn.Set(rk, pd.value(records, doc)); err != nil {
+	if err := b.txn.Set(rk, pd.Value(records, doc)); err != nil {
 		return res, nil, err
 	}
 	uk := usageKey(run.AccountID, store.PeriodStart(store.PeriodDay, p.Now).Unix(), p.S.Offer, p.S.Platform)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -25,11 +26,14 @@ const DefaultHoldTimeout = 15 * time.Minute
 // already count for nothing, so this only bounds the table.
 const reapEvery = time.Minute
 
-// Reserve sets the hold of call h.ID: see store.Store. The account row
-// lock serializes it with every settle and reserve of the account on every
-// node; a key belongs to one account, so that lock covers the key's spend
-// and holds too. It takes two round trips (pipelineTx): the lock and the
-// reads, then the hold and the COMMIT.
+// Reserve sets the hold of call h.ID: see store.Store. It is one call of
+// reserve_hold (reserveMigration), whose account row lock serializes it
+// with every settle and reserve of the account on every node; a key
+// belongs to one account, so that lock covers the key's spend and holds
+// too. Reserves that arrive together are grouped into one transaction
+// (line): their accounts locked in id order first, then reserve_hold for
+// each in turn, each seeing the holds of the ones before, and one commit.
+// A lone reserve is the one statement in autocommit.
 func (s *Store) Reserve(ctx context.Context, h store.Hold) (store.HoldResult, error) {
 	if !settle.ValidID(h.ID) || !settle.ValidID(h.AccountID) || h.Price < 0 {
 		return store.HoldResult{}, fmt.Errorf("reserving for %q: invalid hold", h.ID)
@@ -38,89 +42,129 @@ func (s *Store) Reserve(ctx context.Context, h store.Hold) (store.HoldResult, er
 	if now.IsZero() {
 		now = time.Now()
 	}
-	buckets := make([]time.Time, len(store.Periods))
+	w := &reserveWaiter{ctx: ctx, h: h, buckets: make([]time.Time, len(store.Periods))}
 	for i, per := range store.Periods {
-		buckets[i] = store.PeriodStart(per, now)
+		w.buckets[i] = store.PeriodStart(per, now)
 	}
-	var (
-		balance, held int64
-		limit         *store.CreditLimit
-		room          int64
-		res           store.HoldResult
-	)
-	reads := func(b *pgx.Batch) {
-		balance, held, limit, room = 0, 0, nil, 0
-		b.Queue(`SELECT balance FROM accounts WHERE id = $1 FOR UPDATE`, h.AccountID).QueryRow(func(row pgx.Row) error {
-			err := row.Scan(&balance)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return fmt.Errorf("account %s: %w", h.AccountID, store.ErrNotFound)
-			}
-			if err != nil {
-				return fmt.Errorf("locking account %s: %v", h.AccountID, err)
-			}
-			return nil
-		})
-		b.Queue(`
-WITH gone AS (DELETE FROM holds WHERE id = $1 OR (account_id = $2 AND expires_at <= now()))
-SELECT COALESCE(sum(amount), 0) FROM holds WHERE account_id = $2 AND id <> $1 AND expires_at > now()`,
-			h.ID, h.AccountID).QueryRow(func(row pgx.Row) error {
-			if err := row.Scan(&held); err != nil {
-				return fmt.Errorf("reading holds of account %s: %v", h.AccountID, err)
-			}
-			return nil
-		})
-		if h.KeyID == "" {
-			return
-		}
-		// The key's limit, its spend in the limit period's current bucket
-		// and its other live holds, in one statement.
-		b.Queue(`
-SELECT k.limit_period, k.limit_credits,
-	COALESCE((SELECT credits FROM key_spend WHERE key_id = k.id AND period = k.limit_period
-		AND bucket = ($2::timestamptz[])[array_position($3::text[], k.limit_period)]), 0),
-	COALESCE((SELECT sum(amount) FROM holds WHERE key_id = k.id AND id <> $4 AND expires_at > now()), 0)
-FROM api_keys k WHERE k.id = $1`, h.KeyID, buckets, store.Periods, h.ID).QueryRow(func(row pgx.Row) error {
-			var period *string
-			var amount *int64
-			var spent, keyHeld int64
-			err := row.Scan(&period, &amount, &spent, &keyHeld)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("reading limit and spend of key %s: %v", h.KeyID, err)
-			}
-			if period != nil && amount != nil {
-				limit = &store.CreditLimit{Period: *period, Credits: credits.Micros(*amount)}
-				room = *amount - spent - keyHeld
-			}
-			return nil
-		})
-	}
-	writes := func(b *pgx.Batch) error {
-		res = store.HoldRoom(credits.Micros(balance-held), limit, credits.Micros(room), h.Price, h.Records)
-		if res.Amount == 0 {
-			return nil // the COMMIT keeps the old hold's removal
-		}
-		var keyID *string
-		if h.KeyID != "" {
-			keyID = &h.KeyID
-		}
-		b.Queue(`INSERT INTO holds (id, account_id, key_id, amount, expires_at) VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))`,
-			h.ID, h.AccountID, keyID, int64(res.Amount), s.holdTimeout.Seconds())
-		return nil
-	}
-	if _, err := s.pipelineTx(ctx, reads, writes); err != nil {
-		// An ambiguous commit is an error too: the call fails and its
-		// Release drops the hold if it was written.
-		return store.HoldResult{}, fmt.Errorf("reserving for %s: %w", h.ID, err)
-	}
-	return res, nil
+	s.reserves.do(w, s.reserveGroup)
+	return w.res, w.err
 }
 
-// Release drops the hold of a call, if it has one.
+// reserveWaiter is one Reserve call in the line.
+type reserveWaiter struct {
+	ctx     context.Context
+	h       store.Hold
+	buckets []time.Time // the start of each period's current bucket
+	res     store.HoldResult
+	err     error
+}
+
+const reserveSQL = `SELECT * FROM reserve_hold($1, $2, $3, $4, $5, $6, $7, $8)`
+
+// args are reserveSQL's arguments for w.
+func (s *Store) reserveArgs(w *reserveWaiter) []any {
+	var keyID *string
+	if w.h.KeyID != "" {
+		keyID = &w.h.KeyID
+	}
+	return []any{w.h.ID, w.h.AccountID, keyID, w.buckets, store.Periods, int64(w.h.Price), w.h.Records, s.holdTimeout.Seconds()}
+}
+
+// scanHold sets w's outcome from reserveSQL's row. It returns only an
+// error of reading the row; what the row says (no account, a disagreement
+// with store.HoldRoom) is w's error.
+func scanHold(w *reserveWaiter, row pgx.Row) error {
+	var (
+		balance, held, amount int64
+		period                *string
+		limitCredits, room    *int64
+	)
+	w.res, w.err = store.HoldResult{}, nil
+	err := row.Scan(&balance, &held, &period, &limitCredits, &room, &amount)
+	if errors.Is(err, pgx.ErrNoRows) {
+		w.err = fmt.Errorf("reserving for %s: account %s: %w", w.h.ID, w.h.AccountID, store.ErrNotFound)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var limit *store.CreditLimit
+	var keyRoom int64
+	if period != nil && limitCredits != nil && room != nil {
+		limit, keyRoom = &store.CreditLimit{Period: *period, Credits: credits.Micros(*limitCredits)}, *room
+	}
+	res := store.HoldRoom(credits.Micros(balance-held), limit, credits.Micros(keyRoom), w.h.Price, w.h.Records)
+	if int64(res.Amount) != amount {
+		// reserve_hold and store.HoldRoom disagree: a bug; the call fails
+		// and its Release drops what was held.
+		w.err = fmt.Errorf("reserving for %s: the database held %d, store.HoldRoom %d", w.h.ID, amount, res.Amount)
+		return nil
+	}
+	w.res = res
+	return nil
+}
+
+// reserveGroup sets the hold of every waiter of group. A group whose
+// transaction fails reserves one by one, so each fails with its own
+// error; one that may have committed fails every call (an ambiguous
+// commit is an error: the call fails and its Release drops the hold if
+// it was written).
+func (s *Store) reserveGroup(group []*reserveWaiter) (together bool) {
+	if len(group) == 1 {
+		s.reserveOne(group[0])
+		return false
+	}
+	// The group must not depend on one caller's context: it has its own
+	// bound.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	accounts := make([]string, len(group))
+	for i, w := range group {
+		accounts[i] = w.h.AccountID
+	}
+	slices.Sort(accounts)
+	accounts = slices.Compact(accounts)
+	reads := func(b *pgx.Batch) {
+		b.Queue(`SELECT FROM accounts WHERE id = ANY($1) ORDER BY id FOR UPDATE`, accounts)
+		for _, w := range group {
+			b.Queue(reserveSQL, s.reserveArgs(w)...).QueryRow(func(row pgx.Row) error { return scanHold(w, row) })
+		}
+	}
+	ambiguous, err := s.pipelineTx(ctx, reads, func(*pgx.Batch) error { return nil })
+	switch {
+	case err == nil:
+		return true
+	case ambiguous:
+		for _, w := range group {
+			w.res, w.err = store.HoldResult{}, fmt.Errorf("reserving for %s: %w", w.h.ID, err)
+		}
+	default:
+		for _, w := range group {
+			s.reserveOne(w)
+		}
+	}
+	return false
+}
+
+// reserveOne sets w's hold in one statement in autocommit.
+func (s *Store) reserveOne(w *reserveWaiter) {
+	var err error
+	for attempt := 0; ; attempt++ {
+		err = scanHold(w, s.pool.QueryRow(w.ctx, reserveSQL, s.reserveArgs(w)...))
+		if err == nil || !retryable(err) || attempt == maxRetries {
+			break
+		}
+	}
+	if err != nil {
+		w.res, w.err = store.HoldResult{}, fmt.Errorf("reserving for %s: %w", w.h.ID, err)
+	}
+}
+
+// Release drops the hold of a call, if it has one, in one statement whose
+// commit does not wait for the WAL flush: see releaseMigration for why a
+// crash that loses it breaks no money rule.
 func (s *Store) Release(ctx context.Context, id string) error {
-	if _, err := s.pool.Exec(ctx, `DELETE FROM holds WHERE id = $1`, id); err != nil {
+	if _, err := s.pool.Exec(ctx, `SELECT release_hold($1)`, id); err != nil {
 		return fmt.Errorf("releasing hold %s: %v", id, err)
 	}
 	return nil

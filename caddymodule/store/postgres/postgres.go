@@ -22,7 +22,8 @@ import (
 // Store is the PostgreSQL implementation of store.Store.
 type Store struct {
 	pool        *pgxpool.Pool
-	lines       lines // per-account settle grouping
+	settles     line[*waiter]        // settles grouped into shared transactions
+	reserves    line[*reserveWaiter] // reserves grouped likewise
 	holdTimeout time.Duration
 	stopReaper  context.CancelFunc
 	reaper      sync.WaitGroup

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -209,6 +210,24 @@ func TestTwoNodesNeverOverdraw(t *testing.T) {
 	}
 }
 
+// hotAndCold opens a store in a fresh schema with account hot, whose
+// balance pays for 15 records at price, and cold, which pays for 100.
+func hotAndCold(t *testing.T, price credits.Micros) *postgres.Store {
+	t.Helper()
+	url := testURL(t)
+	s, err := postgres.Open(t.Context(), url, postgres.WithSchema(testSchema(t, url)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for id, bal := range map[string]credits.Micros{"hot": 15 * price, "cold": 100 * price} {
+		if _, err := s.CreateAccount(t.Context(), id, bal, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
 // TestSettleGroups settles 48 runs at once, half on an account whose
 // balance pays for 15 records and half on one that pays for all: settles
 // ride in shared transactions (the point of grouping), yet the outcome is
@@ -216,19 +235,9 @@ func TestTwoNodesNeverOverdraw(t *testing.T) {
 // at zero and never below, each settle's reported balance distinct, the
 // usage rows counting every request.
 func TestSettleGroups(t *testing.T) {
-	url := testURL(t)
-	s, err := postgres.Open(t.Context(), url, postgres.WithSchema(testSchema(t, url)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	price := credits.Micros(1725)
+	s := hotAndCold(t, price)
 	ctx := t.Context()
-	for id, bal := range map[string]credits.Micros{"hot": 15 * price, "cold": 100 * price} {
-		if _, err := s.CreateAccount(ctx, id, bal, time.Now()); err != nil {
-			t.Fatal(err)
-		}
-	}
 	now := time.Now().UTC()
 	var wg sync.WaitGroup
 	results := make([]store.SettleResult, 48)
@@ -278,6 +287,54 @@ func TestSettleGroups(t *testing.T) {
 		t.Error("48 concurrent settles never shared a transaction")
 	}
 	t.Logf("%d of 48 settles committed in shared transactions", s.GroupedSettles())
+}
+
+// TestReserveGroups reserves one record for 48 calls at once, a third on
+// an account whose balance pays for 15, a third on one that pays for all
+// and a third on no account: reserves ride in shared transactions, yet
+// each gets what one-by-one reserves give: 15 held on the first (each
+// seeing the holds before it), 16 on the second, ErrNotFound alone for
+// the unknown account.
+func TestReserveGroups(t *testing.T) {
+	const price = credits.Micros(1725)
+	s := hotAndCold(t, price)
+	ctx := t.Context()
+	accounts := []string{"hot", "cold", "ghost"}
+	results := make([]store.HoldResult, 48)
+	errs := make([]error, 48)
+	begin := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 48 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-begin
+			results[i], errs[i] = s.Reserve(ctx, store.Hold{ID: fmt.Sprintf("ext_hold_%02d", i), AccountID: accounts[i%3], Price: price, Records: 1})
+		}()
+	}
+	close(begin)
+	wg.Wait()
+	held := map[string]int{}
+	for i := range 48 {
+		acct := accounts[i%3]
+		if acct == "ghost" {
+			if !errors.Is(errs[i], store.ErrNotFound) {
+				t.Errorf("reserve %d on an unknown account: %v, want ErrNotFound", i, errs[i])
+			}
+			continue
+		}
+		if errs[i] != nil {
+			t.Fatalf("reserve %d: %v", i, errs[i])
+		}
+		held[acct] += results[i].Records
+	}
+	if held["hot"] != 15 || held["cold"] != 16 {
+		t.Errorf("held %d records on hot, %d on cold; want 15 and 16", held["hot"], held["cold"])
+	}
+	if s.GroupedReserves() == 0 {
+		t.Error("48 concurrent reserves never shared a transaction")
+	}
+	t.Logf("%d of 48 reserves committed in shared transactions", s.GroupedReserves())
 }
 
 // TestHoldsTwoNodes runs concurrent reserve/capture on two nodes sharing

@@ -11,7 +11,6 @@ import (
 	"socialrouter/caddymodule/credits"
 	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
-	"socialrouter/caddymodule/store/internal/rundoc"
 	"socialrouter/caddymodule/store/internal/settle"
 )
 
@@ -31,11 +30,14 @@ func (s *Store) Settle(ctx context.Context, st store.Settlement) (store.SettleRe
 	if err != nil {
 		return store.SettleResult{}, err
 	}
-	res, err := s.lines.settle(ctx, s, p)
-	if err == nil {
+	// Compressed here, in parallel with the other callers, not by the
+	// group's leader inside its transaction.
+	w := &waiter{ctx: ctx, p: p, pk: settle.Pack(p)}
+	s.settles.do(w, s.settleGroup)
+	if w.err == nil {
 		p.Release()
 	}
-	return res, err
+	return w.res, w.err
 }
 
 // The statements a settle runs after locking its account, shared by the
@@ -58,15 +60,16 @@ VALUES ($1, $2, $3, $4)
 ON CONFLICT (key_id, period, bucket) DO UPDATE SET credits = key_spend.credits + EXCLUDED.credits`
 )
 
-// queueInsertRun queues the insert of a settled run: its document in
-// rundoc's form, and the fields the run list reads as columns.
-func queueInsertRun(b *pgx.Batch, run *runs.Run, keyID *string, charged credits.Micros, records int, doc []byte) {
-	b.Queue(insertRunSQL, run.ID, run.AccountID, keyID, run.Status, int64(charged), run.CreatedAt, rundoc.Encode(doc),
+// queueInsertRun queues the insert of a settled run: its document doc of
+// records records, in rundoc's form (pk's when packed), and the fields
+// the run list reads as columns.
+func queueInsertRun(b *pgx.Batch, run *runs.Run, keyID *string, charged credits.Micros, records int, doc []byte, pk settle.Packed) {
+	b.Queue(insertRunSQL, run.ID, run.AccountID, keyID, run.Status, int64(charged), run.CreatedAt, pk.Value(records, doc),
 		run.Kind, run.Platform, run.Service, run.ServedBy, records)
 }
 
 // settleOne settles one prepared run in its own transaction.
-func (s *Store) settleOne(ctx context.Context, p *settle.Prepared) (store.SettleResult, error) {
+func (s *Store) settleOne(ctx context.Context, p *settle.Prepared, pk settle.Packed) (store.SettleResult, error) {
 	st := p.S
 	run := st.Run
 	var res store.SettleResult
@@ -109,7 +112,7 @@ RETURNING balance`, run.AccountID, int64(charged)).QueryRow(func(row pgx.Row) er
 		if run.KeyID != "" {
 			keyID = &run.KeyID
 		}
-		queueInsertRun(b, run, keyID, charged, records, doc)
+		queueInsertRun(b, run, keyID, charged, records, doc, pk)
 		b.Queue(addUsageSQL, run.AccountID, store.PeriodStart(store.PeriodDay, p.Now), st.Offer, st.Platform,
 			1, int64(records), int64(charged))
 		if run.KeyID != "" && charged > 0 {
