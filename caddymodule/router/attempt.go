@@ -380,11 +380,11 @@ func (r *Router) call(rn *run, wd *watchdog, client sources.Client, o *registry.
 	if callLimit > 0 && req.scope() == registry.ScopePerInput {
 		callLimit *= max(1, len(inputs))
 	}
-	c := &sources.Call{Target: o.Target, Params: o.Params, Body: body, Limit: callLimit, Activity: wd.touch}
+	c := sources.Call{Target: o.Target, Params: o.Params, Body: body, Limit: callLimit, Activity: wd.touch}
 	if dl, ok := ctx.Deadline(); ok {
 		c.Timeout = time.Until(dl)
 	}
-	res, err := client.Do(ctx, *c)
+	res, err := client.Do(ctx, c)
 	if err != nil || res == nil {
 		failCall(rn, err)
 		return nil
