@@ -262,7 +262,29 @@ func (s *scanner) ws() {
 // whether it holds escapes.
 func (s *scanner) str() (raw []byte, escaped bool, ok bool) {
 	start := s.i + 1
-	for j := start; j < len(s.b); j++ {
+	// Short strings (keys, ids) end within a few bytes, read one by one;
+	// a longer one without escapes (text, URLs) ends at its first quote,
+	// found with the absence of a backslash by IndexByte's vector loop.
+	j := start
+	for short := min(len(s.b), start+16); j < short; j++ {
+		switch s.b[j] {
+		case '\\':
+			return s.escapedStr(start, j)
+		case '"':
+			s.i = j + 1
+			return s.b[start:j], false, true
+		}
+	}
+	if q := bytes.IndexByte(s.b[j:], '"'); q >= 0 && bytes.IndexByte(s.b[j:j+q], '\\') < 0 {
+		s.i = j + q + 1
+		return s.b[start : j+q], false, true
+	}
+	return s.escapedStr(start, j)
+}
+
+// escapedStr is str from s.b[j] on, for a string that may hold escapes.
+func (s *scanner) escapedStr(start, j int) (raw []byte, escaped bool, ok bool) {
+	for ; j < len(s.b); j++ {
 		switch s.b[j] {
 		case '\\':
 			escaped = true

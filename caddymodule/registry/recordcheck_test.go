@@ -1,6 +1,9 @@
 package registry
 
 import (
+	"context"
+	"encoding/json"
+	"io/fs"
 	"strings"
 	"testing"
 
@@ -82,12 +85,79 @@ func BenchmarkCheckRecord(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, _ := reg.Service("pro_net", "company.info")
-	rec := []byte(`{"name":"Acme","profile_url":"https://example.com/company/acme","source":"pro_net","extracted_at":"2026-01-02T03:04:05.000Z","about":"We make things.","follower_count":1200,"employees_on_platform":55,"locations":["Paris","Berlin"],"funding":{"rounds":2,"last_round_raised":null},"employees":[{"name":"a","title":"CEO","profile_url":"https://x/a"},{"name":"b","title":null}]}`)
-	b.SetBytes(int64(len(rec)))
+	b.Run("fixture", func(b *testing.B) { benchCheckFixture(b, reg, "pro_net", "profile.posts") })
+	b.Run("company", func(b *testing.B) {
+		s, _ := reg.Service("pro_net", "company.info")
+		rec := []byte(`{"name":"Acme","profile_url":"https://example.com/company/acme","source":"pro_net","extracted_at":"2026-01-02T03:04:05.000Z","about":"We make things.","follower_count":1200,"employees_on_platform":55,"locations":["Paris","Berlin"],"funding":{"rounds":2,"last_round_raised":null},"employees":[{"name":"a","title":"CEO","profile_url":"https://x/a"},{"name":"b","title":null}]}`)
+		b.SetBytes(int64(len(rec)))
+		for b.Loop() {
+			if v := s.CheckRecord(rec); v != nil {
+				b.Fatal(v)
+			}
+		}
+	})
+}
+
+// benchCheckFixture checks the records the service's first offer makes of
+// its example upstream payload: real field lengths, as make bench's load.
+func benchCheckFixture(b *testing.B, reg *Registry, platform, service string) {
+	s, _ := reg.Service(platform, service)
+	o := s.Offers[0]
+	body, err := fs.ReadFile(services.FS, "examples/"+o.Source.ID+"/"+platform+"__"+service+".json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(body, &items); err != nil {
+		b.Fatal(err)
+	}
+	var recs [][]byte
+	size := 0
+	for _, item := range items {
+		rec, ok, err := o.Normalize.NormalizeItem(context.Background(), item, firstInput(s), fixtureNow)
+		if err != nil || !ok {
+			continue
+		}
+		recs = append(recs, rec)
+		size += len(rec)
+	}
+	if len(recs) == 0 {
+		b.Fatal("no record")
+	}
+	b.SetBytes(int64(size))
 	for b.Loop() {
-		if v := s.CheckRecord(rec); v != nil {
-			b.Fatal(v)
+		for _, rec := range recs {
+			if v := s.CheckRecord(rec); v != nil {
+				b.Fatal(v)
+			}
+		}
+	}
+}
+
+// TestScannerStr reads strings whose escapes and ends fall before, on and
+// after the 16 bytes str reads one by one, against encoding/json.
+func TestScannerStr(t *testing.T) {
+	for _, body := range []string{``, `a`, `0123456789abcde`, `0123456789abcdef`, `0123456789abcdefg`,
+		`\"`, `0123456789abcde\"`, `0123456789abcdef\"x`, `0123456789abcdef0123\\`, `long text without any escape at all, past sixteen`,
+		`a\u00e9b` + strings.Repeat("x", 40), strings.Repeat("y", 40) + `\n`, `\\\\\"` + strings.Repeat("z", 20)} {
+		in := `"` + body + `",1`
+		var want string
+		if err := json.Unmarshal([]byte(`"`+body+`"`), &want); err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		sc := scanner{b: []byte(in)}
+		raw, esc, ok := sc.str()
+		if !ok || string(raw) != body || esc != strings.Contains(body, `\`) || sc.i != len(in)-2 {
+			t.Errorf("str(%s) = %q esc=%v ok=%v end %d", in, raw, esc, ok, sc.i)
+		}
+		if got := text(raw, esc); got != want {
+			t.Errorf("text(%s) = %q, want %q", in, got, want)
+		}
+	}
+	for _, bad := range []string{`"abc`, `"0123456789abcdef0123`, `"0123456789abcdef\"`} {
+		sc := scanner{b: []byte(bad)}
+		if _, _, ok := sc.str(); ok {
+			t.Errorf("str(%s) ok on an unterminated string", bad)
 		}
 	}
 }
