@@ -17,6 +17,7 @@ import (
 
 	"socialrouter/caddymodule/normalize"
 	"socialrouter/caddymodule/registry"
+	"socialrouter/internal/jsonvalid"
 	"socialrouter/services"
 )
 
@@ -159,6 +160,15 @@ func fpDiff(t *testing.T, p *normalize.Program, item []byte, input string, st *f
 	pub, pubOK, pubErr := p.NormalizeItem(context.Background(), item, input, fpNow)
 	if pubErr != nil || pubOK != wantOK || !bytes.Equal(pub, want) {
 		t.Errorf("%s: NormalizeItem = %s %v %v, gojq %s", what, pub, pubOK, pubErr, want)
+	}
+	// So must the entry point for items the splitter checked, for every item
+	// jsonvalid accepts (the others reach the plan only through NormalizeItem).
+	var c jsonvalid.Checker
+	if c.Valid(string(item)) {
+		chk, chkOK, chkErr := p.NormalizeCheckedItem(context.Background(), item, input, fpNow)
+		if chkErr != nil || chkOK != wantOK || !bytes.Equal(chk, want) {
+			t.Errorf("%s: NormalizeCheckedItem = %s %v %v, gojq %s", what, chk, chkOK, chkErr, want)
+		}
 	}
 }
 

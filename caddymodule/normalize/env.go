@@ -4,6 +4,7 @@ import (
 	"unsafe"
 
 	"socialrouter/internal/jsonscan"
+	"socialrouter/internal/jsonvalid"
 )
 
 // env is the per-run state: variables, indexed objects, scratch buffers
@@ -21,8 +22,7 @@ type env struct {
 	out    []byte
 	bytes  []byte
 	strbuf []byte
-	keys   []keySpan
-	table  []int32
+	check  jsonvalid.Checker // the item's check, when the caller has not made it
 }
 
 // frame holds the indexed fields of one raw object (raw) for one site.
@@ -49,8 +49,6 @@ func (e *env) reset() {
 	e.spans = e.spans[:0]
 	clear(e.pairs)
 	e.pairs = e.pairs[:0]
-	clear(e.keys)
-	e.keys = e.keys[:0]
 	e.vals.reset()
 	e.comps.reset()
 	e.strs.reset()

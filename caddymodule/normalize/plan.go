@@ -91,10 +91,11 @@ func compilePlan(q *gojq.Query) (pl *plan, why string) {
 	return pl, ""
 }
 
-// normalize runs the plan over one raw item, with NormalizeItem's contract.
-// errBail (for every failure) sends the item to gojq.
-func (pl *plan) normalize(item []byte, input, now string) ([]byte, bool, error) {
-	rec, ok, err := pl.run(item, input, now)
+// normalize runs the plan over one raw item, with NormalizeItem's contract;
+// checked says the caller has validated it with jsonvalid. errBail (for
+// every failure) sends the item to gojq.
+func (pl *plan) normalize(item []byte, input, now string, checked bool) ([]byte, bool, error) {
+	rec, ok, err := pl.run(item, input, now, checked)
 	if err != nil {
 		return nil, false, errBail
 	}
@@ -103,7 +104,7 @@ func (pl *plan) normalize(item []byte, input, now string) ([]byte, bool, error) 
 
 // run is normalize with the cause of a failure: errJQ (the program raised
 // an error), errBail (outside the plan) or errPanic.
-func (pl *plan) run(item []byte, input, now string) (rec []byte, ok bool, err error) {
+func (pl *plan) run(item []byte, input, now string, checked bool) (rec []byte, ok bool, err error) {
 	if len(item) == 0 || len(item) > math.MaxInt32 {
 		return nil, false, errBail
 	}
@@ -119,7 +120,9 @@ func (pl *plan) run(item []byte, input, now string) (rec []byte, ok bool, err er
 		e.reset()
 		pl.envs.Put(e)
 	}()
-	if !e.validate(src) {
+	// The plan reads the item in place and trusts its syntax: it must be
+	// what jsonvalid accepts, checked here unless the caller did.
+	if !checked && !e.check.Valid(src) {
 		return nil, false, errBail
 	}
 	e.src = src

@@ -91,8 +91,20 @@ func (p *Program) Run(ctx context.Context, v any, input, now string) ([]any, err
 // The compiled plan runs the item when the program has one; an item the
 // plan gives up on (any error included) runs on gojq, the reference.
 func (p *Program) NormalizeItem(ctx context.Context, item []byte, input, now string) (rec []byte, ok bool, err error) {
+	return p.normalizeItem(ctx, item, input, now, false)
+}
+
+// NormalizeCheckedItem is NormalizeItem for an item the caller has
+// validated with jsonvalid (the upstream splitter checks a body once, and
+// its items need no second check). An item that would not pass is still
+// safe: the plan recovers and gojq decides, but the work is wasted.
+func (p *Program) NormalizeCheckedItem(ctx context.Context, item []byte, input, now string) (rec []byte, ok bool, err error) {
+	return p.normalizeItem(ctx, item, input, now, true)
+}
+
+func (p *Program) normalizeItem(ctx context.Context, item []byte, input, now string, checked bool) (rec []byte, ok bool, err error) {
 	if p.plan != nil && ctx.Err() == nil {
-		if rec, ok, err := p.plan.normalize(item, input, now); err == nil {
+		if rec, ok, err := p.plan.normalize(item, input, now, checked); err == nil {
 			return rec, ok, nil
 		}
 	}

@@ -426,7 +426,14 @@ func (r *Router) collect(rn *run, o *registry.Offer, inputs []string, nowISO str
 		if len(inputs) > 0 {
 			in = inputs[k]
 		}
-		rec, ok, err := o.Normalize.NormalizeItem(ctx, item, in, nowISO)
+		var rec []byte
+		var ok bool
+		var err error
+		if res.Checked { // the splitter checked the body: no second check of each item
+			rec, ok, err = o.Normalize.NormalizeCheckedItem(ctx, item, in, nowISO)
+		} else {
+			rec, ok, err = o.Normalize.NormalizeItem(ctx, item, in, nowISO)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return // the attempt is ending; its cause decides

@@ -78,11 +78,7 @@ func ranSync(ans *answer) (*Result, error) {
 		}
 		return nil, statusError(ans)
 	}
-	items, errItems, err := splitItems(ans.body)
-	if err != nil {
-		return nil, malformed(ans, err)
-	}
-	return &Result{Items: items, ErrorItems: errItems, Handles: ans.handles, Status: ans.status, buf: ans.buf}, nil
+	return itemsResult(ans)
 }
 
 // syncWaitSeconds is the upstream's sync wait: the call's timeout, else the

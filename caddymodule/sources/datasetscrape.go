@@ -217,11 +217,11 @@ func (d *DatasetScrape) scraped(ctx context.Context, ans *answer, activity func(
 }
 
 func itemsResult(ans *answer) (*Result, error) {
-	items, errItems, err := splitItems(ans.body)
+	items, errItems, checked, err := splitItems(ans.body)
 	if err != nil {
 		return nil, malformed(ans, err)
 	}
-	return &Result{Items: items, ErrorItems: errItems, Handles: ans.handles, Status: ans.status, buf: ans.buf}, nil
+	return &Result{Items: items, ErrorItems: errItems, Checked: checked, Handles: ans.handles, Status: ans.status, buf: ans.buf}, nil
 }
 
 // snapshot waits for snapshot id to be ready, polling its progress, and

@@ -43,6 +43,9 @@ type Result struct {
 	// ErrorItems counts items that are per-input error or warning records
 	// (they carry error/error_code or warning_code instead of data).
 	ErrorItems int
+	// Checked says every item passed jsonvalid (the body was checked as it
+	// was split), so the normalizer need not check them again.
+	Checked bool
 	// Handles are the upstream run or snapshot ids, for tracing paid work.
 	Handles []string
 	// Status is the final HTTP status of the upstream.

@@ -19,7 +19,6 @@ import (
 	"go.uber.org/zap"
 
 	"socialrouter/internal/bufpool"
-	"socialrouter/internal/jsonscan"
 )
 
 // maxBodyBytes bounds one upstream answer so a runaway upstream cannot
@@ -361,61 +360,6 @@ func readBody(r io.Reader, contentLength int64) (body []byte, buf *[]byte, err e
 		return body[:n], nil, io.ErrUnexpectedEOF // shorter than announced
 	}
 	return body[:n], nil, err
-}
-
-// splitItems splits a top-level JSON array into its raw elements without
-// decoding them, and counts the per-input error or warning records. The
-// items are slices of body, capacity-capped so that appending to one never
-// writes over its neighbour: the body is read once and nothing is copied
-// (the items together are the body, so pinning it costs nothing).
-//
-// gjson validates the body; jsonscan then walks the valid bytes once,
-// finding the items and the top-level keys of each.
-func splitItems(body []byte) ([]json.RawMessage, int, error) {
-	if !gjson.ValidBytes(body) {
-		return nil, 0, fmt.Errorf("upstream body is not valid JSON (%d bytes): %s", len(body), snippet(body))
-	}
-	s := jsonscan.Bytes(body)
-	i := jsonscan.SkipSpace(s, 0)
-	if s[i] != '[' {
-		return nil, 0, fmt.Errorf("upstream body is not a JSON array: %s", snippet(body))
-	}
-	items := make([]json.RawMessage, 0, 16)
-	errorItems := 0
-	for i++; ; {
-		i = jsonscan.SkipSpace(s, i)
-		if s[i] == ',' {
-			i = jsonscan.SkipSpace(s, i+1)
-		}
-		if s[i] == ']' {
-			return items, errorItems, nil
-		}
-		end, isErr := scanItem(s, i)
-		items = append(items, body[i:end:end])
-		if isErr {
-			errorItems++
-		}
-		i = end
-	}
-}
-
-// scanItem returns the index after the item starting at s[i], and whether
-// it is a per-input error or warning record: an object whose top level
-// has a non-null error, error_code or warning_code. The item is read once.
-func scanItem(s string, i int) (end int, isErr bool) {
-	if s[i] != '{' {
-		return jsonscan.SkipValue(s, i), false
-	}
-	for i++; ; {
-		k, v, next, ok := jsonscan.NextMember(s, i)
-		if !ok {
-			return next + 1, isErr // next is the closing brace
-		}
-		if (k == "error" || k == "error_code" || k == "warning_code") && v != "null" {
-			isErr = true
-		}
-		i = next
-	}
 }
 
 func snippet(b []byte) string {

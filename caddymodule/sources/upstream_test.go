@@ -1,12 +1,10 @@
 package sources
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
-	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,10 +12,6 @@ import (
 	"testing"
 	"testing/iotest"
 	"time"
-
-	"github.com/tidwall/gjson"
-
-	"socialrouter/services"
 )
 
 // statusCase is one upstream failure and how it must be classified.
@@ -222,61 +216,6 @@ func TestParseRetryAfter(t *testing.T) {
 	}
 }
 
-func TestSplitItems(t *testing.T) {
-	tests := []struct {
-		name      string
-		body      string
-		items     []string
-		errorRecs int
-		wantErr   bool
-	}{
-		{"empty array", `[]`, nil, 0, false},
-		{"data", ` [ {"a":1} , {"b":[1,2,{"error":"nested does not count"}]} ] `, []string{`{"a":1}`, `{"b":[1,2,{"error":"nested does not count"}]}`}, 0, false},
-		{"error records", `[{"a":1},{"input":{"url":"u"},"error":"dead","error_code":"dead_page"},{"warning":"w","warning_code":"dead_page"},{"error":null},{"error_code":"x"}]`,
-			[]string{`{"a":1}`, `{"input":{"url":"u"},"error":"dead","error_code":"dead_page"}`, `{"warning":"w","warning_code":"dead_page"}`, `{"error":null}`, `{"error_code":"x"}`}, 3, false},
-		{"non-object items", `[1,"s",null]`, []string{`1`, `"s"`, `null`}, 0, false},
-		{"scalars and spacing", "[ -1.5e3 ,\ttrue,false , \"a\\\"]\" ,[] ,{}\n]", []string{`-1.5e3`, `true`, `false`, `"a\"]"`, `[]`, `{}`}, 0, false},
-		{"error words that are not top-level keys", `[{"msg":"error","x":{"error":1},"l":["error_code",{"warning_code":2}]},{"error":{"nested":null}}]`,
-			[]string{`{"msg":"error","x":{"error":1},"l":["error_code",{"warning_code":2}]}`, `{"error":{"nested":null}}`}, 1, false},
-		{"escaped keys and strings", `[{"\u0065rror_code":"x"},{"k\"":"error","error" : null},{"s":"\\","warning_code"  :  "w"}]`,
-			[]string{`{"\u0065rror_code":"x"}`, `{"k\"":"error","error" : null}`, `{"s":"\\","warning_code"  :  "w"}`}, 2, false},
-		{"truncated", `[{"a":1},{"b"`, nil, 0, true},
-		{"object", `{"items":[]}`, nil, 0, true},
-		{"empty", ``, nil, 0, true},
-		{"two values", `[] []`, nil, 0, true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			body := []byte(tc.body)
-			items, n, err := splitItems(body)
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("err = %v, wantErr %v", err, tc.wantErr)
-			}
-			if err != nil {
-				return
-			}
-			if len(items) != len(tc.items) || n != tc.errorRecs {
-				t.Fatalf("got %d items, %d errors; want %d, %d", len(items), n, len(tc.items), tc.errorRecs)
-			}
-			for i := range items {
-				if string(items[i]) != tc.items[i] {
-					t.Errorf("item %d = %s, want %s", i, items[i], tc.items[i])
-				}
-			}
-			// Items share the body but are capacity-capped: appending to one
-			// never writes over the next.
-			for i := range items {
-				_ = append(items[i], "XXXXXXXX"...)
-			}
-			for i := range items {
-				if string(items[i]) != tc.items[i] {
-					t.Errorf("item %d overwritten by an append to its neighbour: %s", i, items[i])
-				}
-			}
-		})
-	}
-}
-
 func TestRunIDHandles(t *testing.T) {
 	h := http.Header{}
 	h.Set("X-Apify-Run-Id", "r1")
@@ -408,7 +347,7 @@ func TestResultRelease(t *testing.T) {
 		if err != nil || buf == nil {
 			t.Fatalf("readBody: %v, pooled %v", err, buf != nil)
 		}
-		items, n, err := splitItems(b)
+		items, n, _, err := splitItems(b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -436,84 +375,4 @@ func TestResultRelease(t *testing.T) {
 	if string(kept.Items[0]) != `{"a":1}` || string(kept.Items[1]) != `{"b":2}` {
 		t.Errorf("kept items changed: %s %s", kept.Items[0], kept.Items[1])
 	}
-}
-
-// splitItemsRef is the straightforward gjson version of splitItems, kept
-// as the reference the one-pass scanner must agree with.
-func splitItemsRef(body []byte) ([]string, int, bool) {
-	if !gjson.ValidBytes(body) || !gjson.ParseBytes(body).IsArray() {
-		return nil, 0, false
-	}
-	var items []string
-	errs := 0
-	gjson.ParseBytes(body).ForEach(func(_, v gjson.Result) bool {
-		items = append(items, v.Raw)
-		isErr := false
-		if v.IsObject() {
-			v.ForEach(func(k, val gjson.Result) bool {
-				switch k.String() {
-				case "error", "error_code", "warning_code":
-					if val.Type != gjson.Null {
-						isErr = true
-					}
-				}
-				return true
-			})
-		}
-		if isErr {
-			errs++
-		}
-		return true
-	})
-	return items, errs, true
-}
-
-// FuzzSplitItems checks splitItems against splitItemsRef on any input: the
-// same items, the same error count, the same verdict on invalid bodies.
-func FuzzSplitItems(f *testing.F) {
-	for _, s := range []string{`[]`, `[{"a":1},{"error":"x"}]`, `[1,"s",null,true]`, `{"a":[]}`, `[{"\u0065rror":1}]`,
-		`[{"error":null,"warning_code":"w"}]`, ` [ [ {"error":1} ] , {"b":{"error_code":2}} ] `, `[{"a":"]},{"}]`, `[`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		want, wantErrs, ok := splitItemsRef(body)
-		got, gotErrs, err := splitItems(bytes.Clone(body))
-		if (err == nil) != ok {
-			t.Fatalf("splitItems(%q) err = %v, reference ok = %v", body, err, ok)
-		}
-		if !ok {
-			return
-		}
-		if len(got) != len(want) || gotErrs != wantErrs {
-			t.Fatalf("splitItems(%q) = %d items, %d errors; reference %d, %d", body, len(got), gotErrs, len(want), wantErrs)
-		}
-		for i := range got {
-			if string(got[i]) != want[i] {
-				t.Fatalf("splitItems(%q) item %d = %q, reference %q", body, i, got[i], want[i])
-			}
-		}
-	})
-}
-
-// BenchmarkSplitItems splits the simulator's pro_net profile fixture (the
-// body of make bench's end-to-end load), against gjson's validation alone.
-func BenchmarkSplitItems(b *testing.B) {
-	body, err := fs.ReadFile(services.FS, "examples/source_b/pro_net__profile.info.json")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Run("split", func(b *testing.B) {
-		b.SetBytes(int64(len(body)))
-		for b.Loop() {
-			if _, _, err := splitItems(body); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("validate-only", func(b *testing.B) {
-		b.SetBytes(int64(len(body)))
-		for b.Loop() {
-			gjson.ValidBytes(body)
-		}
-	})
 }

@@ -1,0 +1,134 @@
+package sources
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/tidwall/gjson"
+
+	"socialrouter/internal/jsonscan"
+	"socialrouter/internal/jsonvalid"
+)
+
+// splitItems splits a top-level JSON array into its raw elements without
+// decoding them, and counts the per-input error or warning records. The
+// items are slices of body, capacity-capped so that appending to one never
+// writes over its neighbour: the body is read once and nothing is copied
+// (the items together are the body, so pinning it costs nothing).
+//
+// checked says every item passed jsonvalid, which the normalizer then
+// need not check again: the common case, read in one pass
+// (splitChecked). A body that does not pass (a duplicated key, invalid
+// UTF-8, or invalid JSON) is read the lenient way: gjson validates it and
+// jsonscan walks it, and the normalizer checks each item on its own.
+func splitItems(body []byte) (items []json.RawMessage, errorItems int, checked bool, err error) {
+	if items, errorItems, ok := splitChecked(body); ok {
+		return items, errorItems, true, nil
+	}
+	items, errorItems, err = splitLenient(body)
+	return items, errorItems, false, err
+}
+
+var checkers = sync.Pool{New: func() any { return new(jsonvalid.Checker) }}
+
+// splitChecked is splitItems for a body that is a JSON array of items
+// jsonvalid accepts, checking them as it splits; ok=false otherwise.
+func splitChecked(body []byte) (items []json.RawMessage, errorItems int, ok bool) {
+	c := checkers.Get().(*jsonvalid.Checker)
+	defer checkers.Put(c)
+	s := jsonscan.Bytes(body)
+	i := jsonscan.SkipSpace(s, 0)
+	if i >= len(s) || s[i] != '[' {
+		return nil, 0, false
+	}
+	items = make([]json.RawMessage, 0, 16)
+	if i = jsonscan.SkipSpace(s, i+1); i < len(s) && s[i] == ']' {
+		return items, 0, jsonscan.SkipSpace(s, i+1) == len(s)
+	}
+	isErr := false
+	member := func(k, v string) {
+		if isErrorKey(k) && v != "null" {
+			isErr = true
+		}
+	}
+	for {
+		isErr = false
+		var end int
+		if i < len(s) && s[i] == '{' {
+			end = c.Object(s, i, member)
+		} else {
+			end = c.Value(s, i)
+		}
+		if end < 0 {
+			return nil, 0, false
+		}
+		items = append(items, body[i:end:end])
+		if isErr {
+			errorItems++
+		}
+		if i = jsonscan.SkipSpace(s, end); i >= len(s) {
+			return nil, 0, false
+		}
+		switch s[i] {
+		case ']':
+			return items, errorItems, jsonscan.SkipSpace(s, i+1) == len(s)
+		case ',':
+			i = jsonscan.SkipSpace(s, i+1)
+		default:
+			return nil, 0, false
+		}
+	}
+}
+
+// isErrorKey reports whether a top-level key, when not null, makes an
+// item a per-input error or warning record.
+func isErrorKey(k string) bool { return k == "error" || k == "error_code" || k == "warning_code" }
+
+// splitLenient is splitItems for any body gjson accepts.
+func splitLenient(body []byte) ([]json.RawMessage, int, error) {
+	if !gjson.ValidBytes(body) {
+		return nil, 0, fmt.Errorf("upstream body is not valid JSON (%d bytes): %s", len(body), snippet(body))
+	}
+	s := jsonscan.Bytes(body)
+	i := jsonscan.SkipSpace(s, 0)
+	if s[i] != '[' {
+		return nil, 0, fmt.Errorf("upstream body is not a JSON array: %s", snippet(body))
+	}
+	items := make([]json.RawMessage, 0, 16)
+	errorItems := 0
+	for i++; ; {
+		i = jsonscan.SkipSpace(s, i)
+		if s[i] == ',' {
+			i = jsonscan.SkipSpace(s, i+1)
+		}
+		if s[i] == ']' {
+			return items, errorItems, nil
+		}
+		end, isErr := scanItem(s, i)
+		items = append(items, body[i:end:end])
+		if isErr {
+			errorItems++
+		}
+		i = end
+	}
+}
+
+// scanItem returns the index after the item starting at s[i], and whether
+// it is a per-input error or warning record: an object whose top level
+// has a non-null error, error_code or warning_code. The item is read once.
+func scanItem(s string, i int) (end int, isErr bool) {
+	if s[i] != '{' {
+		return jsonscan.SkipValue(s, i), false
+	}
+	for i++; ; {
+		k, v, next, ok := jsonscan.NextMember(s, i)
+		if !ok {
+			return next + 1, isErr // next is the closing brace
+		}
+		if isErrorKey(k) && v != "null" {
+			isErr = true
+		}
+		i = next
+	}
+}

@@ -1,0 +1,97 @@
+package jsonvalid
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"socialrouter/internal/jsondup"
+)
+
+// reference is what Checker.Valid must say: encoding/json decodes the text
+// into Go values (numbers as float64, depth ≤ 10000), its bytes are valid
+// UTF-8 and no object repeats a key.
+func reference(b []byte) bool {
+	var v any
+	if json.Unmarshal(b, &v) != nil || !utf8.Valid(b) {
+		return false
+	}
+	_, dup := jsondup.Find(b)
+	return !dup
+}
+
+var cases = []struct {
+	in    string
+	valid bool
+}{
+	{`{}`, true},
+	{` [1, "a", null, true, false, {"a": [{}]}] `, true},
+	{`-0.5e+3`, true},
+	{`"\u00e9\ud800\n"`, true},
+	{`{"a":1,"b":{"a":2}}`, true},
+	{`{"a":1,"a":2}`, false},
+	{`{"\u0061":1,"a":2}`, false},
+	{`{"a":{"x":1,"x":2}}`, false},
+	{`[{"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10,"k11":11,"k12":12,"k13":13,"k14":14,"k15":15,"k16":16,"k17":17,"k1":0}]`, false},
+	{`1e400`, false},
+	{`"` + "\xff" + `"`, false},
+	{"\"tab\there\"", false},
+	{`"\x"`, false},
+	{`{"a":1,}`, false},
+	{`[1 2]`, false},
+	{`01`, false},
+	{`nul`, false},
+	{``, false},
+	{`  `, false},
+	{`{} {}`, false},
+	{strings.Repeat("[", 10000) + strings.Repeat("]", 10000), true},
+	{strings.Repeat("[", 10001) + strings.Repeat("]", 10001), false},
+}
+
+func TestValid(t *testing.T) {
+	var c Checker
+	for _, tc := range cases {
+		if got := c.Valid(tc.in); got != tc.valid {
+			t.Errorf("Valid(%.60q) = %v, want %v", tc.in, got, tc.valid)
+		}
+		if ref := reference([]byte(tc.in)); ref != tc.valid {
+			t.Errorf("reference(%.60q) = %v: the table is wrong", tc.in, ref)
+		}
+	}
+	if len(c.keys) != 0 {
+		t.Errorf("the checker keeps %d keys after its calls", len(c.keys))
+	}
+}
+
+func TestObjectMembers(t *testing.T) {
+	var c Checker
+	s := `{"a" : 1 , "\u0062":{"c":[2]},"d":"x\"y"} tail`
+	var got []string
+	end := c.Object(s, 0, func(k, v string) { got = append(got, k+"="+v) })
+	if want := strings.Index(s, " tail"); end != want {
+		t.Fatalf("Object end = %d, want %d", end, want)
+	}
+	want := []string{`a=1`, `b={"c":[2]}`, `d="x\"y"`}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("members %q, want %q", got, want)
+	}
+	for _, bad := range []string{`{"a":1,"a":2}`, `[1]`, `{"a":}`, `{"a":1`} {
+		if end := c.Object(bad, 0, func(string, string) {}); end != -1 {
+			t.Errorf("Object(%q) = %d, want -1", bad, end)
+		}
+	}
+}
+
+// FuzzValid holds Checker.Valid to the reference on any input.
+func FuzzValid(f *testing.F) {
+	for _, tc := range cases[:len(cases)-2] {
+		f.Add([]byte(tc.in))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var c Checker
+		if got, want := c.Valid(string(b)), reference(b); got != want {
+			t.Fatalf("Valid(%q) = %v, reference %v", b, got, want)
+		}
+	})
+}
