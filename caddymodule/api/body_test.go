@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -130,4 +131,52 @@ func TestParseObjectDuplicateKey(t *testing.T) {
 			t.Errorf("parseObject(%s) = %v, want 400 invalid_json naming the key", body, apiErr)
 		}
 	}
+}
+
+// FuzzParseChecked holds parseObject's one-pass reading of a valid object
+// to encoding/json's: whatever parseChecked accepts, the decoder accepts
+// with the same members, byte for byte.
+func FuzzParseChecked(f *testing.F) {
+	for _, seed := range []string{`{}`, `{"url": "https://x" , "limit":5}`, `{"options":{"a":[1, {"b":null}]},"urls":["\u00e9"]}`,
+		`{"a":1,"a":2}`, `{"\u0061":1,"a":2}`, `[]`, `{"n":1e400}`, "{\"s\":\"\xff\"}", `{"a":{"b":1,"b":2}}`} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		b := bytes.TrimSpace([]byte(body))
+		got, ok := parseChecked(b)
+		if !ok {
+			return
+		}
+		want, apiErr := parseDecoded(b)
+		if apiErr != nil {
+			t.Fatalf("parseChecked(%q) accepts what encoding/json refuses: %s", body, apiErr.Message)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("parseChecked(%q) = %d members, encoding/json %d", body, len(got), len(want))
+		}
+		for k, v := range want {
+			if !bytes.Equal(got[k], v) {
+				t.Fatalf("parseChecked(%q)[%q] = %s, encoding/json %s", body, k, got[k], v)
+			}
+		}
+	})
+}
+
+// BenchmarkParseObject reads make bench's N = 1 body both ways.
+func BenchmarkParseObject(b *testing.B) {
+	body := []byte(`{"url":"https://www.linkedin.com/in/rbranson"}`)
+	b.Run("parseObject", func(b *testing.B) {
+		for b.Loop() {
+			if _, apiErr := parseObject(body); apiErr != nil {
+				b.Fatal(apiErr.Message)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		for b.Loop() {
+			if _, apiErr := parseDecoded(body); apiErr != nil {
+				b.Fatal(apiErr.Message)
+			}
+		}
+	})
 }

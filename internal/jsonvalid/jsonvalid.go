@@ -12,6 +12,7 @@ package jsonvalid
 import (
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"socialrouter/internal/jsonscan"
@@ -57,6 +58,16 @@ func (c *Checker) Object(s string, i int, member func(key, value string)) int {
 		return -1
 	}
 	return c.object(s, i, 0, member)
+}
+
+var pool = sync.Pool{New: func() any { return new(Checker) }}
+
+// IsObject reports whether s (without surrounding space) is one object,
+// calling member as Object does, with a pooled Checker.
+func IsObject(s string, member func(key, value string)) bool {
+	c := pool.Get().(*Checker)
+	defer pool.Put(c)
+	return c.Object(s, 0, member) == len(s)
 }
 
 // Reset drops the views of the last text read, so that a pooled Checker
