@@ -337,6 +337,92 @@ func TestReserveGroups(t *testing.T) {
 	t.Logf("%d of 48 reserves committed in shared transactions", s.GroupedReserves())
 }
 
+// TestBatchTxOneTransaction: the statements of one batchTx commit
+// together or not at all. A statement the server refuses undoes the ones
+// before it (no BEGIN, no ROLLBACK: the implicit transaction of the
+// batch), and is not ambiguous; a batch that committed but whose answer
+// was lost is.
+func TestBatchTxOneTransaction(t *testing.T) {
+	s := hotAndCold(t, 1)
+	ctx := t.Context()
+	debit := func(b *pgx.Batch) { b.Queue(`UPDATE accounts SET balance = balance - 1 WHERE id = 'hot'`) }
+	ambiguous, err := postgres.BatchTx(s, ctx, func(b *pgx.Batch) {
+		debit(b)
+		b.Queue(`SELECT 1 / 0`)
+	})
+	if err == nil || ambiguous {
+		t.Fatalf("a batch with a failing statement: ambiguous %v, %v; want a plain error", ambiguous, err)
+	}
+	balance := func() credits.Micros {
+		a, err := s.GetAccount(ctx, "hot")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a.Balance
+	}
+	if got := balance(); got != 15 {
+		t.Fatalf("balance %s after a refused batch; want 15: the debit before the error was committed", got)
+	}
+	postgres.SetCommitFault(s, func() error { return fmt.Errorf("read tcp: connection reset by peer") })
+	if ambiguous, err := postgres.BatchTx(s, ctx, debit); err == nil || !ambiguous {
+		t.Fatalf("a batch whose answer was lost: ambiguous %v, %v; want ambiguous", ambiguous, err)
+	}
+	if got := balance(); got != 14 {
+		t.Errorf("balance %s after the ambiguous batch; want 14 (it committed)", got)
+	}
+}
+
+// TestReserveGroupAmbiguousCommit: a grouped reserve whose commit went
+// through but whose answer was lost fails each of its calls; once the
+// failed calls release (as billing does), the account holds exactly what
+// the calls that succeeded were told, so no money is held twice or lost.
+func TestReserveGroupAmbiguousCommit(t *testing.T) {
+	const price = credits.Micros(1725)
+	s := hotAndCold(t, price) // hot pays for 15 records
+	postgres.SetCommitFault(s, func() error { return fmt.Errorf("read tcp: connection reset by peer") })
+	ctx := t.Context()
+	const calls = 32
+	results := make([]store.HoldResult, calls)
+	errs := make([]error, calls)
+	begin := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-begin
+			results[i], errs[i] = s.Reserve(ctx, store.Hold{ID: fmt.Sprintf("ext_amb_%02d", i), AccountID: "hot", Price: price, Records: 1})
+		}()
+	}
+	close(begin)
+	wg.Wait()
+	held, failed := 0, 0
+	for i := range calls {
+		if errs[i] != nil {
+			failed++
+			if err := s.Release(ctx, fmt.Sprintf("ext_amb_%02d", i)); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		held += results[i].Records
+	}
+	if failed == 0 {
+		t.Fatal("32 concurrent reserves never shared a transaction (no ambiguous group)")
+	}
+	if held > 15 {
+		t.Fatalf("%d records held on an account that pays for 15", held)
+	}
+	rest, err := s.Reserve(ctx, store.Hold{ID: "ext_amb_rest", AccountID: "hot", Price: price, Records: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held+rest.Records != 15 {
+		t.Errorf("%d records told held, %d left to reserve; want 15 in all", held, rest.Records)
+	}
+	t.Logf("%d of %d reserves failed in ambiguous groups, %d records held", failed, calls, held)
+}
+
 // TestHoldsTwoNodes runs concurrent reserve/capture on two nodes sharing
 // one schema: the balance is never overdrawn and the key never spends
 // past its limit, to the micro-credit.
