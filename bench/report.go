@@ -31,10 +31,11 @@ type report struct {
 	sections  map[string]*bytes.Buffer
 	reserve   []reserveFigures // the reservation step per store (settle phase)
 	e2eCPU    map[int]float64  // gateway process CPU µs per call at N records (end-to-end phase)
+	pgE2E     *pgE2EFigures    // the N = 1 call through a gateway on PostgreSQL (pg-e2e phase)
 }
 
 // sectionOrder is the printing order of the sections.
-var sectionOrder = []string{"0", "1", "2", "3", "4", "5a", "5b", "7", "6", "6b", "9"}
+var sectionOrder = []string{"0", "1", "1p", "2", "3", "4", "5a", "5b", "7", "6", "6b", "9"}
 
 // section returns the buffer of one section.
 func (rep *report) section(key string) *bytes.Buffer {

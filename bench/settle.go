@@ -14,8 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/oklog/ulid/v2"
 
 	"socialrouter/caddymodule/credits"
@@ -263,48 +261,16 @@ func benchBadgerSettles(ctx context.Context, tmp string, cfg config) ([]settleFi
 // the pool size in effect.
 func benchPostgresSettles(ctx context.Context, url string, cfg config) ([]settleFigures, reserveFigures, int32, error) {
 	var res reserveFigures
-	pc, err := pgxpool.ParseConfig(url)
+	db, err := newPGScratch(ctx, url, "settle")
 	if err != nil {
-		return nil, res, 0, fmt.Errorf("parsing SDR_TEST_POSTGRES_URL: %v", err)
+		return nil, res, 0, err
 	}
-	schema := fmt.Sprintf("sdr_bench_%d_%d", os.Getpid(), time.Now().UnixNano())
-	defer func() {
-		// A pool from the parsed config, since the URL may carry pool
-		// settings a plain connection refuses.
-		dctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		pool, err := pgxpool.NewWithConfig(dctx, pc)
-		if err != nil {
-			logf("dropping schema %s: %v", schema, err)
-			return
-		}
-		defer pool.Close()
-		if _, err := pool.Exec(dctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			logf("dropping schema %s: %v", schema, err)
-		}
-	}()
-	// The store's connections carry an application_name of their own, so
-	// that the server's CPU for them can be read (pgServerCPU).
-	app := fmt.Sprintf("sdr_bench_%d", os.Getpid())
-	s, err := postgres.Open(ctx, withParam(url, "application_name", app), postgres.WithSchema(schema))
+	defer db.close()
+	s, err := postgres.Open(ctx, db.storeURL())
 	if err != nil {
 		return nil, res, 0, err
 	}
 	defer s.Close()
-	side, err := pgxpool.New(ctx, url)
-	if err != nil {
-		return nil, res, 0, err
-	}
-	defer side.Close()
-	f, res, err := benchSettles(ctx, "postgres", s, pgServerCPU(side, app), []int{32}, cfg.rounds, cfg.settleRound, cfg.max)
-	return f, res, pc.MaxConns, err
-}
-
-// withParam adds a query parameter to a PostgreSQL URL.
-func withParam(url, key, value string) string {
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	return url + sep + key + "=" + value
+	f, res, err := benchSettles(ctx, "postgres", s, db.serverCPU(), []int{32}, cfg.rounds, cfg.settleRound, cfg.max)
+	return f, res, db.maxConns, err
 }
