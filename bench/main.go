@@ -13,7 +13,9 @@
 //     N = 1 records;
 //   - the N = 1 extraction through a gateway on PostgreSQL (when
 //     SDR_TEST_POSTGRES_URL is set), its process's and its backends' CPU,
-//     interleaved with the badger-backed gateway;
+//     interleaved with the badger-backed gateway; the reservation step
+//     (Reserve of a served call, Reserve + Release of a failed one) on
+//     each store, as a share of the CPU of a call on the same store;
 //   - settles per second of the badger store (and PostgreSQL when
 //     SDR_TEST_POSTGRES_URL is set), 1 and 32 callers, separate accounts
 //     against one hot account;

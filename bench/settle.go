@@ -186,10 +186,11 @@ type settleFigures struct {
 // separate, one account, separate, one account, …
 // server, when not nil, reads the database's CPU time so far.
 //
-// Then it measures the reservation step on the same store (benchReserve).
+// Then it measures the reservation step on the same store (benchReserve):
+// the served path, then the failed one.
 func benchSettles(ctx context.Context, name string, s store.Store, server func(context.Context) time.Duration,
-	callerCounts []int, rounds int, dur time.Duration, max int64) ([]settleFigures, reserveFigures, error) {
-	var res reserveFigures
+	callerCounts []int, rounds int, dur time.Duration, max int64) ([]settleFigures, []reserveFigures, error) {
+	var res []reserveFigures
 	st, err := newSettleSetup(ctx, s)
 	if err != nil {
 		return nil, res, err
@@ -235,22 +236,22 @@ func benchSettles(ctx context.Context, name string, s store.Store, server func(c
 		out = append(out, f)
 	}
 	// 16 callers: the end-to-end phase's connections.
-	logf("reservation step %s: Reserve + Release, 16 callers", name)
-	res, err = st.benchReserve(ctx, name, server, 16, dur, max)
-	return out, res, err
+	logf("reservation step %s: Reserve alone (served path), Reserve + Release (failed path), 16 callers", name)
+	served, failed, err := st.benchReserve(ctx, name, server, 16, rounds, dur, max)
+	return out, []reserveFigures{served, failed}, err
 }
 
 // benchBadgerSettles runs the settle rounds on a fresh badger store with
 // the production options (every commit fsynced).
-func benchBadgerSettles(ctx context.Context, tmp string, cfg config) ([]settleFigures, reserveFigures, error) {
+func benchBadgerSettles(ctx context.Context, tmp string, cfg config) ([]settleFigures, []reserveFigures, error) {
 	dir, err := os.MkdirTemp(tmp, "settle-badger-")
 	if err != nil {
-		return nil, reserveFigures{}, err
+		return nil, nil, err
 	}
 	defer os.RemoveAll(dir)
 	s, err := badger.Open(dir, badger.Options{})
 	if err != nil {
-		return nil, reserveFigures{}, err
+		return nil, nil, err
 	}
 	defer s.Close()
 	return benchSettles(ctx, "badger", s, nil, []int{1, 32}, cfg.rounds, cfg.settleRound, cfg.max)
@@ -259,16 +260,15 @@ func benchBadgerSettles(ctx context.Context, tmp string, cfg config) ([]settleFi
 // benchPostgresSettles runs the 32-caller settle rounds in a fresh schema
 // of the database at url, and drops the schema afterwards. It also returns
 // the pool size in effect.
-func benchPostgresSettles(ctx context.Context, url string, cfg config) ([]settleFigures, reserveFigures, int32, error) {
-	var res reserveFigures
+func benchPostgresSettles(ctx context.Context, url string, cfg config) ([]settleFigures, []reserveFigures, int32, error) {
 	db, err := newPGScratch(ctx, url, "settle")
 	if err != nil {
-		return nil, res, 0, err
+		return nil, nil, 0, err
 	}
 	defer db.close()
 	s, err := postgres.Open(ctx, db.storeURL())
 	if err != nil {
-		return nil, res, 0, err
+		return nil, nil, 0, err
 	}
 	defer s.Close()
 	f, res, err := benchSettles(ctx, "postgres", s, db.serverCPU(), []int{32}, cfg.rounds, cfg.settleRound, cfg.max)
