@@ -65,7 +65,7 @@ const caddyfile = `{
 	auto_https off
 	social_router {
 		services {{.Services}}
-		storage badger {{.Data}}
+		storage {{if .Postgres}}postgres {{.Postgres}}{{else}}badger {{.Data}}{{end}}
 		source source_a {
 			base_url {{.SimA}}
 		}
@@ -110,6 +110,7 @@ SDR_BENCH_RUN 200
 type caddyfileData struct {
 	Admin, GW, Ref, Static int
 	Services, Data         string
+	Postgres               string // the store's PostgreSQL URL (pg-e2e phase); empty: badger in Data
 	SimA, SimB, SimBHost   string
 	Catalogue, Run         string
 	H2C                    bool // serve HTTP/2 cleartext too (the in-flight phase's callers over h2c)
@@ -121,13 +122,9 @@ type caddyfileData struct {
 // run (so the references answer as many bytes as the gateway).
 func startEnv(ctx context.Context, tmp string, cfg *config, catalogue []byte) (*env, error) {
 	e := &env{dir: tmp, catalogue: catalogue, client: newClient(cfg.conc)}
-	var ports [6]int
-	for i := range ports {
-		p, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		ports[i] = p
+	ports, err := freePorts(6)
+	if err != nil {
+		return nil, err
 	}
 	a, b := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])
 	e.simA, e.simB = "http://"+a, "http://"+b
@@ -147,10 +144,7 @@ func startEnv(ctx context.Context, tmp string, cfg *config, catalogue []byte) (*
 		SimA: e.simA, SimB: e.simB, SimBHost: b,
 		Catalogue: braceless(catalogue), Run: "pending",
 	}
-	e.admin = fmt.Sprintf("127.0.0.1:%d", d.Admin)
-	e.gwURL = fmt.Sprintf("http://127.0.0.1:%d", d.GW)
-	e.refURL = fmt.Sprintf("http://127.0.0.1:%d", d.Ref)
-	e.stat = fmt.Sprintf("http://127.0.0.1:%d", d.Static)
+	e.addresses(d)
 
 	if err := e.startGateway(ctx, cfg, d, "caddy-1.log"); err != nil {
 		return nil, err
@@ -199,6 +193,14 @@ func startEnv(ctx context.Context, tmp string, cfg *config, catalogue []byte) (*
 	}
 	e.startHWM, e.startAnon = memKiB(e.gw.cmd.Process.Pid, "VmHWM"), memKiB(e.gw.cmd.Process.Pid, "RssAnon")
 	return e, nil
+}
+
+// addresses sets e's admin and site addresses from the ports of d.
+func (e *env) addresses(d caddyfileData) {
+	e.admin = fmt.Sprintf("127.0.0.1:%d", d.Admin)
+	e.gwURL = fmt.Sprintf("http://127.0.0.1:%d", d.GW)
+	e.refURL = fmt.Sprintf("http://127.0.0.1:%d", d.Ref)
+	e.stat = fmt.Sprintf("http://127.0.0.1:%d", d.Static)
 }
 
 // startGateway writes the Caddyfile and starts the gateway on it.
@@ -322,15 +324,29 @@ func (e *env) pids() map[string]int {
 
 // measure runs one round and records the CPU time each process used in it.
 func (e *env) measure(ctx context.Context, t *target, conc int, dur time.Duration, max int64) round {
-	pids := e.pids()
-	before := map[string]time.Duration{}
+	return measureCPU(ctx, e.client, t, conc, dur, max, pidClocks(e.pids()))
+}
+
+// pidClocks reads the CPU time of each process of pids (cpuTime).
+func pidClocks(pids map[string]int) map[string]func() time.Duration {
+	clocks := map[string]func() time.Duration{}
 	for name, pid := range pids {
-		before[name] = cpuTime(pid)
+		clocks[name] = func() time.Duration { return cpuTime(pid) }
 	}
-	r := runRound(ctx, e.client, t, conc, dur, max)
+	return clocks
+}
+
+// measureCPU runs one round and records the CPU time each clock counted in
+// it.
+func measureCPU(ctx context.Context, c *http.Client, t *target, conc int, dur time.Duration, max int64, clocks map[string]func() time.Duration) round {
+	before := map[string]time.Duration{}
+	for name, clock := range clocks {
+		before[name] = clock()
+	}
+	r := runRound(ctx, c, t, conc, dur, max)
 	r.cpu = map[string]time.Duration{}
-	for name, pid := range pids {
-		r.cpu[name] = cpuTime(pid) - before[name]
+	for name, clock := range clocks {
+		r.cpu[name] = clock() - before[name]
 	}
 	return r
 }

@@ -11,6 +11,11 @@
 //     added latency, normalization, settle on badger with fsync) against
 //     Caddy's reverse_proxy to the same simulator endpoint, at N = 10 and
 //     N = 1 records;
+//   - the N = 1 extraction through a gateway on PostgreSQL (when
+//     SDR_TEST_POSTGRES_URL is set), its process's and its backends' CPU,
+//     interleaved with the badger-backed gateway; the reservation step
+//     (Reserve of a served call, Reserve + Release of a failed one) on
+//     each store, as a share of the CPU of a call on the same store;
 //   - settles per second of the badger store (and PostgreSQL when
 //     SDR_TEST_POSTGRES_URL is set), 1 and 32 callers, separate accounts
 //     against one hot account;
@@ -87,7 +92,7 @@ func main() {
 	flag.DurationVar(&cfg.profile, "profile", 5*time.Second, "CPU profile length under load (0: no profile)")
 	flag.IntVar(&cfg.profileItems, "profile-items", 10, "records per answer (N) under the profiled end-to-end load")
 	flag.StringVar(&cfg.profileDir, "profile-dir", "", "keep the raw profiles in this directory (default: deleted)")
-	flag.StringVar(&phases, "phases", "provision,settle,e2e,lookup,profile,inflight", "phases to run, comma-separated")
+	flag.StringVar(&phases, "phases", "provision,settle,e2e,pg-e2e,lookup,profile,inflight", "phases to run, comma-separated (pg-e2e: the N = 1 call through a gateway on PostgreSQL, when SDR_TEST_POSTGRES_URL is set)")
 	flag.DurationVar(&cfg.timeout, "timeout", 6*time.Minute, "stop everything after this long")
 	levels := flag.String("inflight", "1000,5000,10000", "in-flight phase: calls held at once, one level per fresh process, comma-separated")
 	flag.DurationVar(&cfg.inflightLatency, "inflight-latency", 5*time.Second, "in-flight phase: the simulator's latency before each answer")
@@ -185,7 +190,7 @@ func run(ctx context.Context, cfg *config) error {
 			return fmt.Errorf("badger options: %w", err)
 		}
 	}
-	if cfg.phases["e2e"] || cfg.phases["lookup"] || cfg.phases["profile"] {
+	if cfg.phases["e2e"] || cfg.phases["pg-e2e"] || cfg.phases["lookup"] || cfg.phases["profile"] {
 		if rep.catalogue == nil {
 			reg, err := registry.Load(cfg.services)
 			if err != nil {
@@ -200,6 +205,11 @@ func run(ctx context.Context, cfg *config) error {
 		if cfg.phases["e2e"] {
 			if err := rep.endToEnd(ctx, e, cfg); err != nil {
 				return fmt.Errorf("end-to-end: %w", err)
+			}
+		}
+		if cfg.phases["pg-e2e"] {
+			if err := rep.pgEndToEnd(ctx, e, cfg); err != nil {
+				return fmt.Errorf("end-to-end on PostgreSQL: %w", err)
 			}
 		}
 		if cfg.phases["lookup"] {

@@ -1,11 +1,77 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
+
+// pgScratch is what one phase uses of the database at SDR_TEST_POSTGRES_URL:
+// a fresh schema, dropped by close, and a side pool of the bench's own (it
+// reads the backends' CPU and drops the schema). The phase's store
+// connects with storeURL, whose application_name names its backends.
+type pgScratch struct {
+	url, schema, app string
+	side             *pgxpool.Pool
+	maxConns         int32 // the pool size a store opened on url gets
+}
+
+// newPGScratch creates a schema and an application_name for the phase
+// named what.
+func newPGScratch(ctx context.Context, url, what string) (*pgScratch, error) {
+	pc, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parsing SDR_TEST_POSTGRES_URL: %v", err)
+	}
+	// A pool from the parsed config, since the URL may carry pool settings
+	// a plain connection refuses.
+	side, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, err
+	}
+	p := &pgScratch{
+		url:      url,
+		schema:   fmt.Sprintf("sdr_bench_%s_%d_%d", what, os.Getpid(), time.Now().UnixNano()),
+		app:      fmt.Sprintf("sdr_bench_%s_%d", what, os.Getpid()),
+		side:     side,
+		maxConns: pc.MaxConns,
+	}
+	if _, err := side.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{p.schema}.Sanitize()); err != nil {
+		side.Close()
+		return nil, fmt.Errorf("creating schema %s: %v", p.schema, err)
+	}
+	return p, nil
+}
+
+// storeURL is url with the scratch schema as search_path and the
+// phase's application_name: what a store of the phase connects with.
+func (p *pgScratch) storeURL() string {
+	return withParam(withParam(p.url, "search_path", p.schema), "application_name", p.app)
+}
+
+// close drops the schema, even after the phase's context ended, and
+// closes the side pool.
+func (p *pgScratch) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := p.side.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{p.schema}.Sanitize()+" CASCADE"); err != nil {
+		logf("dropping schema %s: %v", p.schema, err)
+	}
+	p.side.Close()
+}
+
+// serverCPU returns a function giving the CPU time used so far by the
+// PostgreSQL backends serving the phase's store (pgServerCPU).
+func (p *pgScratch) serverCPU() func(ctx context.Context) time.Duration {
+	return pgServerCPU(p.side, p.app)
+}
 
 // pgServerCPU returns a function giving the CPU time used so far by the
 // PostgreSQL backends serving the connections named app (their
@@ -27,9 +93,39 @@ func pgServerCPU(pool *pgxpool.Pool, app string) func(ctx context.Context) time.
 		for rows.Next() {
 			var pid int
 			if rows.Scan(&pid) == nil {
-				total += cpuTime(pid)
+				total += backendCPU(pid)
 			}
 		}
 		return total
 	}
+}
+
+// backendCPU is the CPU time a PostgreSQL backend (one process, one
+// thread) has used so far: its scheduler's run time from
+// /proc/<pid>/schedstat, in nanoseconds, where /proc/<pid>/stat counts in
+// 10 ms ticks (too coarse for the reservation step's windows of a few
+// milliseconds); cpuTime where schedstat is missing.
+func backendCPU(pid int) time.Duration {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/schedstat")
+	if err != nil {
+		return cpuTime(pid)
+	}
+	f := strings.Fields(string(bytes.TrimSpace(b)))
+	if len(f) == 0 {
+		return cpuTime(pid)
+	}
+	ns, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil {
+		return cpuTime(pid)
+	}
+	return time.Duration(ns)
+}
+
+// withParam adds a query parameter to a PostgreSQL URL.
+func withParam(url, key, value string) string {
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	return url + sep + key + "=" + value
 }

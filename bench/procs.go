@@ -131,6 +131,19 @@ func freePort() (int, error) {
 	}
 }
 
+// freePorts returns n ports as freePort does.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, n)
+	for i := range ports {
+		p, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		ports[i] = p
+	}
+	return ports, nil
+}
+
 // waitHTTP polls url until it answers 200, the child exits, or 30 s pass.
 func waitHTTP(ctx context.Context, c *child, url string) error {
 	deadline := time.Now().Add(30 * time.Second)

@@ -29,12 +29,13 @@ type report struct {
 	rssParts  string
 	heap      string
 	sections  map[string]*bytes.Buffer
-	reserve   []reserveFigures // the reservation step per store (settle phase)
+	reserve   []reserveFigures // the reservation step per store and path (settle phase)
 	e2eCPU    map[int]float64  // gateway process CPU µs per call at N records (end-to-end phase)
+	pgE2E     *pgE2EFigures    // the N = 1 call through a gateway on PostgreSQL (pg-e2e phase)
 }
 
 // sectionOrder is the printing order of the sections.
-var sectionOrder = []string{"0", "1", "2", "3", "4", "5a", "5b", "7", "6", "6b", "9"}
+var sectionOrder = []string{"0", "1", "1p", "2", "3", "4", "5a", "5b", "7", "6", "6b", "9"}
 
 // section returns the buffer of one section.
 func (rep *report) section(key string) *bytes.Buffer {
@@ -138,7 +139,7 @@ func (rep *report) settles(ctx context.Context, tmp string, cfg *config) error {
 	if err != nil {
 		return err
 	}
-	rep.reserve = append(rep.reserve, res)
+	rep.reserve = append(rep.reserve, res...)
 	pgNote := "SDR_TEST_POSTGRES_URL is not set: PostgreSQL not measured"
 	if url := os.Getenv("SDR_TEST_POSTGRES_URL"); url != "" {
 		logf("settle: postgres")
@@ -146,7 +147,7 @@ func (rep *report) settles(ctx context.Context, tmp string, cfg *config) error {
 		if err != nil {
 			return fmt.Errorf("postgres: %v", err)
 		}
-		rep.reserve = append(rep.reserve, res)
+		rep.reserve = append(rep.reserve, res...)
 		figs = append(figs, pg...)
 		pgNote = fmt.Sprintf("PostgreSQL: SDR_TEST_POSTGRES_URL on this machine, fresh schema dropped afterwards, pool of %d connections (pool_max_conns)", conns)
 	}
@@ -614,38 +615,64 @@ func loadavg() string {
 }
 
 // reservation prints the reservation step's CPU per call against the
-// gateway's end-to-end CPU per call of the same run (target ≤ 10 %).
+// end-to-end CPU per call of a gateway on the same store in the same run
+// (target ≤ 10 %): badger's against section 1 (the gateway process),
+// PostgreSQL's against section 1p (the gateway process and the backends
+// serving it). The served path is the figure held to the target; the
+// failed path is printed under it.
 func (rep *report) reservation() {
 	if len(rep.reserve) == 0 {
 		return
 	}
 	w := rep.section("2")
-	fmt.Fprintln(w, "2. Reservation step: Store.Reserve + Store.Release of one call, in process (16 callers, the hot account and its key,")
-	fmt.Fprintln(w, "   as the settle phase), CPU per call of this process and of PostgreSQL's backends, as a share of the gateway")
-	fmt.Fprintln(w, "   process's CPU per end-to-end call in this run (section 1; the e2e gateway runs on badger)   target ≤ 10 %")
+	fmt.Fprintln(w, "2. Reservation step, in process (16 callers on the hot account and its key, as the settle phase): CPU per call of this")
+	fmt.Fprintln(w, "   process and of PostgreSQL's backends, as a share of the end-to-end CPU per call of a gateway on the same store in this")
+	fmt.Fprintln(w, "   run (badger: the gateway process, section 1; PostgreSQL: the gateway process + its backends, section 1p)   target ≤ 10 %")
+	fmt.Fprintf(w, "   served: what a served call pays, Store.Reserve of a one-record hold alone in the measured windows (%d holds per caller\n", reservePerWindow)
+	fmt.Fprintln(w, "     per window, released outside them); the settle then captures the hold in its own transaction, a statement it runs")
+	fmt.Fprintln(w, "     with or without a hold: not counted here")
+	fmt.Fprintln(w, "   failed: what a failed call pays, Reserve + Release of the live hold (a second commit)")
 	for _, f := range rep.reserve {
 		srv := ""
 		if f.serverOK {
 			srv = fmt.Sprintf(" + PostgreSQL backends %.0f µs", f.serverUS)
 		}
-		fmt.Fprintf(w, "    %-9s %6d calls: %5.1f µs user + %5.1f µs system%s = %.1f µs per call\n",
-			f.store, f.calls, f.userUS, f.sysUS, srv, f.cpuUS())
-		for _, n := range []int{1, 10} {
-			e2e, ok := rep.e2eCPU[n]
-			if !ok || e2e <= 0 {
-				continue
-			}
-			share := 100 * f.cpuUS() / e2e
-			fmt.Fprintf(w, "              share of the gateway's e2e CPU per call at N=%-2d (%4.0f µs): %5.1f %%   target ≤ 10 %%  %s\n",
-				n, e2e, share, mark(share <= 10))
-			if n == 1 {
-				// N = 1: the smallest call, where the fixed cost weighs most.
-				rep.check(fmt.Sprintf("reservation step %s, share of e2e CPU at N=1", f.store), fmt.Sprintf("%.1f %%", share), "≤ 10 %", share <= 10)
+		fmt.Fprintf(w, "    %-9s %-6s %6d calls: %5.1f µs user + %5.1f µs system%s = %.1f µs per call\n",
+			f.store, f.path, f.calls, f.userUS, f.sysUS, srv, f.cpuUS())
+		served := f.path == reservePathServed
+		share := func(what string, e2e float64) float64 {
+			sh := 100 * f.cpuUS() / e2e
+			fmt.Fprintf(w, "              share of %s (%4.0f µs): %5.1f %%   target ≤ 10 %%  %s\n", what, e2e, sh, mark(sh <= 10))
+			return sh
+		}
+		summaryRow := func(sh float64) {
+			if served {
+				rep.check(fmt.Sprintf("reservation step %s, share of e2e CPU at N=1", f.store), fmt.Sprintf("%.1f %%", sh), "≤ 10 %", sh <= 10)
+			} else {
+				rep.info(fmt.Sprintf("reservation step %s, failed call, share at N=1", f.store), fmt.Sprintf("%.1f %%", sh), "Reserve + Release, printed beside it")
 			}
 		}
-	}
-	if len(rep.e2eCPU) == 0 {
-		fmt.Fprintln(w, "    (end-to-end phase not run: no share printed)")
+		if f.store == "postgres" {
+			if p := rep.pgE2E; p != nil && p.cpuUS() > 0 {
+				summaryRow(share("the PostgreSQL-backed gateway's e2e CPU per call at N=1, gateway + backends", p.cpuUS()))
+			} else {
+				fmt.Fprintln(w, "              (PostgreSQL-backed end-to-end phase not run: no share printed; the badger-backed call, without")
+				fmt.Fprintln(w, "              any database CPU, is not its denominator)")
+			}
+			continue
+		}
+		for _, n := range []int{1, 10} {
+			if e2e, ok := rep.e2eCPU[n]; ok && e2e > 0 {
+				sh := share(fmt.Sprintf("the gateway's e2e CPU per call at N=%-2d", n), e2e)
+				if n == 1 {
+					// N = 1: the smallest call, where the fixed cost weighs most.
+					summaryRow(sh)
+				}
+			}
+		}
+		if len(rep.e2eCPU) == 0 {
+			fmt.Fprintln(w, "              (end-to-end phase not run: no share printed)")
+		}
 	}
 	fmt.Fprintln(w)
 }

@@ -14,8 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/oklog/ulid/v2"
 
 	"socialrouter/caddymodule/credits"
@@ -188,10 +186,11 @@ type settleFigures struct {
 // separate, one account, separate, one account, …
 // server, when not nil, reads the database's CPU time so far.
 //
-// Then it measures the reservation step on the same store (benchReserve).
+// Then it measures the reservation step on the same store (benchReserve):
+// the served path, then the failed one.
 func benchSettles(ctx context.Context, name string, s store.Store, server func(context.Context) time.Duration,
-	callerCounts []int, rounds int, dur time.Duration, max int64) ([]settleFigures, reserveFigures, error) {
-	var res reserveFigures
+	callerCounts []int, rounds int, dur time.Duration, max int64) ([]settleFigures, []reserveFigures, error) {
+	var res []reserveFigures
 	st, err := newSettleSetup(ctx, s)
 	if err != nil {
 		return nil, res, err
@@ -237,22 +236,22 @@ func benchSettles(ctx context.Context, name string, s store.Store, server func(c
 		out = append(out, f)
 	}
 	// 16 callers: the end-to-end phase's connections.
-	logf("reservation step %s: Reserve + Release, 16 callers", name)
-	res, err = st.benchReserve(ctx, name, server, 16, dur, max)
-	return out, res, err
+	logf("reservation step %s: Reserve alone (served path), Reserve + Release (failed path), 16 callers", name)
+	served, failed, err := st.benchReserve(ctx, name, server, 16, rounds, dur, max)
+	return out, []reserveFigures{served, failed}, err
 }
 
 // benchBadgerSettles runs the settle rounds on a fresh badger store with
 // the production options (every commit fsynced).
-func benchBadgerSettles(ctx context.Context, tmp string, cfg config) ([]settleFigures, reserveFigures, error) {
+func benchBadgerSettles(ctx context.Context, tmp string, cfg config) ([]settleFigures, []reserveFigures, error) {
 	dir, err := os.MkdirTemp(tmp, "settle-badger-")
 	if err != nil {
-		return nil, reserveFigures{}, err
+		return nil, nil, err
 	}
 	defer os.RemoveAll(dir)
 	s, err := badger.Open(dir, badger.Options{})
 	if err != nil {
-		return nil, reserveFigures{}, err
+		return nil, nil, err
 	}
 	defer s.Close()
 	return benchSettles(ctx, "badger", s, nil, []int{1, 32}, cfg.rounds, cfg.settleRound, cfg.max)
@@ -261,50 +260,17 @@ func benchBadgerSettles(ctx context.Context, tmp string, cfg config) ([]settleFi
 // benchPostgresSettles runs the 32-caller settle rounds in a fresh schema
 // of the database at url, and drops the schema afterwards. It also returns
 // the pool size in effect.
-func benchPostgresSettles(ctx context.Context, url string, cfg config) ([]settleFigures, reserveFigures, int32, error) {
-	var res reserveFigures
-	pc, err := pgxpool.ParseConfig(url)
+func benchPostgresSettles(ctx context.Context, url string, cfg config) ([]settleFigures, []reserveFigures, int32, error) {
+	db, err := newPGScratch(ctx, url, "settle")
 	if err != nil {
-		return nil, res, 0, fmt.Errorf("parsing SDR_TEST_POSTGRES_URL: %v", err)
+		return nil, nil, 0, err
 	}
-	schema := fmt.Sprintf("sdr_bench_%d_%d", os.Getpid(), time.Now().UnixNano())
-	defer func() {
-		// A pool from the parsed config, since the URL may carry pool
-		// settings a plain connection refuses.
-		dctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		pool, err := pgxpool.NewWithConfig(dctx, pc)
-		if err != nil {
-			logf("dropping schema %s: %v", schema, err)
-			return
-		}
-		defer pool.Close()
-		if _, err := pool.Exec(dctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			logf("dropping schema %s: %v", schema, err)
-		}
-	}()
-	// The store's connections carry an application_name of their own, so
-	// that the server's CPU for them can be read (pgServerCPU).
-	app := fmt.Sprintf("sdr_bench_%d", os.Getpid())
-	s, err := postgres.Open(ctx, withParam(url, "application_name", app), postgres.WithSchema(schema))
+	defer db.close()
+	s, err := postgres.Open(ctx, db.storeURL())
 	if err != nil {
-		return nil, res, 0, err
+		return nil, nil, 0, err
 	}
 	defer s.Close()
-	side, err := pgxpool.New(ctx, url)
-	if err != nil {
-		return nil, res, 0, err
-	}
-	defer side.Close()
-	f, res, err := benchSettles(ctx, "postgres", s, pgServerCPU(side, app), []int{32}, cfg.rounds, cfg.settleRound, cfg.max)
-	return f, res, pc.MaxConns, err
-}
-
-// withParam adds a query parameter to a PostgreSQL URL.
-func withParam(url, key, value string) string {
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	return url + sep + key + "=" + value
+	f, res, err := benchSettles(ctx, "postgres", s, db.serverCPU(), []int{32}, cfg.rounds, cfg.settleRound, cfg.max)
+	return f, res, db.maxConns, err
 }

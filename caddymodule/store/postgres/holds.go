@@ -32,8 +32,9 @@ const reapEvery = time.Minute
 // belongs to one account, so that lock covers the key's spend and holds
 // too. Reserves that arrive together are grouped into one transaction
 // (line): their accounts locked in id order first, then reserve_hold for
-// each in turn, each seeing the holds of the ones before, and one commit.
-// A lone reserve is the one statement in autocommit.
+// each in turn, each seeing the holds of the ones before, and one commit,
+// all in one round trip. A lone reserve is the one statement in
+// autocommit.
 func (s *Store) Reserve(ctx context.Context, h store.Hold) (store.HoldResult, error) {
 	if !settle.ValidID(h.ID) || !settle.ValidID(h.AccountID) || h.Price < 0 {
 		return store.HoldResult{}, fmt.Errorf("reserving for %q: invalid hold", h.ID)
@@ -124,13 +125,17 @@ func (s *Store) reserveGroup(group []*reserveWaiter) (together bool) {
 	}
 	slices.Sort(accounts)
 	accounts = slices.Compact(accounts)
-	reads := func(b *pgx.Batch) {
+	// One round trip (batchTx): every decision is reserve_hold's, in the
+	// server; scanHold only reads what it decided (and fails a call whose
+	// hold disagrees with store.HoldRoom without stopping the commit,
+	// which a lone reserve's autocommit would not stop either).
+	queue := func(b *pgx.Batch) {
 		b.Queue(`SELECT FROM accounts WHERE id = ANY($1) ORDER BY id FOR UPDATE`, accounts)
 		for _, w := range group {
 			b.Queue(reserveSQL, s.reserveArgs(w)...).QueryRow(func(row pgx.Row) error { return scanHold(w, row) })
 		}
 	}
-	ambiguous, err := s.pipelineTx(ctx, reads, func(*pgx.Batch) error { return nil })
+	ambiguous, err := s.batchTx(ctx, queue)
 	switch {
 	case err == nil:
 		return true

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -72,6 +73,41 @@ func (s *Store) pipelineOnce(ctx context.Context, reads func(b *pgx.Batch), writ
 		return false, err
 	}
 	return true, err
+}
+
+// batchTx runs what queue queues as one transaction in ONE round trip: no
+// BEGIN nor COMMIT, pgx sends the batch with a single Sync at its end, and
+// PostgreSQL runs every statement before a Sync in one implicit
+// transaction, which it commits at the Sync unless a statement failed
+// (then it rolls it back there: no ROLLBACK to send). For a transaction
+// that needs no Go step between its reads and its writes (pipelineTx's
+// second round trip only carried COMMIT).
+//
+// As with pipelineTx's second pipeline, a check that must stop the commit
+// has to fail in the server: a Go callback's error comes after the Sync.
+// A server error (SQLState) means nothing was written; a deadlock or
+// serialization failure runs the batch again. Any other error is
+// ambiguous (the server may have committed) unless pgx says nothing was
+// sent (pgconn.SafeToRetry).
+func (s *Store) batchTx(ctx context.Context, queue func(b *pgx.Batch)) (ambiguous bool, err error) {
+	for attempt := 0; ; attempt++ {
+		b := &pgx.Batch{}
+		queue(b)
+		err = s.pool.SendBatch(ctx, b).Close()
+		if err == nil && s.commitFault != nil {
+			err = s.commitFault()
+		}
+		if err == nil {
+			return false, nil
+		}
+		var pe interface{ SQLState() string }
+		if !errors.As(err, &pe) {
+			return !pgconn.SafeToRetry(err), err
+		}
+		if !retryable(err) || attempt == maxRetries {
+			return false, err
+		}
+	}
 }
 
 // rollback ends the failed transaction on conn; if it cannot, the

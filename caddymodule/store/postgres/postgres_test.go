@@ -337,6 +337,180 @@ func TestReserveGroups(t *testing.T) {
 	t.Logf("%d of 48 reserves committed in shared transactions", s.GroupedReserves())
 }
 
+// TestBatchTxOneTransaction: the statements of one batchTx commit
+// together or not at all. A statement the server refuses undoes the ones
+// before it (no BEGIN, no ROLLBACK: the implicit transaction of the
+// batch), and is not ambiguous; a batch that committed but whose answer
+// was lost is.
+func TestBatchTxOneTransaction(t *testing.T) {
+	s := hotAndCold(t, 1)
+	ctx := t.Context()
+	debit := func(b *pgx.Batch) { b.Queue(`UPDATE accounts SET balance = balance - 1 WHERE id = 'hot'`) }
+	ambiguous, err := postgres.BatchTx(s, ctx, func(b *pgx.Batch) {
+		debit(b)
+		b.Queue(`SELECT 1 / 0`)
+	})
+	if err == nil || ambiguous {
+		t.Fatalf("a batch with a failing statement: ambiguous %v, %v; want a plain error", ambiguous, err)
+	}
+	balance := func() credits.Micros {
+		a, err := s.GetAccount(ctx, "hot")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a.Balance
+	}
+	if got := balance(); got != 15 {
+		t.Fatalf("balance %s after a refused batch; want 15: the debit before the error was committed", got)
+	}
+	postgres.SetCommitFault(s, func() error { return fmt.Errorf("read tcp: connection reset by peer") })
+	if ambiguous, err := postgres.BatchTx(s, ctx, debit); err == nil || !ambiguous {
+		t.Fatalf("a batch whose answer was lost: ambiguous %v, %v; want ambiguous", ambiguous, err)
+	}
+	if got := balance(); got != 14 {
+		t.Errorf("balance %s after the ambiguous batch; want 14 (it committed)", got)
+	}
+}
+
+// TestReserveGroupAmbiguousCommit: a grouped reserve whose commit went
+// through but whose answer was lost fails each of its calls; once the
+// failed calls release (as billing does), the account holds exactly what
+// the calls that succeeded were told, so no money is held twice or lost.
+func TestReserveGroupAmbiguousCommit(t *testing.T) {
+	const price = credits.Micros(1725)
+	s := hotAndCold(t, price) // hot pays for 15 records
+	postgres.SetCommitFault(s, func() error { return fmt.Errorf("read tcp: connection reset by peer") })
+	ctx := t.Context()
+	const calls = 32
+	results := make([]store.HoldResult, calls)
+	errs := make([]error, calls)
+	begin := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-begin
+			results[i], errs[i] = s.Reserve(ctx, store.Hold{ID: fmt.Sprintf("ext_amb_%02d", i), AccountID: "hot", Price: price, Records: 1})
+		}()
+	}
+	close(begin)
+	wg.Wait()
+	held, failed := 0, 0
+	for i := range calls {
+		if errs[i] != nil {
+			failed++
+			if err := s.Release(ctx, fmt.Sprintf("ext_amb_%02d", i)); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		held += results[i].Records
+	}
+	if failed == 0 {
+		t.Fatal("32 concurrent reserves never shared a transaction (no ambiguous group)")
+	}
+	if held > 15 {
+		t.Fatalf("%d records held on an account that pays for 15", held)
+	}
+	rest, err := s.Reserve(ctx, store.Hold{ID: "ext_amb_rest", AccountID: "hot", Price: price, Records: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held+rest.Records != 15 {
+		t.Errorf("%d records told held, %d left to reserve; want 15 in all", held, rest.Records)
+	}
+	t.Logf("%d of %d reserves failed in ambiguous groups, %d records held", failed, calls, held)
+}
+
+// TestReserveGroupIsOneByOne: a group reserved in one transaction (one
+// round trip) gives each hold exactly what consecutive lone reserves
+// give, on two stores set up alike: a key's limit with spend already in
+// its window, a key without a limit, no key, a hold re-sized (its
+// previous hold counts until its turn), two prices, an unknown account, a
+// window past the key's, and the balance and the limit each running out.
+func TestReserveGroupIsOneByOne(t *testing.T) {
+	const price = credits.Micros(1725)
+	now := time.Now().UTC()
+	day := store.PeriodStart(store.PeriodDay, now)
+	setup := func() *postgres.Store {
+		url := testURL(t)
+		s, err := postgres.Open(t.Context(), url, postgres.WithSchema(testSchema(t, url)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		ctx := t.Context()
+		for id, bal := range map[string]credits.Micros{"acme": 40 * price, "tiny": 3 * price} {
+			if _, err := s.CreateAccount(ctx, id, bal, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i, id := range []string{"key_lim", "key_free"} {
+			k := store.Key{ID: id, AccountID: "acme", Name: id, Hash: [32]byte{byte(i + 1)}, Display: id, CreatedAt: now}
+			if err := s.CreateKey(ctx, k); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.SetKeyLimit(ctx, "key_lim", &store.CreditLimit{Period: store.PeriodDay, Credits: 12*price + 7}); err != nil {
+			t.Fatal(err)
+		}
+		run := &runs.Run{ID: "ext_spent", Status: "completed", AccountID: "acme", KeyID: "key_lim", CreatedAt: now,
+			Data: []json.RawMessage{json.RawMessage(`{"n":1}`), json.RawMessage(`{"n":2}`)}}
+		if _, err := s.Settle(ctx, store.Settlement{Run: run, Price: price, Offer: "o", Platform: "p", Now: now}); err != nil {
+			t.Fatal(err)
+		}
+		// A hold the group re-sizes, and one it leaves alone.
+		for _, h := range []store.Hold{
+			{ID: "ext_resized", AccountID: "acme", KeyID: "key_lim", Price: price, Records: 4, Now: now},
+			{ID: "ext_other", AccountID: "acme", KeyID: "key_lim", Price: price, Records: 2, Now: now},
+		} {
+			if _, err := s.Reserve(ctx, h); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return s
+	}
+	hold := func(id, acct, key string, p credits.Micros, n int) store.Hold {
+		return store.Hold{ID: id, AccountID: acct, KeyID: key, Price: p, Records: n, Now: now}
+	}
+	var holds []store.Hold
+	for i := range 3 {
+		holds = append(holds, hold(fmt.Sprintf("ext_lim_%d", i), "acme", "key_lim", price, 2))
+	}
+	holds = append(holds,
+		hold("ext_resized", "acme", "key_lim", price, 1),
+		hold("ext_free", "acme", "key_free", 2*price, 9),
+		hold("ext_ghost", "ghost", "", price, 1),
+		hold("ext_lim_3", "acme", "key_lim", price, 3),
+		hold("ext_tiny_0", "tiny", "", price, 2),
+		hold("ext_tiny_1", "tiny", "", price, 2),
+		hold("ext_nokey", "acme", "", price, 30),
+		hold("ext_lim_4", "acme", "key_lim", price, 5),
+	)
+	next := hold("ext_next_day", "acme", "key_lim", price, 3)
+	next.Now = day.AddDate(0, 0, 1)
+	holds = append(holds, next)
+	ctx := t.Context()
+	want, wantErrs := postgres.ReserveInOrder(setup(), ctx, holds, false)
+	got, gotErrs := postgres.ReserveInOrder(setup(), ctx, holds, true)
+	for i, h := range holds {
+		if (gotErrs[i] == nil) != (wantErrs[i] == nil) || got[i] != want[i] {
+			t.Errorf("%s: grouped %+v, %v; one by one %+v, %v", h.ID, got[i], gotErrs[i], want[i], wantErrs[i])
+		}
+	}
+	if !errors.Is(gotErrs[5], store.ErrNotFound) {
+		t.Errorf("grouped reserve on an unknown account: %v, want ErrNotFound", gotErrs[5])
+	}
+	capped := map[string]bool{}
+	for _, r := range want {
+		capped[r.CappedBy] = true
+	}
+	if !capped[store.CappedCreditLimit] || !capped[store.CappedBalance] {
+		t.Errorf("the case no longer runs out of both the limit and the balance: %+v", want)
+	}
+}
+
 // TestHoldsTwoNodes runs concurrent reserve/capture on two nodes sharing
 // one schema: the balance is never overdrawn and the key never spends
 // past its limit, to the micro-credit.
