@@ -351,13 +351,13 @@ func measureCPU(ctx context.Context, c *http.Client, t *target, conc int, dur ti
 	return r
 }
 
-// pair measures two targets in interleaved rounds, A B A B …, after an
+// pair measures two targets in rounds interleaved, A B A B …, after an
 // unmeasured warm-up of each.
-func (e *env) pair(ctx context.Context, cfg *config, a, b *target, dur time.Duration, label string) (summary, summary, error) {
+func (e *env) pair(ctx context.Context, cfg *config, a, b *target, rounds int, dur time.Duration, label string) (summary, summary, error) {
 	runRound(ctx, e.client, a, cfg.conc, cfg.warm, cfg.max)
 	runRound(ctx, e.client, b, cfg.conc, cfg.warm, cfg.max)
 	var ra, rb []round
-	for i := 0; i < cfg.rounds; i++ {
+	for i := 0; i < rounds; i++ {
 		x := e.measure(ctx, a, cfg.conc, dur, cfg.max)
 		y := e.measure(ctx, b, cfg.conc, dur, cfg.max)
 		if err := ctx.Err(); err != nil {

@@ -52,7 +52,7 @@ import (
 // config is the benchmark's flags.
 type config struct {
 	repo, caddyBin, simBin, services string
-	rounds                           int
+	rounds, e2eRounds                int
 	round, lookupRound, settleRound  time.Duration
 	warm                             time.Duration
 	conc                             int
@@ -83,6 +83,7 @@ func main() {
 	flag.StringVar(&cfg.caddyBin, "caddy", "", "gateway binary (default <repo>/bin/caddy)")
 	flag.StringVar(&cfg.simBin, "sim", "", "simulator binary (default <repo>/bin/upstream-sim)")
 	flag.IntVar(&cfg.rounds, "rounds", 3, "rounds per measured figure (medians are printed); at least 3")
+	flag.IntVar(&cfg.e2eRounds, "e2e-rounds", 5, "rounds per end-to-end figure (the noisiest: medians of more rounds); at least 3")
 	flag.DurationVar(&cfg.round, "round", 3*time.Second, "duration of one end-to-end round")
 	flag.DurationVar(&cfg.lookupRound, "lookup-round", 2*time.Second, "duration of one look-up round")
 	flag.DurationVar(&cfg.settleRound, "settle-round", time.Second, "duration of one settle round")
@@ -101,8 +102,8 @@ func main() {
 	flag.StringVar(&cfg.inflightProto, "inflight-proto", "auto", "in-flight phase: the callers' protocol to Caddy: h1 (a connection per call), h2c (HTTP/2 cleartext, many calls per connection), or auto (h1 where the file limit allows 2 descriptors per call, else h2c)")
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of this program (the in-process settle and provision phases) to this file")
 	flag.Parse()
-	if cfg.rounds < 3 {
-		fmt.Fprintln(os.Stderr, "bench: -rounds must be at least 3")
+	if cfg.rounds < 3 || cfg.e2eRounds < 3 {
+		fmt.Fprintln(os.Stderr, "bench: -rounds and -e2e-rounds must be at least 3")
 		os.Exit(2)
 	}
 	var err error

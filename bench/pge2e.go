@@ -70,7 +70,7 @@ func (rep *report) pgEndToEnd(ctx context.Context, e *env, cfg *config) error {
 	runRound(ctx, e.client, a, cfg.conc, cfg.warm, cfg.max)
 	runRound(ctx, e.client, b, cfg.conc, cfg.warm, cfg.max)
 	var ra, rb []round
-	for i := 0; i < cfg.rounds; i++ {
+	for i := 0; i < cfg.e2eRounds; i++ {
 		x := measureCPU(ctx, e.client, a, cfg.conc, cfg.round, cfg.max, pgClocks)
 		x.cpu["total"] = x.cpu["gateway"] + x.cpu["backends"]
 		y := measureCPU(ctx, e.client, b, cfg.conc, cfg.round, cfg.max, badgerClocks)

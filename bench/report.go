@@ -91,7 +91,7 @@ func (rep *report) header() {
 	fmt.Fprintf(w, "CAVEAT: the load generator, the gateway and the simulator share the %d CPU cores of this\n", runtime.NumCPU())
 	fmt.Fprintln(w, "machine (with whatever else runs on it), so absolute req/s are low and noisy; the ratios to")
 	fmt.Fprintln(w, "references measured in the same run, with the same load generator, interleaved, are the figures.")
-	fmt.Fprintf(w, "Method: %d rounds per figure, interleaved A B A B …, medians printed; %d keep-alive connections;\n", cfg.rounds, cfg.conc)
+	fmt.Fprintf(w, "Method: %d rounds per figure (%d end-to-end), interleaved A B A B …, medians printed; %d keep-alive connections;\n", cfg.rounds, cfg.e2eRounds, cfg.conc)
 	fmt.Fprintf(w, "rounds of %s (end-to-end), %s (look-ups), %s (settles), at most %d requests each.\n",
 		cfg.round, cfg.lookupRound, cfg.settleRound, cfg.max)
 	fmt.Fprintf(w, "Load average at the start: %s (other work on the machine competes for the same cores).\n\n", loadavg())
@@ -209,7 +209,7 @@ func (rep *report) endToEnd(ctx context.Context, e *env, cfg *config) error {
 		if err := e.checkPayloads(ctx, n); err != nil {
 			return err
 		}
-		a, b, err := e.pair(ctx, cfg, e.extractTarget(n), e.proxyTarget(n), cfg.round, fmt.Sprintf("e2e N=%d", n))
+		a, b, err := e.pair(ctx, cfg, e.extractTarget(n), e.proxyTarget(n), cfg.e2eRounds, cfg.round, fmt.Sprintf("e2e N=%d", n))
 		if err != nil {
 			return err
 		}
@@ -293,7 +293,7 @@ func (rep *report) lookups(ctx context.Context, e *env, cfg *config) error {
 		{e.servicesTarget(), e.staticTarget("/services")},
 		{e.runTarget(), e.staticTarget("/run")},
 	} {
-		a, b, err := e.pair(ctx, cfg, c.a, c.b, cfg.lookupRound, "look-up "+c.a.name)
+		a, b, err := e.pair(ctx, cfg, c.a, c.b, cfg.rounds, cfg.lookupRound, "look-up "+c.a.name)
 		if err != nil {
 			return err
 		}
