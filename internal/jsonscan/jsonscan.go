@@ -6,7 +6,7 @@
 // run splice finds the run's data member.
 //
 // The functions trust the text's syntax: the caller validates it first
-// (encoding/json, gjson or the normalizer's own validator). On valid JSON
+// (encoding/json, gjson or jsonvalid). On valid JSON
 // they read exactly what encoding/json decodes, key for key (FuzzScan holds
 // them to it); on invalid text they return without panicking only where
 // said.
