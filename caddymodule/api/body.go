@@ -8,7 +8,9 @@ import (
 	"io"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"socialrouter/caddymodule/registry"
 	"socialrouter/internal/jsondup"
@@ -92,6 +94,84 @@ func parseChecked(b []byte) (map[string]json.RawMessage, bool) {
 	return m, ok
 }
 
+// jsonString decodes raw, one JSON value, as json.Unmarshal into a string
+// would. A string without escapes, control characters or invalid UTF-8
+// (nearly every input) is its bytes between the quotes; anything else is
+// left to encoding/json.
+func jsonString(raw json.RawMessage) (string, bool) {
+	if s := jsonscan.Bytes(raw); plainString(s) {
+		return strings.Clone(s[1 : len(s)-1]), true
+	}
+	var s string
+	err := json.Unmarshal(raw, &s)
+	return s, err == nil
+}
+
+// plainString reports whether raw is exactly a JSON string that needs no
+// decoding: quoted, no quote, backslash or control character inside, UTF-8.
+func plainString(raw string) bool {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return false
+	}
+	for i := 1; i < len(raw)-1; i++ {
+		if c := raw[i]; c < 0x20 || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return utf8.ValidString(raw)
+}
+
+// jsonStrings decodes raw as json.Unmarshal into a []string would: an
+// array of plain strings is read here, anything else by encoding/json
+// (null gives a nil slice, [] an empty one).
+func jsonStrings(raw json.RawMessage) ([]string, bool) {
+	if out, ok := plainStrings(jsonscan.TrimSpace(jsonscan.Bytes(raw))); ok {
+		return out, true
+	}
+	var out []string
+	err := json.Unmarshal(raw, &out)
+	return out, err == nil
+}
+
+// plainStrings reads s when it is exactly a JSON array of plain strings.
+func plainStrings(s string) ([]string, bool) {
+	if len(s) < 2 || s[0] != '[' || s[len(s)-1] != ']' {
+		return nil, false
+	}
+	out := []string{}
+	rest := jsonscan.TrimSpace(s[1 : len(s)-1])
+	for len(rest) > 0 {
+		end := strings.IndexByte(rest[1:], '"') + 2 // past the closing quote
+		if end < 2 || !plainString(rest[:end]) {
+			return nil, false
+		}
+		out = append(out, strings.Clone(rest[1:end-1]))
+		if rest = jsonscan.TrimSpace(rest[end:]); len(rest) == 0 {
+			break
+		}
+		if rest[0] != ',' {
+			return nil, false
+		}
+		if rest = jsonscan.TrimSpace(rest[1:]); len(rest) == 0 {
+			return nil, false // a trailing comma
+		}
+	}
+	return out, true
+}
+
+// jsonNumber decodes raw as json.Unmarshal into a float64 would: a JSON
+// number is parsed by strconv as encoding/json does, anything else is
+// left to it.
+func jsonNumber(raw json.RawMessage) (float64, bool) {
+	if len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') && jsonvalid.IsNumber(jsonscan.Bytes(raw)) {
+		f, err := strconv.ParseFloat(string(raw), 64)
+		return f, err == nil
+	}
+	var f float64
+	err := json.Unmarshal(raw, &f)
+	return f, err == nil
+}
+
 func jsonProblem(err error) string {
 	if err == nil {
 		return "got null"
@@ -133,7 +213,8 @@ func parseExtract(svc *registry.Service, m map[string]json.RawMessage) (*extract
 		return nil, newError(http.StatusBadRequest, "conflicting_input", typeValidation,
 			fmt.Sprintf("send either %s or %s, not both", field, single))
 	case hasArr:
-		if err := json.Unmarshal(arr, &out.Inputs); err != nil || out.Inputs == nil {
+		var ok bool
+		if out.Inputs, ok = jsonStrings(arr); !ok || out.Inputs == nil {
 			return nil, newError(http.StatusBadRequest, "invalid_field", typeValidation,
 				fmt.Sprintf("%s must be an array of strings", field))
 		}
@@ -142,8 +223,8 @@ func parseExtract(svc *registry.Service, m map[string]json.RawMessage) (*extract
 				fmt.Sprintf("%s must hold at least one entry", field))
 		}
 	case hasOne:
-		var s string
-		if err := json.Unmarshal(one, &s); err != nil {
+		s, ok := jsonString(one)
+		if !ok {
 			return nil, newError(http.StatusBadRequest, "invalid_field", typeValidation,
 				fmt.Sprintf("%s must be a string", single))
 		}
@@ -154,8 +235,8 @@ func parseExtract(svc *registry.Service, m map[string]json.RawMessage) (*extract
 	}
 
 	if raw, ok := m["limit"]; ok {
-		var f float64
-		if err := json.Unmarshal(raw, &f); err != nil || f != float64(int(f)) || f < 1 || f > 250 {
+		f, ok := jsonNumber(raw)
+		if !ok || f != float64(int(f)) || f < 1 || f > 250 {
 			return nil, newError(http.StatusBadRequest, "invalid_limit", typeValidation,
 				"limit must be an integer from 1 to 250 (default 100)")
 		}

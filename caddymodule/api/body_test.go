@@ -180,3 +180,50 @@ func BenchmarkParseObject(b *testing.B) {
 		}
 	})
 }
+
+// FuzzFieldDecoders holds jsonString, jsonStrings and jsonNumber to
+// json.Unmarshal into a string, a []string and a float64 on any input,
+// valid JSON or not: the same verdict and the same value.
+func FuzzFieldDecoders(f *testing.F) {
+	for _, seed := range []string{`"https://x.example/a"`, `"a\"b"`, `"é"`, "\"\xff\"", "\"tab\there\"", `""`, `"`, `"a" "b"`,
+		`["a","b"]`, ` [ "a" , "b" ] `, `[]`, `null`, `["a",]`, `["a" "b"]`, `[1]`, `["a\u00e9"]`, `[""]`, `["a"],`,
+		`5`, `-0.5e2`, `1e400`, `05`, `5.`, `"5"`, `12345678901234567890`, `0x10`, `+5`, `Inf`} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		raw := json.RawMessage(in)
+		var ws string
+		we := json.Unmarshal(raw, &ws)
+		if gs, ok := jsonString(raw); ok != (we == nil) || ok && gs != ws {
+			t.Fatalf("jsonString(%q) = %q, %v; encoding/json %q, %v", in, gs, ok, ws, we)
+		}
+		var wl []string
+		we = json.Unmarshal(raw, &wl)
+		gl, ok := jsonStrings(raw)
+		if ok != (we == nil) || ok && ((gl == nil) != (wl == nil) || strings.Join(gl, "\x00") != strings.Join(wl, "\x00") || len(gl) != len(wl)) {
+			t.Fatalf("jsonStrings(%q) = %q, %v; encoding/json %q, %v", in, gl, ok, wl, we)
+		}
+		var wf float64
+		we = json.Unmarshal(raw, &wf)
+		if gf, ok := jsonNumber(raw); ok != (we == nil) || ok && gf != wf {
+			t.Fatalf("jsonNumber(%q) = %v, %v; encoding/json %v, %v", in, gf, ok, wf, we)
+		}
+	})
+}
+
+// BenchmarkParseExtract validates make bench's N = 1 body for
+// pro_net/profile.info, as a call does after reading it.
+func BenchmarkParseExtract(b *testing.B) {
+	reg := loadRegistry(b)
+	svc, _ := reg.Service("pro_net", "profile.info")
+	body := []byte(`{"url":"https://www.linkedin.com/in/rbranson","limit":1}`)
+	for b.Loop() {
+		m, apiErr := parseObject(body)
+		if apiErr == nil {
+			_, apiErr = parseExtract(svc, m)
+		}
+		if apiErr != nil {
+			b.Fatal(apiErr.Message)
+		}
+	}
+}

@@ -70,6 +70,11 @@ func IsObject(s string, member func(key, value string)) bool {
 	return c.Object(s, 0, member) == len(s)
 }
 
+// IsNumber reports whether s is exactly one JSON number within float64.
+func IsNumber(s string) bool {
+	return len(s) > 0 && (s[0] == '-' || s[0] >= '0' && s[0] <= '9') && validNumber(s, 0) == len(s)
+}
+
 // Reset drops the views of the last text read, so that a pooled Checker
 // does not keep it alive.
 func (c *Checker) Reset() {
