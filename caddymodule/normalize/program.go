@@ -96,8 +96,10 @@ func (p *Program) NormalizeItem(ctx context.Context, item []byte, input, now str
 
 // NormalizeCheckedItem is NormalizeItem for an item the caller has
 // validated with jsonvalid (the upstream splitter checks a body once, and
-// its items need no second check). An item that would not pass is still
-// safe: the plan recovers and gojq decides, but the work is wasted.
+// its items need no second check). The plan trusts that check: an item
+// that would not pass never crashes it (a panic is recovered and gojq
+// decides), but one with a repeated key could be read by its first value
+// where gojq keeps the last, so callers pass only what jsonvalid accepted.
 func (p *Program) NormalizeCheckedItem(ctx context.Context, item []byte, input, now string) (rec []byte, ok bool, err error) {
 	return p.normalizeItem(ctx, item, input, now, true)
 }
