@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"socialrouter/caddymodule/registry"
 	"socialrouter/internal/jsondup"
@@ -95,30 +94,15 @@ func parseChecked(b []byte) (map[string]json.RawMessage, bool) {
 }
 
 // jsonString decodes raw, one JSON value, as json.Unmarshal into a string
-// would. A string without escapes, control characters or invalid UTF-8
-// (nearly every input) is its bytes between the quotes; anything else is
-// left to encoding/json.
+// would. A plain string (jsonvalid.IsPlainString: nearly every input) is
+// its bytes between the quotes; anything else is left to encoding/json.
 func jsonString(raw json.RawMessage) (string, bool) {
-	if s := jsonscan.Bytes(raw); plainString(s) {
+	if s := jsonscan.Bytes(raw); jsonvalid.IsPlainString(s) {
 		return strings.Clone(s[1 : len(s)-1]), true
 	}
 	var s string
 	err := json.Unmarshal(raw, &s)
 	return s, err == nil
-}
-
-// plainString reports whether raw is exactly a JSON string that needs no
-// decoding: quoted, no quote, backslash or control character inside, UTF-8.
-func plainString(raw string) bool {
-	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
-		return false
-	}
-	for i := 1; i < len(raw)-1; i++ {
-		if c := raw[i]; c < 0x20 || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return utf8.ValidString(raw)
 }
 
 // jsonStrings decodes raw as json.Unmarshal into a []string would: an
@@ -142,7 +126,7 @@ func plainStrings(s string) ([]string, bool) {
 	rest := jsonscan.TrimSpace(s[1 : len(s)-1])
 	for len(rest) > 0 {
 		end := strings.IndexByte(rest[1:], '"') + 2 // past the closing quote
-		if end < 2 || !plainString(rest[:end]) {
+		if end < 2 || !jsonvalid.IsPlainString(rest[:end]) {
 			return nil, false
 		}
 		out = append(out, strings.Clone(rest[1:end-1]))

@@ -3,7 +3,6 @@ package sources
 import (
 	"encoding/json"
 	"fmt"
-	"sync"
 
 	"github.com/tidwall/gjson"
 
@@ -30,13 +29,11 @@ func splitItems(body []byte) (items []json.RawMessage, errorItems int, checked b
 	return items, errorItems, false, err
 }
 
-var checkers = sync.Pool{New: func() any { return new(jsonvalid.Checker) }}
-
 // splitChecked is splitItems for a body that is a JSON array of items
 // jsonvalid accepts, checking them as it splits; ok=false otherwise.
 func splitChecked(body []byte) (items []json.RawMessage, errorItems int, ok bool) {
-	c := checkers.Get().(*jsonvalid.Checker)
-	defer checkers.Put(c)
+	c := jsonvalid.Get()
+	defer jsonvalid.Put(c)
 	s := jsonscan.Bytes(body)
 	i := jsonscan.SkipSpace(s, 0)
 	if i >= len(s) || s[i] != '[' {

@@ -62,12 +62,28 @@ func (c *Checker) Object(s string, i int, member func(key, value string)) int {
 
 var pool = sync.Pool{New: func() any { return new(Checker) }}
 
+// Get returns a pooled Checker; Put hands it back.
+func Get() *Checker { return pool.Get().(*Checker) }
+
+// Put returns c to the pool.
+func Put(c *Checker) { pool.Put(c) }
+
 // IsObject reports whether s (without surrounding space) is one object,
 // calling member as Object does, with a pooled Checker.
 func IsObject(s string, member func(key, value string)) bool {
-	c := pool.Get().(*Checker)
-	defer pool.Put(c)
+	c := Get()
+	defer Put(c)
 	return c.Object(s, 0, member) == len(s)
+}
+
+// IsPlainString reports whether s is exactly one JSON string that needs no
+// decoding: no escape, in valid UTF-8 (its content is s without the quotes).
+func IsPlainString(s string) bool {
+	if len(s) == 0 || s[0] != '"' {
+		return false
+	}
+	end, esc := validString(s, 0)
+	return end == len(s) && !esc
 }
 
 // IsNumber reports whether s is exactly one JSON number within float64.

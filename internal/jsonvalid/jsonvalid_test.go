@@ -95,3 +95,15 @@ func FuzzValid(f *testing.F) {
 		}
 	})
 }
+
+func TestIsPlainString(t *testing.T) {
+	for in, want := range map[string]bool{
+		`"https://x.example/a"`: true, `""`: true, `"é"`: true,
+		`"a\"b"`: false, `"a\u00e9"`: false, "\"\xff\"": false, "\"tab\there\"": false,
+		`"`: false, `"a" `: false, ` "a"`: false, `"a""b"`: false, `5`: false, ``: false,
+	} {
+		if got := IsPlainString(in); got != want {
+			t.Errorf("IsPlainString(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
