@@ -416,6 +416,10 @@ func (r *Router) collect(rn *run, o *registry.Offer, inputs []string, nowISO str
 	out := batchOut{items: len(res.Items), errorItems: res.ErrorItems, status: res.Status,
 		perInput: make([][]json.RawMessage, max(1, len(inputs)))}
 	m := newInputMatcher(inputs)
+	normalizeItem := o.Normalize.NormalizeItem
+	if res.Checked { // the splitter checked the body: no second check of each item
+		normalizeItem = o.Normalize.NormalizeCheckedItem
+	}
 	for _, item := range res.Items {
 		k := m.match(item)
 		if o.Normalize == nil {
@@ -426,14 +430,7 @@ func (r *Router) collect(rn *run, o *registry.Offer, inputs []string, nowISO str
 		if len(inputs) > 0 {
 			in = inputs[k]
 		}
-		var rec []byte
-		var ok bool
-		var err error
-		if res.Checked { // the splitter checked the body: no second check of each item
-			rec, ok, err = o.Normalize.NormalizeCheckedItem(ctx, item, in, nowISO)
-		} else {
-			rec, ok, err = o.Normalize.NormalizeItem(ctx, item, in, nowISO)
-		}
+		rec, ok, err := normalizeItem(ctx, item, in, nowISO)
 		if err != nil {
 			if ctx.Err() != nil {
 				return // the attempt is ending; its cause decides
