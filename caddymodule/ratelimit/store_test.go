@@ -6,11 +6,12 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"socialrouter/internal/testenv"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -21,12 +22,7 @@ import (
 // unset.
 func testRedisURL(t *testing.T) string {
 	t.Helper()
-	u := os.Getenv("SDR_TEST_REDIS_URL")
-	if u == "" {
-		t.Skip("SDR_TEST_REDIS_URL is not set: skipping the test against a real Redis " +
-			"(set it to e.g. redis://127.0.0.1:6379/0 to run it)")
-	}
-	return u
+	return testenv.RedisURL(t, "the test against a real Redis")
 }
 
 // nodeURL gives rawURL a client name, so that each simulated node gets its

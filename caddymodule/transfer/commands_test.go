@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"socialrouter/internal/testenv"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
@@ -106,12 +108,7 @@ func TestExportCommand(t *testing.T) {
 // testPostgresURL returns SDR_TEST_POSTGRES_URL or skips the test.
 func testPostgresURL(t *testing.T) string {
 	t.Helper()
-	url := os.Getenv("SDR_TEST_POSTGRES_URL")
-	if url == "" {
-		t.Skip("SDR_TEST_POSTGRES_URL is not set: skipping the badger → PostgreSQL export/import test " +
-			"(e.g. SDR_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
-	}
-	return url
+	return testenv.PostgresURL(t, "the badger → PostgreSQL export/import test")
 }
 
 // freshPGSchema creates an empty schema sdr_export_<random>, dropped when

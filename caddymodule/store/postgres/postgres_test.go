@@ -7,10 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
+
+	"socialrouter/internal/testenv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -25,12 +26,7 @@ import (
 // testURL returns SDR_TEST_POSTGRES_URL or skips the test.
 func testURL(t testing.TB) string {
 	t.Helper()
-	url := os.Getenv("SDR_TEST_POSTGRES_URL")
-	if url == "" {
-		t.Skip("SDR_TEST_POSTGRES_URL is not set: skipping the PostgreSQL store tests " +
-			"(e.g. SDR_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
-	}
-	return url
+	return testenv.PostgresURL(t, "the PostgreSQL store tests")
 }
 
 // testSchema creates a fresh schema sdr_test_<random> and drops it when the
