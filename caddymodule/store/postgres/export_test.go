@@ -25,8 +25,9 @@ func WithMigrationsUpTo(v int) Option { return func(c *config) { c.upTo = v } }
 
 // ReserveInOrder reserves holds in their order: in one group
 // (reserveGroup, as the line makes one) if grouped, else one by one
-// (reserveOne, a lone Reserve each).
-func ReserveInOrder(s *Store, ctx context.Context, holds []store.Hold, grouped bool) ([]store.HoldResult, []error) {
+// (reserveOne, a lone Reserve each). together reports whether the group
+// was reserved in one statement rather than one by one after it failed.
+func ReserveInOrder(s *Store, ctx context.Context, holds []store.Hold, grouped bool) (res []store.HoldResult, errs []error, together bool) {
 	group := make([]*reserveWaiter, len(holds))
 	for i, h := range holds {
 		w := &reserveWaiter{ctx: ctx, h: h, buckets: make([]time.Time, len(store.Periods))}
@@ -36,15 +37,15 @@ func ReserveInOrder(s *Store, ctx context.Context, holds []store.Hold, grouped b
 		group[i] = w
 	}
 	if grouped {
-		s.reserveGroup(group)
+		together = s.reserveGroup(group)
 	} else {
 		for _, w := range group {
 			s.reserveOne(w)
 		}
 	}
-	res, errs := make([]store.HoldResult, len(holds)), make([]error, len(holds))
+	res, errs = make([]store.HoldResult, len(holds)), make([]error, len(holds))
 	for i, w := range group {
 		res[i], errs[i] = w.res, w.err
 	}
-	return res, errs
+	return res, errs, together
 }

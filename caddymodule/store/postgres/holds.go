@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -27,14 +26,13 @@ const DefaultHoldTimeout = 15 * time.Minute
 const reapEvery = time.Minute
 
 // Reserve sets the hold of call h.ID: see store.Store. It is one call of
-// reserve_hold (reserveMigration), whose account row lock serializes it
-// with every settle and reserve of the account on every node; a key
+// reserve_hold (reserveLeanMigration), whose account row lock serializes
+// it with every settle and reserve of the account on every node; a key
 // belongs to one account, so that lock covers the key's spend and holds
-// too. Reserves that arrive together are grouped into one transaction
-// (line): their accounts locked in id order first, then reserve_hold for
-// each in turn, each seeing the holds of the ones before, and one commit,
-// all in one round trip. A lone reserve is the one statement in
-// autocommit.
+// too. Reserves that arrive together are grouped (line) into one call of
+// reserve_holds: their accounts locked in id order, then each hold in
+// turn, each seeing the holds of the ones before, and one commit, in one
+// statement. A lone reserve is reserve_hold's statement in autocommit.
 func (s *Store) Reserve(ctx context.Context, h store.Hold) (store.HoldResult, error) {
 	if !settle.ValidID(h.ID) || !settle.ValidID(h.AccountID) || h.Price < 0 {
 		return store.HoldResult{}, fmt.Errorf("reserving for %q: invalid hold", h.ID)
@@ -75,41 +73,59 @@ func (s *Store) reserveArgs(w *reserveWaiter) []any {
 // error of reading the row; what the row says (no account, a disagreement
 // with store.HoldRoom) is w's error.
 func scanHold(w *reserveWaiter, row pgx.Row) error {
-	var (
-		balance, held, amount int64
-		period                *string
-		limitCredits, room    *int64
-	)
-	w.res, w.err = store.HoldResult{}, nil
-	err := row.Scan(&balance, &held, &period, &limitCredits, &room, &amount)
+	var v holdRow
+	err := row.Scan(&v.balance, &v.held, &v.period, &v.limit, &v.room, &v.amount)
 	if errors.Is(err, pgx.ErrNoRows) {
-		w.err = fmt.Errorf("reserving for %s: account %s: %w", w.h.ID, w.h.AccountID, store.ErrNotFound)
+		w.res, w.err = store.HoldResult{}, noAccount(w)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	var limit *store.CreditLimit
-	var keyRoom int64
-	if period != nil && limitCredits != nil && room != nil {
-		limit, keyRoom = &store.CreditLimit{Period: *period, Credits: credits.Micros(*limitCredits)}, *room
-	}
-	res := store.HoldRoom(credits.Micros(balance-held), limit, credits.Micros(keyRoom), w.h.Price, w.h.Records)
-	if int64(res.Amount) != amount {
-		// reserve_hold and store.HoldRoom disagree: a bug; the call fails
-		// and its Release drops what was held.
-		w.err = fmt.Errorf("reserving for %s: the database held %d, store.HoldRoom %d", w.h.ID, amount, res.Amount)
-		return nil
-	}
-	w.res = res
+	v.decide(w)
 	return nil
 }
 
-// reserveGroup sets the hold of every waiter of group. A group whose
-// transaction fails reserves one by one, so each fails with its own
-// error; one that may have committed fails every call (an ambiguous
-// commit is an error: the call fails and its Release drops the hold if
-// it was written).
+// holdRow is what reserve_hold and reserve_holds read and decided for one
+// hold.
+type holdRow struct {
+	balance, held, amount int64
+	period                *string
+	limit, room           *int64
+}
+
+// decide sets w's outcome from v: the hold store.HoldRoom gives on what
+// the database read, which must be the amount the database held.
+func (v holdRow) decide(w *reserveWaiter) {
+	var limit *store.CreditLimit
+	var keyRoom int64
+	if v.period != nil && v.limit != nil && v.room != nil {
+		limit, keyRoom = &store.CreditLimit{Period: *v.period, Credits: credits.Micros(*v.limit)}, *v.room
+	}
+	res := store.HoldRoom(credits.Micros(v.balance-v.held), limit, credits.Micros(keyRoom), w.h.Price, w.h.Records)
+	if int64(res.Amount) != v.amount {
+		// The database and store.HoldRoom disagree: a bug; the call fails
+		// and its Release drops what was held.
+		w.res, w.err = store.HoldResult{}, fmt.Errorf("reserving for %s: the database held %d, store.HoldRoom %d", w.h.ID, v.amount, res.Amount)
+		return
+	}
+	w.res, w.err = res, nil
+}
+
+// noAccount is the error of a hold on an account that does not exist.
+func noAccount(w *reserveWaiter) error {
+	return fmt.Errorf("reserving for %s: account %s: %w", w.h.ID, w.h.AccountID, store.ErrNotFound)
+}
+
+// reserveHoldsSQL reserves a group in one statement: see
+// reserveLeanMigration.
+const reserveHoldsSQL = `SELECT * FROM reserve_holds($1, $2, $3, $4, $5, $6, $7, $8)`
+
+// reserveGroup sets the hold of every waiter of group in one statement
+// (reserve_holds), so one round trip and one commit. A group whose
+// statement fails reserves one by one, so each fails with its own error;
+// one that may have committed fails every call (an ambiguous commit is an
+// error: the call fails and its Release drops the hold if it was written).
 func (s *Store) reserveGroup(group []*reserveWaiter) (together bool) {
 	if len(group) == 1 {
 		s.reserveOne(group[0])
@@ -119,21 +135,42 @@ func (s *Store) reserveGroup(group []*reserveWaiter) (together bool) {
 	// bound.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	accounts := make([]string, len(group))
+	var (
+		np                  = len(store.Periods)
+		ids, accounts, keys = make([]string, len(group)), make([]string, len(group)), make([]*string, len(group))
+		buckets             = make([]time.Time, 0, len(group)*np)
+		prices              = make([]int64, len(group))
+		wants               = make([]int, len(group))
+	)
 	for i, w := range group {
-		accounts[i] = w.h.AccountID
-	}
-	slices.Sort(accounts)
-	accounts = slices.Compact(accounts)
-	// One round trip (batchTx): every decision is reserve_hold's, in the
-	// server; scanHold only reads what it decided (and fails a call whose
-	// hold disagrees with store.HoldRoom without stopping the commit,
-	// which a lone reserve's autocommit would not stop either).
-	queue := func(b *pgx.Batch) {
-		b.Queue(`SELECT FROM accounts WHERE id = ANY($1) ORDER BY id FOR UPDATE`, accounts)
-		for _, w := range group {
-			b.Queue(reserveSQL, s.reserveArgs(w)...).QueryRow(func(row pgx.Row) error { return scanHold(w, row) })
+		ids[i], accounts[i], prices[i], wants[i] = w.h.ID, w.h.AccountID, int64(w.h.Price), w.h.Records
+		if w.h.KeyID != "" {
+			keys[i] = &w.h.KeyID
 		}
+		buckets = append(buckets, w.buckets...)
+	}
+	// Every decision is reserve_holds', in the server; the rows only say
+	// what it decided (and a hold that disagrees with store.HoldRoom fails
+	// its call without stopping the commit, which a lone reserve's
+	// autocommit would not stop either).
+	queue := func(b *pgx.Batch) {
+		for _, w := range group {
+			w.res, w.err = store.HoldResult{}, noAccount(w) // an account without a row
+		}
+		b.Queue(reserveHoldsSQL, ids, accounts, keys, buckets, store.Periods, prices, wants, s.holdTimeout.Seconds()).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var i int
+				var v holdRow
+				if err := rows.Scan(&i, &v.balance, &v.held, &v.period, &v.limit, &v.room, &v.amount); err != nil {
+					return err
+				}
+				if i < 1 || i > len(group) {
+					return fmt.Errorf("reserve_holds answered for hold %d of %d", i, len(group))
+				}
+				v.decide(group[i-1])
+			}
+			return rows.Err()
+		})
 	}
 	ambiguous, err := s.batchTx(ctx, queue)
 	switch {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -422,9 +423,10 @@ func TestReserveGroupAmbiguousCommit(t *testing.T) {
 // TestReserveGroupIsOneByOne: a group reserved in one transaction (one
 // round trip) gives each hold exactly what consecutive lone reserves
 // give, on two stores set up alike: a key's limit with spend already in
-// its window, a key without a limit, no key, a hold re-sized (its
-// previous hold counts until its turn), two prices, an unknown account, a
-// window past the key's, and the balance and the limit each running out.
+// its window, a key without a limit, no key, holds re-sized (a previous
+// hold counts until its turn; one to nothing; one made earlier in the
+// group), two prices, an unknown account, a window past the key's, and
+// the balance and the limit each running out.
 func TestReserveGroupIsOneByOne(t *testing.T) {
 	const price = credits.Micros(1725)
 	now := time.Now().UTC()
@@ -470,12 +472,18 @@ func TestReserveGroupIsOneByOne(t *testing.T) {
 	hold := func(id, acct, key string, p credits.Micros, n int) store.Hold {
 		return store.Hold{ID: id, AccountID: acct, KeyID: key, Price: p, Records: n, Now: now}
 	}
-	var holds []store.Hold
-	for i := range 3 {
+	// A hold in the key's next window, while the limit has room, between
+	// holds of this window: its spend is the next window's (none).
+	next := hold("ext_next_day", "acme", "key_lim", price, 3)
+	next.Now = day.AddDate(0, 0, 1)
+	holds := []store.Hold{hold("ext_lim_0", "acme", "key_lim", price, 2), next}
+	for i := 1; i < 3; i++ {
 		holds = append(holds, hold(fmt.Sprintf("ext_lim_%d", i), "acme", "key_lim", price, 2))
 	}
 	holds = append(holds,
 		hold("ext_resized", "acme", "key_lim", price, 1),
+		hold("ext_other", "acme", "key_lim", price, 0), // re-sized to nothing: deleted
+		hold("ext_lim_0", "acme", "key_lim", price, 1), // a hold of this group, re-sized in it
 		hold("ext_free", "acme", "key_free", 2*price, 9),
 		hold("ext_ghost", "ghost", "", price, 1),
 		hold("ext_lim_3", "acme", "key_lim", price, 3),
@@ -484,23 +492,43 @@ func TestReserveGroupIsOneByOne(t *testing.T) {
 		hold("ext_nokey", "acme", "", price, 30),
 		hold("ext_lim_4", "acme", "key_lim", price, 5),
 	)
-	next := hold("ext_next_day", "acme", "key_lim", price, 3)
-	next.Now = day.AddDate(0, 0, 1)
-	holds = append(holds, next)
 	ctx := t.Context()
-	want, wantErrs := postgres.ReserveInOrder(setup(), ctx, holds, false)
-	got, gotErrs := postgres.ReserveInOrder(setup(), ctx, holds, true)
+	oneByOne, grouped := setup(), setup()
+	want, wantErrs, _ := postgres.ReserveInOrder(oneByOne, ctx, holds, false)
+	got, gotErrs, together := postgres.ReserveInOrder(grouped, ctx, holds, true)
+	if !together {
+		t.Fatal("the group was reserved one by one: its statement failed")
+	}
 	for i, h := range holds {
 		if (gotErrs[i] == nil) != (wantErrs[i] == nil) || got[i] != want[i] {
 			t.Errorf("%s: grouped %+v, %v; one by one %+v, %v", h.ID, got[i], gotErrs[i], want[i], wantErrs[i])
 		}
 	}
-	if !errors.Is(gotErrs[5], store.ErrNotFound) {
-		t.Errorf("grouped reserve on an unknown account: %v, want ErrNotFound", gotErrs[5])
+	if i := slices.IndexFunc(holds, func(h store.Hold) bool { return h.ID == "ext_ghost" }); !errors.Is(gotErrs[i], store.ErrNotFound) {
+		t.Errorf("grouped reserve on an unknown account: %v, want ErrNotFound", gotErrs[i])
 	}
 	capped := map[string]bool{}
 	for _, r := range want {
 		capped[r.CappedBy] = true
+	}
+	// What the group left held is what the lone reserves left: a later
+	// reserve of each key and of the account alone finds the same room
+	// (once the account has money again: the group spent it all).
+	for _, st := range []*postgres.Store{oneByOne, grouped} {
+		if _, err := st.AddCredits(ctx, "acme", 100*price); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, key := range []string{"key_lim", "key_free", ""} {
+		probe := []store.Hold{hold("ext_probe_"+key, "acme", key, 1, 1<<30)}
+		w, _, _ := postgres.ReserveInOrder(oneByOne, ctx, probe, false)
+		g, _, _ := postgres.ReserveInOrder(grouped, ctx, probe, false)
+		if g[0] != w[0] {
+			t.Errorf("after the group, a reserve on key %q holds %+v; after the lone reserves %+v", key, g[0], w[0])
+		}
+	}
+	if nd := want[1]; nd.Records != 3 {
+		t.Errorf("the hold in the next window got %d records, want 3: the case no longer tells the windows apart", nd.Records)
 	}
 	if !capped[store.CappedCreditLimit] || !capped[store.CappedBalance] {
 		t.Errorf("the case no longer runs out of both the limit and the balance: %+v", want)
