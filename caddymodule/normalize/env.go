@@ -165,7 +165,9 @@ func (s *site) slot(key string) int {
 }
 
 // pushFrame indexes the raw object raw for site s: one pass over its
-// members fills the slots of the keys s reads.
+// members fills the slots of the keys s reads. The pass stops once every
+// key is found: the plan only runs on checked JSON, whose objects repeat
+// no key, so the rest of the object cannot hold a later value for one.
 func (e *env) pushFrame(s *site, raw string) {
 	start := len(e.spans)
 	for range len(s.keys) {
@@ -174,7 +176,7 @@ func (e *env) pushFrame(s *site, raw string) {
 	slots := e.spans[start:len(e.spans):len(e.spans)]
 	base := int(uintptr(unsafe.Pointer(unsafe.StringData(raw))) - uintptr(unsafe.Pointer(unsafe.StringData(e.src))))
 	i := 1
-	for {
+	for missing := len(slots); missing > 0; {
 		var k, v string
 		var ok bool
 		k, v, i, ok = jsonscan.NextMember(raw, i)
@@ -184,6 +186,7 @@ func (e *env) pushFrame(s *site, raw string) {
 		if slot, found := s.keys[k]; found {
 			vs := int(uintptr(unsafe.Pointer(unsafe.StringData(v))) - uintptr(unsafe.Pointer(unsafe.StringData(raw))))
 			slots[slot] = span{int32(base + vs), int32(base + vs + len(v))}
+			missing--
 		}
 	}
 	e.frames = append(e.frames, frame{site: s, raw: raw, slots: slots})
