@@ -143,13 +143,13 @@ func (rep *report) settles(ctx context.Context, tmp string, cfg *config) error {
 	pgNote := "SDR_TEST_POSTGRES_URL is not set: PostgreSQL not measured"
 	if url := os.Getenv("SDR_TEST_POSTGRES_URL"); url != "" {
 		logf("settle: postgres")
-		pg, res, conns, err := benchPostgresSettles(ctx, url, *cfg)
+		pg, res, setup, err := benchPostgresSettles(ctx, url, *cfg)
 		if err != nil {
 			return fmt.Errorf("postgres: %v", err)
 		}
 		rep.reserve = append(rep.reserve, res...)
 		figs = append(figs, pg...)
-		pgNote = fmt.Sprintf("PostgreSQL: SDR_TEST_POSTGRES_URL on this machine, fresh schema dropped afterwards, pool of %d connections (pool_max_conns)", conns)
+		pgNote = "PostgreSQL: SDR_TEST_POSTGRES_URL on this machine, fresh schema dropped afterwards, " + setup
 	}
 	fmt.Fprintf(w, "3. Settle: settles/s of one completed run (%d distinct fixture records, %d B in all, price %s), fsync on every commit\n",
 		settleRecords, settleDataBytes(), settlePrice)

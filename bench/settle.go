@@ -270,18 +270,20 @@ func benchBadgerSettles(ctx context.Context, tmp string, cfg config) ([]settleFi
 
 // benchPostgresSettles runs the 32-caller settle rounds in a fresh schema
 // of the database at url, and drops the schema afterwards. It also returns
-// the pool size in effect.
-func benchPostgresSettles(ctx context.Context, url string, cfg config) ([]settleFigures, []reserveFigures, int32, error) {
+// a note on the set-up: the pool size in effect, and the server's
+// autovacuum when it is off.
+func benchPostgresSettles(ctx context.Context, url string, cfg config) ([]settleFigures, []reserveFigures, string, error) {
 	db, err := newPGScratch(ctx, url, "settle")
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, "", err
 	}
 	defer db.close()
 	s, err := postgres.Open(ctx, db.storeURL())
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, "", err
 	}
 	defer s.Close()
 	f, res, err := benchSettles(ctx, "postgres", s, db.serverCPU(), []int{32}, cfg.rounds, cfg.settleRound, cfg.max)
-	return f, res, db.maxConns, err
+	note := fmt.Sprintf("pool of %d connections (pool_max_conns)%s", db.maxConns, db.vacuumNote())
+	return f, res, note, err
 }
