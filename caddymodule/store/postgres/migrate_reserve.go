@@ -20,11 +20,17 @@ package postgres
 // consecutive reserve_hold calls would find them in the table. A hold
 // whose account does not exist gets no row.
 //
+// holds_expires goes: it served the delete of an account's expired holds
+// at every reserve, and cost every hold an index entry; the reaper's
+// delete once a minute scans a table of live holds.
+//
 // The accounts are locked by a statement of their own, first, for the
 // reason reserveMigration gives: the statements after it take their
 // snapshots once the locks are held. FOR UPDATE returns each locked row
 // as the commit it waited for left it, so the balances are read with it.
 var reserveLeanMigration = migration{9, "reserve_hold in three statements, reserve_holds for a group in one", `
+DROP INDEX holds_expires;
+
 CREATE OR REPLACE FUNCTION reserve_hold(hold_id TEXT, account TEXT, key TEXT, buckets TIMESTAMPTZ[], periods TEXT[],
 	price BIGINT, want INTEGER, timeout_secs DOUBLE PRECISION)
 RETURNS TABLE (r_balance BIGINT, r_held BIGINT, r_period TEXT, r_limit BIGINT, r_room BIGINT, r_amount BIGINT)
