@@ -136,9 +136,8 @@ func (s *Store) reserveGroup(group []*reserveWaiter) (together bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var (
-		np                  = len(store.Periods)
 		ids, accounts, keys = make([]string, len(group)), make([]string, len(group)), make([]*string, len(group))
-		buckets             = make([]time.Time, 0, len(group)*np)
+		buckets             = make([]time.Time, 0, len(group)*len(store.Periods))
 		prices              = make([]int64, len(group))
 		wants               = make([]int, len(group))
 	)

@@ -31,12 +31,22 @@ package postgres
 var reserveLeanMigration = migration{9, "reserve_hold in three statements, reserve_holds for a group in one", `
 DROP INDEX holds_expires;
 
+-- hold_amount is the arithmetic of store.HoldRoom: as many of want records
+-- at price as the available balance and, when the key has a limit (room
+-- not NULL), the key's room pay for, in micro-credits.
+CREATE FUNCTION hold_amount(available BIGINT, room BIGINT, price BIGINT, want INTEGER) RETURNS BIGINT
+LANGUAGE sql IMMUTABLE AS $$
+	SELECT CASE WHEN want > 0 AND price > 0
+		THEN LEAST(want, GREATEST(available, 0) / price,
+			CASE WHEN room IS NULL THEN want ELSE GREATEST(room, 0) / price END) * price
+		ELSE 0 END
+$$;
+
 CREATE OR REPLACE FUNCTION reserve_hold(hold_id TEXT, account TEXT, key TEXT, buckets TIMESTAMPTZ[], periods TEXT[],
 	price BIGINT, want INTEGER, timeout_secs DOUBLE PRECISION)
 RETURNS TABLE (r_balance BIGINT, r_held BIGINT, r_period TEXT, r_limit BIGINT, r_room BIGINT, r_amount BIGINT)
 LANGUAGE plpgsql SET enable_bitmapscan = off SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
-	n BIGINT;
 	key_held BIGINT;
 BEGIN
 	SELECT a.balance INTO r_balance FROM accounts a WHERE a.id = account FOR UPDATE;
@@ -53,14 +63,7 @@ BEGIN
 			- key_held
 		INTO r_period, r_limit, r_room FROM api_keys k WHERE k.id = key;
 	END IF;
-	r_amount := 0;
-	IF want > 0 AND price > 0 THEN
-		n := LEAST(want, GREATEST(r_balance - r_held, 0) / price);
-		IF r_period IS NOT NULL AND r_limit IS NOT NULL THEN
-			n := LEAST(n, GREATEST(r_room, 0) / price);
-		END IF;
-		r_amount := n * price;
-	END IF;
+	r_amount := hold_amount(r_balance - r_held, r_room, price, want);
 	IF r_amount > 0 THEN
 		INSERT INTO holds AS h (id, account_id, key_id, amount, expires_at)
 		VALUES (hold_id, account, key, r_amount, now() + make_interval(secs => timeout_secs))
@@ -88,7 +91,7 @@ DECLARE
 	-- the holds of the group's calls: the live ones they had (a re-size
 	-- replaces them) and those the group sets (p_set), written at the end
 	p_ids TEXT[]; p_accounts TEXT[]; p_keys TEXT[]; p_amounts BIGINT[]; p_set BOOLEAN[];
-	a INTEGER; k INTEGER; p INTEGER; j INTEGER; n BIGINT; b TIMESTAMPTZ; any_zero BOOLEAN := false;
+	a INTEGER; k INTEGER; p INTEGER; j INTEGER; b TIMESTAMPTZ; any_zero BOOLEAN := false;
 BEGIN
 	SELECT array_agg(l.id), array_agg(l.balance) INTO a_ids, a_balance
 		FROM (SELECT x.id, x.balance FROM accounts x WHERE x.id = ANY(in_accounts) ORDER BY x.id FOR UPDATE) l;
@@ -143,14 +146,7 @@ BEGIN
 				r_room := r_limit - k_spend[k] - k_held[k];
 			END IF;
 		END IF;
-		r_amount := 0;
-		IF in_wants[i] > 0 AND in_prices[i] > 0 THEN
-			n := LEAST(in_wants[i], GREATEST(r_balance - r_held, 0) / in_prices[i]);
-			IF r_period IS NOT NULL AND r_limit IS NOT NULL THEN
-				n := LEAST(n, GREATEST(r_room, 0) / in_prices[i]);
-			END IF;
-			r_amount := n * in_prices[i];
-		END IF;
+		r_amount := hold_amount(r_balance - r_held, r_room, in_prices[i], in_wants[i]);
 		a_held[a] := a_held[a] + r_amount;
 		IF k IS NOT NULL THEN
 			k_held[k] := k_held[k] + r_amount;
