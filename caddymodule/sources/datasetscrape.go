@@ -216,14 +216,6 @@ func (d *DatasetScrape) scraped(ctx context.Context, ans *answer, activity func(
 	}
 }
 
-func itemsResult(ans *answer) (*Result, error) {
-	items, errItems, checked, err := splitItems(ans.body)
-	if err != nil {
-		return nil, malformed(ans, err)
-	}
-	return &Result{Items: items, ErrorItems: errItems, Checked: checked, Handles: ans.handles, Status: ans.status, buf: ans.buf}, nil
-}
-
 // snapshot waits for snapshot id to be ready, polling its progress, and
 // downloads it. Expired (400), unknown (404) or failed snapshots are
 // snapshot_failed; the context ending is a timeout.

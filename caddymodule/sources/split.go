@@ -129,3 +129,13 @@ func scanItem(s string, i int) (end int, isErr bool) {
 		i = next
 	}
 }
+
+// itemsResult is the Result of an answer whose body is the items, for
+// both protocols: split (and checked) once, or malformed.
+func itemsResult(ans *answer) (*Result, error) {
+	items, errItems, checked, err := splitItems(ans.body)
+	if err != nil {
+		return nil, malformed(ans, err)
+	}
+	return &Result{Items: items, ErrorItems: errItems, Checked: checked, Handles: ans.handles, Status: ans.status, buf: ans.buf}, nil
+}
