@@ -364,7 +364,7 @@ func TestRunsOverviewAndScope(t *testing.T) {
 	if err := e.store.CreateKey(t.Context(), ok); err != nil {
 		t.Fatal(err)
 	}
-	want(t, b.get("/dashboard/"), http.StatusOK, `id="spend-day">0.005175<`, `id="spend-month">0.005175<`, `id="balance">9.994825<`, "pro_net", "<svg")
+	want(t, b.get("/dashboard/"), http.StatusOK, `id="spend-day">0.005175<`, `id="spend-month">0.005175<`, `id="balance">9.994825<`, "pro_net", "<svg", "3 records")
 	want(t, b.get("/dashboard/?by=provider"), http.StatusOK, "source_b/pro_net")
 	want(t, b.get("/dashboard/runs"), http.StatusOK, mine.ID, "company.info", "0.005175")
 	if p := b.get("/dashboard/runs?status=failed"); strings.Contains(p.body, mine.ID) {

@@ -67,6 +67,14 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request, s *Session) {
 		func(v float64) string { return credits.Micros(v).String() + " credits" })
 	d.RecordsC = dailyChart(rows, today, "Daily records by "+d.By, group,
 		func(u store.UsageRow) float64 { return float64(u.Records) },
-		func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) + " records" })
+		recordCount)
 	h.render(w, http.StatusOK, "overview", s, view{Title: "Overview", Nav: "overview", Data: d})
+}
+
+// recordCount words a number of records for a chart's legend.
+func recordCount(v float64) string {
+	if v == 1 {
+		return "1 record"
+	}
+	return strconv.FormatFloat(v, 'f', 0, 64) + " records"
 }
