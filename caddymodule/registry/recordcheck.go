@@ -71,8 +71,9 @@ type checkNode struct {
 	extra    *checkNode // additionalProperties schema
 	required []string
 	items    *checkNode
-	pattern  *regexp.Regexp
-	enum     map[string]bool // members: strings as themselves, others JSON-encoded
+	pattern  *regexp.Regexp    // for messages; match decides
+	match    func([]byte) bool // the pattern's matcher (compilePattern)
+	enum     map[string]bool   // members: strings as themselves, others JSON-encoded
 	anyOf    []*checkNode
 	allOf    []*checkNode
 }
@@ -179,7 +180,7 @@ func (c *checkCompiler) node(v any) (*checkNode, error) {
 			n.items, err = c.node(x)
 		case "pattern":
 			p, _ := x.(string)
-			n.pattern, err = regexp.Compile(p)
+			n.match, n.pattern, err = compilePattern(p)
 		case "enum":
 			list, _ := x.([]any)
 			n.enum = map[string]bool{}
@@ -422,7 +423,7 @@ func (n *checkNode) value(s *scanner) *Violation {
 		if esc && (n.pattern != nil || n.enum != nil) {
 			raw = []byte(text(raw, esc))
 		}
-		if n.pattern != nil && !n.pattern.Match(raw) {
+		if n.match != nil && !n.match(raw) {
 			return &Violation{Reason: fmt.Sprintf("%q does not match %s", raw, n.pattern)}
 		}
 		if n.enum != nil && !n.enum[string(raw)] {
