@@ -65,7 +65,7 @@ func bISO8601(e *env, v value) (value, error) {
 	if t.IsZero() {
 		return vNull, nil
 	}
-	b := t.UTC().AppendFormat(e.bytes[:0], "2006-01-02T15:04:05.000Z")
+	b := appendISO(e.bytes[:0], t)
 	e.bytes = b[:0]
 	return strValue(e.keep(b)), nil
 }

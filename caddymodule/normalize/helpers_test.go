@@ -93,3 +93,31 @@ func TestToISO(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendISO holds appendISO to time's formatter of isoLayout: every
+// field at its edges, zones other than UTC, truncated (not rounded)
+// milliseconds, and years it hands back to time.
+func TestAppendISO(t *testing.T) {
+	east := time.FixedZone("east", 5*3600+30*60)
+	times := []time.Time{
+		time.Date(2026, 1, 2, 3, 4, 5, 6_000_000, time.UTC),
+		time.Date(1999, 12, 31, 23, 59, 59, 999_999_999, time.UTC),
+		time.Date(2024, 2, 29, 0, 0, 0, 0, time.UTC),
+		time.Date(2026, 11, 25, 23, 30, 0, 500_000_000, east),
+		time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 1_000_000, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-1, 6, 15, 12, 0, 0, 0, time.UTC),
+		time.UnixMilli(1_700_000_000_123),
+		{},
+	}
+	for i := int64(0); i < 2000; i++ {
+		times = append(times, time.Unix(i*104_729_347+i*i*7919, i*999_983%1_000_000_000))
+	}
+	for _, tm := range times {
+		want := tm.UTC().Format(isoLayout)
+		if got := string(appendISO([]byte("x"), tm)); got != "x"+want {
+			t.Fatalf("appendISO(%v) = %q, want %q", tm, got, "x"+want)
+		}
+	}
+}
