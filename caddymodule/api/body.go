@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"socialrouter/caddymodule/registry"
 	"socialrouter/internal/jsondup"
@@ -62,6 +63,12 @@ func parseDecoded(b []byte) (map[string]json.RawMessage, *Error) {
 	if len(b) == 0 {
 		return nil, newError(http.StatusBadRequest, "invalid_json", typeValidation,
 			`the request body is empty; send a JSON object such as {"urls": ["…"]}`)
+	}
+	if !utf8.Valid(b) {
+		// encoding/json would turn each bad byte into U+FFFD and the
+		// corrupted text would be routed, sent upstream and billed.
+		return nil, newError(http.StatusBadRequest, "invalid_json", typeValidation,
+			"the request body is not valid UTF-8: JSON text must be encoded in UTF-8")
 	}
 	var m map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -156,11 +163,38 @@ func jsonNumber(raw json.RawMessage) (float64, bool) {
 	return f, err == nil
 }
 
+// jsonProblem words a decoding error for the caller, without the Go type
+// names encoding/json puts in its messages.
 func jsonProblem(err error) string {
-	if err == nil {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case err == nil:
 		return "got null"
+	case errors.As(err, &typeErr):
+		return "got " + jsonKind(typeErr.Value)
+	case errors.As(err, &syntaxErr):
+		return fmt.Sprintf("%s (at byte %d)", syntaxErr.Error(), syntaxErr.Offset)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "the JSON text ends too early"
 	}
 	return err.Error()
+}
+
+// jsonKind names a JSON value kind as json.UnmarshalTypeError reports it
+// ("array", "string", "number", "bool") with an article.
+func jsonKind(v string) string {
+	switch {
+	case v == "array":
+		return "an array"
+	case v == "bool":
+		return "a boolean"
+	case strings.HasPrefix(v, "number"):
+		return "a number"
+	case v == "":
+		return "another JSON value"
+	}
+	return "a " + v
 }
 
 // parseExtract validates an extract body against the service, before any

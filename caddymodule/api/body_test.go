@@ -227,3 +227,37 @@ func BenchmarkParseExtract(b *testing.B) {
 		}
 	}
 }
+
+// TestParseObjectRefusals: a body that is not one JSON object in UTF-8 is
+// 400 invalid_json with a message in the caller's terms: no Go type names,
+// and no invalid UTF-8 silently rewritten to U+FFFD (and then routed,
+// sent upstream and billed).
+func TestParseObjectRefusals(t *testing.T) {
+	tests := []struct {
+		name, body, want string
+	}{
+		{"array", `[]`, "must be a JSON object: got an array"},
+		{"string", `"x"`, "must be a JSON object: got a string"},
+		{"number", `42`, "must be a JSON object: got a number"},
+		{"boolean", `true`, "must be a JSON object: got a boolean"},
+		{"null", `null`, "must be a JSON object: got null"},
+		{"truncated", `{"url":`, "must be a JSON object: the JSON text ends too early"},
+		{"syntax", `{"url" 1}`, "after object key (at byte"},
+		{"invalid UTF-8 in a string", "{\"query\":\"pizza \xff\"}", "not valid UTF-8"},
+		{"invalid UTF-8 in a key", "{\"q\xc3\":\"pizza\"}", "not valid UTF-8"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, apiErr := parseObject([]byte(tt.body))
+			if apiErr == nil || apiErr.Status != 400 || apiErr.Code != "invalid_json" || apiErr.Type != typeValidation {
+				t.Fatalf("parseObject(%q) = %v, want 400 invalid_json", tt.body, apiErr)
+			}
+			if !strings.Contains(apiErr.Message, tt.want) {
+				t.Errorf("message %q does not say %q", apiErr.Message, tt.want)
+			}
+			if strings.Contains(apiErr.Message, "Go value") || strings.Contains(apiErr.Message, "json.RawMessage") {
+				t.Errorf("message %q names Go types", apiErr.Message)
+			}
+		})
+	}
+}
