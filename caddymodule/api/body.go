@@ -319,11 +319,18 @@ func matchInputs(svc *registry.Service, inputs []string) ([]string, *Error) {
 	out := make([]string, len(inputs))
 	var bad []map[string]any
 	var shown []string
+	maxLen := inputMaxLength(svc)
 	for i, in := range inputs {
 		n, ok := svc.MatchInput(in)
 		if !ok {
-			bad = append(bad, map[string]any{"index": i, "input": in})
-			shown = append(shown, fmt.Sprintf("%q", in))
+			entry := map[string]any{"index": i, "input": in}
+			q := fmt.Sprintf("%q", in)
+			if maxLen > 0 && utf8.RuneCountInString(strings.TrimSpace(in)) > maxLen {
+				entry["problem"] = fmt.Sprintf("longer than %d characters", maxLen)
+				q += fmt.Sprintf(" (longer than %d characters)", maxLen)
+			}
+			bad = append(bad, entry)
+			shown = append(shown, q)
 			continue
 		}
 		out[i] = n
@@ -334,13 +341,30 @@ func matchInputs(svc *registry.Service, inputs []string) ([]string, *Error) {
 	formats := []map[string]string{}
 	var fs []string
 	for _, a := range svc.Accepts {
-		formats = append(formats, map[string]string{"format": a.Format, "example": a.Example})
+		f := map[string]string{"format": a.Format, "example": a.Example}
+		if a.Note != "" {
+			f["note"] = a.Note
+		}
+		formats = append(formats, f)
 		fs = append(fs, fmt.Sprintf("%s (e.g. %s)", a.Format, a.Example))
 	}
 	return nil, newError(http.StatusBadRequest, "invalid_input_format", typeValidation,
 		fmt.Sprintf("%d input(s) do not match an accepted format of %s: %s; accepted: %s",
 			len(bad), svc.Key, strings.Join(shown, ", "), strings.Join(fs, "; "))).
 		with("invalid_inputs", bad).with("accepts", formats)
+}
+
+// inputMaxLength is the longest input (in characters) any accepted format
+// of svc takes, or 0 when one of them has no length limit.
+func inputMaxLength(svc *registry.Service) int {
+	longest := 0
+	for _, a := range svc.Accepts {
+		if a.MaxLength <= 0 {
+			return 0
+		}
+		longest = max(longest, a.MaxLength)
+	}
+	return longest
 }
 
 func optionError(svc *registry.Service, msg string, problems []registry.OptionProblem) *Error {

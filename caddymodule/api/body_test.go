@@ -261,3 +261,57 @@ func TestParseObjectRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestMatchInputsSaysWhy: an input refused only for its length says so
+// (pro_net/post.search takes queries of 85 characters at most), and the
+// accepted formats carry their notes, where such limits are written.
+func TestMatchInputsSaysWhy(t *testing.T) {
+	reg := loadRegistry(t)
+	tests := []struct {
+		service, input string
+		problem        string // want in invalid_inputs[0] and the message; "" for none
+		ok             bool
+	}{
+		{"pro_net/post.search", strings.Repeat("a", 85), "", true},
+		{"pro_net/post.search", strings.Repeat("é", 85), "", true},
+		{"pro_net/post.search", strings.Repeat("a", 86), "longer than 85 characters", false},
+		{"pro_net/post.search", " " + strings.Repeat("é", 86) + " ", "longer than 85 characters", false},
+		{"pro_net/post.search", "   ", "", false},
+		{"pro_net/company.info", "https://example.com/" + strings.Repeat("a", 100), "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.service+"/"+tt.input, func(t *testing.T) {
+			platform, name, _ := strings.Cut(tt.service, "/")
+			svc, _ := reg.Service(platform, name)
+			_, apiErr := matchInputs(svc, []string{tt.input})
+			if tt.ok {
+				if apiErr != nil {
+					t.Fatalf("refused: %s", apiErr.Message)
+				}
+				return
+			}
+			if apiErr == nil || apiErr.Code != "invalid_input_format" {
+				t.Fatalf("got %v, want invalid_input_format", apiErr)
+			}
+			b, _ := json.Marshal(apiErr.Extra)
+			var extra struct {
+				InvalidInputs []struct{ Problem string } `json:"invalid_inputs"`
+				Accepts       []struct{ Note string }    `json:"accepts"`
+			}
+			if err := json.Unmarshal(b, &extra); err != nil {
+				t.Fatal(err)
+			}
+			if got := extra.InvalidInputs[0].Problem; got != tt.problem {
+				t.Errorf("problem %q, want %q", got, tt.problem)
+			}
+			if tt.problem != "" && !strings.Contains(apiErr.Message, tt.problem) {
+				t.Errorf("message %q does not say %q", apiErr.Message, tt.problem)
+			}
+			for i, a := range svc.Accepts {
+				if extra.Accepts[i].Note != a.Note {
+					t.Errorf("accepts[%d].note = %q, want %q", i, extra.Accepts[i].Note, a.Note)
+				}
+			}
+		})
+	}
+}
