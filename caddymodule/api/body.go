@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"socialrouter/caddymodule/registry"
 	"socialrouter/internal/jsondup"
@@ -62,6 +63,12 @@ func parseDecoded(b []byte) (map[string]json.RawMessage, *Error) {
 	if len(b) == 0 {
 		return nil, newError(http.StatusBadRequest, "invalid_json", typeValidation,
 			`the request body is empty; send a JSON object such as {"urls": ["…"]}`)
+	}
+	if !utf8.Valid(b) {
+		// encoding/json would turn each bad byte into U+FFFD and the
+		// corrupted text would be routed, sent upstream and billed.
+		return nil, newError(http.StatusBadRequest, "invalid_json", typeValidation,
+			"the request body is not valid UTF-8: JSON text must be encoded in UTF-8")
 	}
 	var m map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -156,11 +163,38 @@ func jsonNumber(raw json.RawMessage) (float64, bool) {
 	return f, err == nil
 }
 
+// jsonProblem words a decoding error for the caller, without the Go type
+// names encoding/json puts in its messages.
 func jsonProblem(err error) string {
-	if err == nil {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case err == nil:
 		return "got null"
+	case errors.As(err, &typeErr):
+		return "got " + jsonKind(typeErr.Value)
+	case errors.As(err, &syntaxErr):
+		return fmt.Sprintf("%s (at byte %d)", syntaxErr.Error(), syntaxErr.Offset)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "the JSON text ends too early"
 	}
 	return err.Error()
+}
+
+// jsonKind names a JSON value kind as json.UnmarshalTypeError reports it
+// ("array", "string", "number", "bool") with an article.
+func jsonKind(v string) string {
+	switch {
+	case v == "array":
+		return "an array"
+	case v == "bool":
+		return "a boolean"
+	case strings.HasPrefix(v, "number"):
+		return "a number"
+	case v == "":
+		return "another JSON value"
+	}
+	return "a " + v
 }
 
 // parseExtract validates an extract body against the service, before any
@@ -285,11 +319,18 @@ func matchInputs(svc *registry.Service, inputs []string) ([]string, *Error) {
 	out := make([]string, len(inputs))
 	var bad []map[string]any
 	var shown []string
+	maxLen := inputMaxLength(svc)
 	for i, in := range inputs {
 		n, ok := svc.MatchInput(in)
 		if !ok {
-			bad = append(bad, map[string]any{"index": i, "input": in})
-			shown = append(shown, fmt.Sprintf("%q", in))
+			entry := map[string]any{"index": i, "input": in}
+			q := fmt.Sprintf("%q", in)
+			if maxLen > 0 && utf8.RuneCountInString(strings.TrimSpace(in)) > maxLen {
+				entry["problem"] = fmt.Sprintf("longer than %d characters", maxLen)
+				q += fmt.Sprintf(" (longer than %d characters)", maxLen)
+			}
+			bad = append(bad, entry)
+			shown = append(shown, q)
 			continue
 		}
 		out[i] = n
@@ -300,13 +341,30 @@ func matchInputs(svc *registry.Service, inputs []string) ([]string, *Error) {
 	formats := []map[string]string{}
 	var fs []string
 	for _, a := range svc.Accepts {
-		formats = append(formats, map[string]string{"format": a.Format, "example": a.Example})
+		f := map[string]string{"format": a.Format, "example": a.Example}
+		if a.Note != "" {
+			f["note"] = a.Note
+		}
+		formats = append(formats, f)
 		fs = append(fs, fmt.Sprintf("%s (e.g. %s)", a.Format, a.Example))
 	}
 	return nil, newError(http.StatusBadRequest, "invalid_input_format", typeValidation,
 		fmt.Sprintf("%d input(s) do not match an accepted format of %s: %s; accepted: %s",
 			len(bad), svc.Key, strings.Join(shown, ", "), strings.Join(fs, "; "))).
 		with("invalid_inputs", bad).with("accepts", formats)
+}
+
+// inputMaxLength is the longest input (in characters) any accepted format
+// of svc takes, or 0 when one of them has no length limit.
+func inputMaxLength(svc *registry.Service) int {
+	longest := 0
+	for _, a := range svc.Accepts {
+		if a.MaxLength <= 0 {
+			return 0
+		}
+		longest = max(longest, a.MaxLength)
+	}
+	return longest
 }
 
 func optionError(svc *registry.Service, msg string, problems []registry.OptionProblem) *Error {

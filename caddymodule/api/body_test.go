@@ -227,3 +227,91 @@ func BenchmarkParseExtract(b *testing.B) {
 		}
 	}
 }
+
+// TestParseObjectRefusals: a body that is not one JSON object in UTF-8 is
+// 400 invalid_json with a message in the caller's terms: no Go type names,
+// and no invalid UTF-8 silently rewritten to U+FFFD (and then routed,
+// sent upstream and billed).
+func TestParseObjectRefusals(t *testing.T) {
+	tests := []struct {
+		name, body, want string
+	}{
+		{"array", `[]`, "must be a JSON object: got an array"},
+		{"string", `"x"`, "must be a JSON object: got a string"},
+		{"number", `42`, "must be a JSON object: got a number"},
+		{"boolean", `true`, "must be a JSON object: got a boolean"},
+		{"null", `null`, "must be a JSON object: got null"},
+		{"truncated", `{"url":`, "must be a JSON object: the JSON text ends too early"},
+		{"syntax", `{"url" 1}`, "after object key (at byte"},
+		{"invalid UTF-8 in a string", "{\"query\":\"pizza \xff\"}", "not valid UTF-8"},
+		{"invalid UTF-8 in a key", "{\"q\xc3\":\"pizza\"}", "not valid UTF-8"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, apiErr := parseObject([]byte(tt.body))
+			if apiErr == nil || apiErr.Status != 400 || apiErr.Code != "invalid_json" || apiErr.Type != typeValidation {
+				t.Fatalf("parseObject(%q) = %v, want 400 invalid_json", tt.body, apiErr)
+			}
+			if !strings.Contains(apiErr.Message, tt.want) {
+				t.Errorf("message %q does not say %q", apiErr.Message, tt.want)
+			}
+			if strings.Contains(apiErr.Message, "Go value") || strings.Contains(apiErr.Message, "json.RawMessage") {
+				t.Errorf("message %q names Go types", apiErr.Message)
+			}
+		})
+	}
+}
+
+// TestMatchInputsSaysWhy: an input refused only for its length says so
+// (pro_net/post.search takes queries of 85 characters at most), and the
+// accepted formats carry their notes, where such limits are written.
+func TestMatchInputsSaysWhy(t *testing.T) {
+	reg := loadRegistry(t)
+	tests := []struct {
+		service, input string
+		problem        string // want in invalid_inputs[0] and the message; "" for none
+		ok             bool
+	}{
+		{"pro_net/post.search", strings.Repeat("a", 85), "", true},
+		{"pro_net/post.search", strings.Repeat("é", 85), "", true},
+		{"pro_net/post.search", strings.Repeat("a", 86), "longer than 85 characters", false},
+		{"pro_net/post.search", " " + strings.Repeat("é", 86) + " ", "longer than 85 characters", false},
+		{"pro_net/post.search", "   ", "", false},
+		{"pro_net/company.info", "https://example.com/" + strings.Repeat("a", 100), "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.service+"/"+tt.input, func(t *testing.T) {
+			platform, name, _ := strings.Cut(tt.service, "/")
+			svc, _ := reg.Service(platform, name)
+			_, apiErr := matchInputs(svc, []string{tt.input})
+			if tt.ok {
+				if apiErr != nil {
+					t.Fatalf("refused: %s", apiErr.Message)
+				}
+				return
+			}
+			if apiErr == nil || apiErr.Code != "invalid_input_format" {
+				t.Fatalf("got %v, want invalid_input_format", apiErr)
+			}
+			b, _ := json.Marshal(apiErr.Extra)
+			var extra struct {
+				InvalidInputs []struct{ Problem string } `json:"invalid_inputs"`
+				Accepts       []struct{ Note string }    `json:"accepts"`
+			}
+			if err := json.Unmarshal(b, &extra); err != nil {
+				t.Fatal(err)
+			}
+			if got := extra.InvalidInputs[0].Problem; got != tt.problem {
+				t.Errorf("problem %q, want %q", got, tt.problem)
+			}
+			if tt.problem != "" && !strings.Contains(apiErr.Message, tt.problem) {
+				t.Errorf("message %q does not say %q", apiErr.Message, tt.problem)
+			}
+			for i, a := range svc.Accepts {
+				if extra.Accepts[i].Note != a.Note {
+					t.Errorf("accepts[%d].note = %q, want %q", i, extra.Accepts[i].Note, a.Note)
+				}
+			}
+		})
+	}
+}
