@@ -162,7 +162,7 @@ func (a *API) Search(ctx context.Context, key store.Key, m map[string]json.RawMe
 	if fallback {
 		req.Offers = chain
 	} else {
-		req.Pin = offer
+		req.Pin, req.Unpin = offer, `send "fallback": true`
 	}
 	res, err := a.Router.Run(ctx, req)
 	if apiErr := a.refusedForMoney(ctx, bill, run, res, err); apiErr != nil {

@@ -100,8 +100,8 @@ func (w *walk) classify() *Failure {
 		}
 		f.Status, f.Code, f.Type = 429, "upstream_rate_limited", "rate_limit"
 		if w.pinned {
-			f.Message = fmt.Sprintf("the pinned offer %s of %s was rate-limited upstream. Retry after %d s, or drop provider to let the router fail over.",
-				last.offer.ID, svc, f.RetryAfterSeconds())
+			f.Message = fmt.Sprintf("the pinned offer %s of %s was rate-limited upstream. Retry after %d s%s",
+				last.offer.ID, svc, f.RetryAfterSeconds(), w.unpinAdvice(", or "))
 		} else {
 			f.Message = fmt.Sprintf("%s of %s %s rate-limited upstream. Retry after %d s.",
 				offersPhrase(len(w.tried), w.skipped), svc, plural(len(w.tried), "was", "were"), f.RetryAfterSeconds())
@@ -109,14 +109,14 @@ func (w *walk) classify() *Failure {
 		return f
 	}
 
-	advice := "Retry later or pin another offer with provider."
+	advice := "Retry later" + w.pinAdvice(" or ")
 	if w.pinned {
-		advice = "Retry later, or drop provider to let the router fail over."
+		advice = "Retry later" + w.unpinAdvice(", or ")
 	}
 	switch last.rec.Outcome {
 	case sources.OutcomeTimeout:
 		f.Status, f.Code, f.Type = 504, "request_timeout", "timeout"
-		advice = "Retry later with fewer inputs or a lower limit, or pin another offer with provider."
+		advice = "Retry later with fewer inputs or a lower limit" + w.pinAdvice(", or ")
 	case sources.OutcomeSoftTimeout:
 		f.Status, f.Code, f.Type = 504, "request_soft_timeout", "timeout"
 	default:
@@ -129,6 +129,28 @@ func (w *walk) classify() *Failure {
 			offersPhrase(len(w.tried), w.skipped), svc, last.offer.ID, describe(last, w.r.cfg), advice)
 	}
 	return f
+}
+
+// pinAdvice is sep + "pin another offer with provider." when the service
+// has another offer to pin, else ".".
+func (w *walk) pinAdvice(sep string) string {
+	if len(w.req.Service.LiveOffers()) < 2 {
+		return "."
+	}
+	return sep + "pin another offer with provider."
+}
+
+// unpinAdvice is sep + how to let the router fail over (Request.Unpin)
+// when the service has another offer to fail over to, else ".".
+func (w *walk) unpinAdvice(sep string) string {
+	if len(w.req.Service.LiveOffers()) < 2 {
+		return "."
+	}
+	how := w.req.Unpin
+	if how == "" {
+		how = "drop provider"
+	}
+	return sep + how + " to let the router fail over."
 }
 
 // offersPhrase counts the offers tried, and those skipped for an open

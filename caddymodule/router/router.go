@@ -139,6 +139,10 @@ type Request struct {
 	// Pin, if set, is the only offer tried (the caller's provider): no
 	// failover, and tried even when its breaker is open.
 	Pin *registry.Offer
+	// Unpin says how the caller of a pinned call lets the router fail over
+	// instead, for a failure's advice; empty: "drop provider" (the extract
+	// body's pin). Search pins with fallback: false and says so.
+	Unpin string
 	// Now is the time of the call ($now of the programs); zero means
 	// Config.Now().
 	Now time.Time
