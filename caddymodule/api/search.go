@@ -179,7 +179,7 @@ func (a *API) Search(ctx context.Context, key store.Key, m map[string]json.RawMe
 // resolveSlug maps <source>/<platform>/<type>[:<tag>] to a search type and
 // the offer of that source (the tag, when given, names the offer).
 func resolveSlug(reg *registry.Registry, slug string, slugs []string) (*registry.Service, *registry.Offer, *Error) {
-	base, tag, _ := strings.Cut(slug, ":")
+	base, tag, tagged := strings.Cut(slug, ":")
 	parts := strings.Split(base, "/")
 	unknown := newError(http.StatusBadRequest, "unknown_provider", typeValidation,
 		fmt.Sprintf("unknown provider %q; valid slugs: %s", slug, strings.Join(slugs, ", "))).with("valid_providers", slugs)
@@ -196,10 +196,20 @@ func resolveSlug(reg *registry.Registry, slug string, slugs []string) (*registry
 			fmt.Sprintf("%s/%s is an extraction type, not a search type: call POST /v1/extract/%s/%s instead", platform, typ, platform, typ)).
 			with("endpoint", "/v1/extract/"+platform+"/"+typ)
 	}
+	var names []string
 	for _, o := range svc.LiveOffers() {
-		if o.Source.ID == src && (tag == "" || o.Name == tag) {
+		if o.Source.ID != src {
+			continue
+		}
+		if !tagged || o.Name == tag {
 			return svc, o, nil
 		}
+		names = append(names, base+":"+o.Name)
+	}
+	if len(names) > 0 {
+		return nil, nil, newError(http.StatusBadRequest, "unknown_provider", typeValidation,
+			fmt.Sprintf("unknown provider %q: the tag after \":\" names an offer of %s, and it has none named %q; use %s, or leave the tag out",
+				slug, src, tag, strings.Join(names, " or "))).with("valid_providers", slugs)
 	}
 	return nil, nil, unknown
 }

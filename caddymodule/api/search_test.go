@@ -1,6 +1,7 @@
 package api
 
 import (
+	"strings"
 	"testing"
 
 	"socialrouter/caddymodule/credits"
@@ -44,5 +45,36 @@ func TestCursorRoundTrip(t *testing.T) {
 		if _, ok := decodeCursor(bad); ok {
 			t.Errorf("cursor %q accepted", bad)
 		}
+	}
+}
+
+// TestResolveSlug: the slug's optional tag names the source's offer; a tag
+// the source has no offer of is refused with the tagged slugs that exist.
+func TestResolveSlug(t *testing.T) {
+	reg := loadRegistry(t)
+	slugs := reg.SearchSlugs()
+	tests := []struct {
+		slug, offer, code, msg string
+	}{
+		{"source_a/maps/place.search", "source_a/actor_3", "", ""},
+		{"source_a/maps/place.search:actor_3", "source_a/actor_3", "", ""},
+		{"source_a/maps/place.search:fast", "", "unknown_provider", `use source_a/maps/place.search:actor_3, or leave the tag out`},
+		{"source_a/maps/place.search:", "", "unknown_provider", `none named ""`},
+		{"source_b/maps/place.search:actor_3", "", "unknown_provider", "valid slugs: "},
+		{"source_a/maps/place.info:actor_3", "", "wrong_endpoint", "POST /v1/extract/maps/place.info"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.slug, func(t *testing.T) {
+			_, o, e := resolveSlug(reg, tt.slug, slugs)
+			if tt.code == "" {
+				if e != nil || o == nil || o.ID != tt.offer {
+					t.Fatalf("offer %v, error %v; want %s", o, e, tt.offer)
+				}
+				return
+			}
+			if e == nil || e.Code != tt.code || !strings.Contains(e.Message, tt.msg) {
+				t.Fatalf("error %v, want %s saying %q", e, tt.code, tt.msg)
+			}
+		})
 	}
 }

@@ -200,7 +200,7 @@ func anySlice(ss []string) []any {
 
 func (b *openapiBuilder) searchOperation() (obj, error) {
 	slugs := b.r.SearchSlugs()
-	providerDesc := "Provider slug `<source>/<platform>/<type>[:<tag>]`; `<type>` must be a search type (an extraction type returns 400 `wrong_endpoint`)."
+	providerDesc := "Provider slug `<source>/<platform>/<type>[:<tag>]`; `<type>` must be a search type (an extraction type returns 400 `wrong_endpoint`). The optional tag names the source's offer (`source_a/maps/place.search:actor_3`); a tag the source has no offer of returns 400 `unknown_provider`."
 	provider := obj{"type": "string", "pattern": searchPattern}
 	if len(slugs) > 0 {
 		quoted := make([]string, len(slugs))
