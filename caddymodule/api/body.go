@@ -101,27 +101,43 @@ func parseChecked(b []byte) (map[string]json.RawMessage, bool) {
 }
 
 // jsonString decodes raw, one JSON value, as json.Unmarshal into a string
-// would. A plain string (jsonvalid.IsPlainString: nearly every input) is
+// would, except that null is no string (encoding/json leaves "" and says
+// nothing). A plain string (jsonvalid.IsPlainString: nearly every input) is
 // its bytes between the quotes; anything else is left to encoding/json.
 func jsonString(raw json.RawMessage) (string, bool) {
 	if s := jsonscan.Bytes(raw); jsonvalid.IsPlainString(s) {
 		return strings.Clone(s[1 : len(s)-1]), true
 	}
-	var s string
-	err := json.Unmarshal(raw, &s)
-	return s, err == nil
+	var s *string
+	if err := json.Unmarshal(raw, &s); err != nil || s == nil {
+		return "", false
+	}
+	return *s, true
 }
 
-// jsonStrings decodes raw as json.Unmarshal into a []string would: an
+// jsonStrings decodes raw as json.Unmarshal into a []string would, except
+// that a null entry is no string (encoding/json would read it as ""): an
 // array of plain strings is read here, anything else by encoding/json
 // (null gives a nil slice, [] an empty one).
 func jsonStrings(raw json.RawMessage) ([]string, bool) {
 	if out, ok := plainStrings(jsonscan.TrimSpace(jsonscan.Bytes(raw))); ok {
 		return out, true
 	}
-	var out []string
-	err := json.Unmarshal(raw, &out)
-	return out, err == nil
+	var ptrs []*string
+	if err := json.Unmarshal(raw, &ptrs); err != nil {
+		return nil, false
+	}
+	if ptrs == nil {
+		return nil, true
+	}
+	out := make([]string, len(ptrs))
+	for i, p := range ptrs {
+		if p == nil {
+			return nil, false
+		}
+		out[i] = *p
+	}
+	return out, true
 }
 
 // plainStrings reads s when it is exactly a JSON array of plain strings.

@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -89,6 +90,10 @@ func TestParseExtract(t *testing.T) {
 		{"scheme-less", `{"urls": ["www.linkedin.com/in/rbranson"]}`, "", []string{"https://www.linkedin.com/in/rbranson"}},
 		{"both forms", `{"url": "a", "urls": ["b"]}`, "conflicting_input", nil},
 		{"urls not array", `{"urls": "x"}`, "invalid_field", nil},
+		{"urls null", `{"urls": null}`, "invalid_field", nil},
+		{"a null url", `{"urls": ["https://www.linkedin.com/in/a", null]}`, "invalid_field", nil},
+		{"url null", `{"url": null}`, "invalid_field", nil},
+		{"url a number", `{"url": 5}`, "invalid_field", nil},
 		{"unknown field", `{"url": "x", "typo": 1}`, "unknown_field", nil},
 		{"queries on url kind", `{"queries": ["x"]}`, "wrong_input_field", nil},
 		{"bad limit", `{"url": "https://www.linkedin.com/in/a", "limit": "5"}`, "invalid_limit", nil},
@@ -186,19 +191,33 @@ func BenchmarkParseObject(b *testing.B) {
 // valid JSON or not: the same verdict and the same value.
 func FuzzFieldDecoders(f *testing.F) {
 	for _, seed := range []string{`"https://x.example/a"`, `"a\"b"`, `"é"`, "\"\xff\"", "\"tab\there\"", `""`, `"`, `"a" "b"`,
-		`["a","b"]`, ` [ "a" , "b" ] `, `[]`, `null`, `["a",]`, `["a" "b"]`, `[1]`, `["a\u00e9"]`, `[""]`, `["a"],`,
+		`["a","b"]`, ` [ "a" , "b" ] `, `[]`, `null`, ` null `, `[null]`, `["a",null]`, `["a",]`, `["a" "b"]`, `[1]`, `["a\u00e9"]`, `[""]`, `["a"],`,
 		`5`, `-0.5e2`, `1e400`, `05`, `5.`, `"5"`, `12345678901234567890`, `0x10`, `+5`, `Inf`} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
 		raw := json.RawMessage(in)
-		var ws string
-		we := json.Unmarshal(raw, &ws)
-		if gs, ok := jsonString(raw); ok != (we == nil) || ok && gs != ws {
-			t.Fatalf("jsonString(%q) = %q, %v; encoding/json %q, %v", in, gs, ok, ws, we)
+		var wp *string
+		we := json.Unmarshal(raw, &wp)
+		if we == nil && wp == nil {
+			we = errors.New("null is no string")
 		}
+		if gs, ok := jsonString(raw); ok != (we == nil) || ok && gs != *wp {
+			t.Fatalf("jsonString(%q) = %q, %v; encoding/json %v, %v", in, gs, ok, wp, we)
+		}
+		var wps []*string
+		we = json.Unmarshal(raw, &wps)
 		var wl []string
-		we = json.Unmarshal(raw, &wl)
+		if we == nil && wps != nil {
+			wl = []string{}
+			for _, p := range wps {
+				if p == nil {
+					we = errors.New("null entry")
+					break
+				}
+				wl = append(wl, *p)
+			}
+		}
 		gl, ok := jsonStrings(raw)
 		if ok != (we == nil) || ok && ((gl == nil) != (wl == nil) || strings.Join(gl, "\x00") != strings.Join(wl, "\x00") || len(gl) != len(wl)) {
 			t.Fatalf("jsonStrings(%q) = %q, %v; encoding/json %q, %v", in, gl, ok, wl, we)

@@ -64,13 +64,24 @@ func (a *API) Search(ctx context.Context, key store.Key, m map[string]json.RawMe
 		return nil, apiErr
 	}
 	var queries []string
-	if raw, ok := m["queries"]; !ok || json.Unmarshal(raw, &queries) != nil || len(queries) == 0 {
+	if raw, ok := m["queries"]; ok {
+		queries, _ = jsonStrings(raw)
+	}
+	if len(queries) == 0 {
 		return nil, newError(http.StatusBadRequest, "missing_queries", typeValidation,
 			`queries must be a non-empty array of strings, e.g. {"queries": ["coffee in Lisbon"], "provider": "source_a/maps/place.search"}`)
 	}
 	slugs := reg.SearchSlugs()
 	var slug string
-	if raw, ok := m["provider"]; !ok || json.Unmarshal(raw, &slug) != nil || slug == "" {
+	if raw, ok := m["provider"]; ok && string(raw) != "null" {
+		var isString bool
+		if slug, isString = jsonString(raw); !isString {
+			return nil, newError(http.StatusBadRequest, "invalid_field", typeValidation,
+				"provider must be a string: a slug <source>/<platform>/<type>; valid slugs: "+strings.Join(slugs, ", ")).
+				with("valid_providers", slugs)
+		}
+	}
+	if slug == "" {
 		return nil, newError(http.StatusBadRequest, "missing_provider", typeValidation,
 			"provider is required: a slug <source>/<platform>/<type>; valid slugs: "+strings.Join(slugs, ", ")).
 			with("valid_providers", slugs)

@@ -16,6 +16,11 @@ func TestSearchValidation(t *testing.T) {
 	}{
 		{"no queries", `{"provider": "source_a/maps/place.search"}`, "missing_queries"},
 		{"empty queries", `{"queries": [], "provider": "source_a/maps/place.search"}`, "missing_queries"},
+		{"null query", `{"queries": [null], "provider": "source_a/maps/place.search"}`, "missing_queries"},
+		{"a query not a string", `{"queries": ["coffee", 5], "provider": "source_a/maps/place.search"}`, "missing_queries"},
+		{"queries a string", `{"queries": "coffee", "provider": "source_a/maps/place.search"}`, "missing_queries"},
+		{"null provider", `{"queries": ["coffee"], "provider": null}`, "missing_provider"},
+		{"provider not a string", `{"queries": ["coffee"], "provider": 5}`, "invalid_field"},
 		{"no provider", `{"queries": ["coffee"]}`, "missing_provider"},
 		{"unknown provider", `{"queries": ["coffee"], "provider": "source_z/maps/place.search"}`, "unknown_provider"},
 		{"malformed slug", `{"queries": ["coffee"], "provider": "maps"}`, "unknown_provider"},
