@@ -169,7 +169,9 @@ func errorResponses() obj {
 			"`invalid_field`, `missing_input`, `conflicting_input`, `wrong_input_field`, `too_many_inputs`, " +
 			"`invalid_limit`, `invalid_input_format` (with `invalid_inputs`), " +
 			"`invalid_option` (with `valid_options`), `unknown_offer` (with `available_offers`), " +
-			"`wrong_endpoint`, `missing_queries`, `invalid_days`. Refused before routing and billing."),
+			"`wrong_endpoint`, `missing_queries`, `missing_provider`, `unknown_provider` (with `valid_providers`), " +
+			"`invalid_cursor`, `invalid_days`: refused before routing and billing. " +
+			"`upstream_rejected_input`: the upstream itself refused the input; no failover, no charge."),
 		"Unauthorized": resp("Authentication error (type `authentication`): `missing_api_key`, " +
 			"`invalid_api_key`, `revoked_api_key`."),
 		"PaymentRequired": resp("Billing error (type `billing`): `insufficient_credits`."),
