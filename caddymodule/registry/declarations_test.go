@@ -400,6 +400,8 @@ var inputCases = []struct {
 			"linkedin.com/in/rbranson/":                         "https://linkedin.com/in/rbranson/",
 			"  https://uk.linkedin.com/in/rbranson?trk=x  ":     "https://uk.linkedin.com/in/rbranson?trk=x",
 			"http://www.linkedin.com/in/ricky-hoover-7388371b8": "http://www.linkedin.com/in/ricky-hoover-7388371b8",
+			"HTTPS://WWW.LinkedIn.COM/in/RBranson":              "https://www.linkedin.com/in/RBranson",
+			"WWW.LINKEDIN.COM/in/rbranson?X=Y":                  "https://www.linkedin.com/in/rbranson?X=Y",
 		},
 		bad: []string{"rbranson", "https://www.linkedin.com/company/kraft", "https://www.example.com/in/rbranson",
 			"ftp://www.linkedin.com/in/rbranson", "https://www.linkedin.com/in/", ""},
@@ -442,8 +444,9 @@ var inputCases = []struct {
 		good: map[string]string{
 			"www.google.com/maps/place/Kim's+Island/data=!4m7": "https://www.google.com/maps/place/Kim's+Island/data=!4m7",
 			"https://maps.google.com/maps/place/Kim's+Island":  "https://maps.google.com/maps/place/Kim's+Island",
+			"Https://Maps.Google.COM/maps/place/Kim's+Island":  "https://maps.google.com/maps/place/Kim's+Island",
 		},
-		bad: []string{"pizza", "https://www.google.com/maps/search/pizza", "https://www.bing.com/maps/place/x", "ChIJ"},
+		bad: []string{"pizza", "https://www.google.com/maps/search/pizza", "https://www.bing.com/maps/place/x", "ChIJ", "https://www.google.com/MAPS/place/x"},
 	},
 	{
 		key: "video_net/video.transcript",

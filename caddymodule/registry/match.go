@@ -31,18 +31,49 @@ func (a *Accept) match(in, kind string) (string, bool) {
 }
 
 // MatchInput trims in and matches it against the accepted formats, returning
-// the normalized input.
+// the normalized input. A URL's scheme and host are case-insensitive
+// (RFC 3986 §3.1, §3.2.2) while the declared patterns are written in lower
+// case, so a url-kind input that matches only once they are lowered
+// ("HTTPS://WWW.LinkedIn.com/in/Ann") is normalized that way; its path
+// keeps its case.
 func (s *Service) MatchInput(in string) (string, bool) {
 	in = strings.TrimSpace(in)
 	if in == "" {
 		return "", false
 	}
+	if n, ok := s.matchAccepts(in); ok {
+		return n, true
+	}
+	if s.InputKind == KindURL {
+		if lower := lowerAuthority(in); lower != in {
+			return s.matchAccepts(lower)
+		}
+	}
+	return "", false
+}
+
+// matchAccepts matches in against each accepted format in turn.
+func (s *Service) matchAccepts(in string) (string, bool) {
 	for _, a := range s.Accepts {
 		if n, ok := a.match(in, s.InputKind); ok {
 			return n, true
 		}
 	}
 	return "", false
+}
+
+// lowerAuthority lowers a URL's scheme and the authority after it (or, with
+// no scheme, what comes before the first '/', '?' or '#').
+func lowerAuthority(in string) string {
+	prefix, rest := "", in
+	if m := schemeRE.FindStringIndex(in); m != nil {
+		prefix, rest = strings.ToLower(in[:m[1]]), in[m[1]:]
+	}
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	return prefix + strings.ToLower(rest[:end]) + rest[end:]
 }
 
 // InputField is the array field this service takes ("urls" or "queries").
