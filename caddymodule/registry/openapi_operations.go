@@ -249,8 +249,8 @@ func (b *openapiBuilder) searchOperation() (obj, error) {
 			},
 			"provider": provider,
 			"limit": obj{
-				"type": "integer", "minimum": 1, "maximum": searchLimitMax, "default": limitDefault,
-				"description": "Per-query cap on returned records.",
+				"type": "integer", "minimum": 1, "default": limitDefault,
+				"description": fmt.Sprintf("Per-query cap on returned records; a larger value is capped at %d (SPEC), not refused.", searchLimitMax),
 			},
 			"fallback": obj{
 				"type": "boolean", "default": true,

@@ -549,7 +549,8 @@ func TestOpenAPIRequestBodies(t *testing.T) {
 		{"search without queries", "/v1/search", `{"provider": "source_a/maps/place.search"}`, false},
 		{"search empty queries", "/v1/search", `{"queries": [], "provider": "source_a/maps/place.search"}`, false},
 		{"search malformed provider", "/v1/search", `{"queries": ["x"], "provider": "maps place"}`, false},
-		{"search limit 1001", "/v1/search", `{"queries": ["x"], "provider": "source_a/maps/place.search", "limit": 1001}`, false},
+		{"search limit 1001 (capped, not refused)", "/v1/search", `{"queries": ["x"], "provider": "source_a/maps/place.search", "limit": 1001}`, true},
+		{"search limit 0", "/v1/search", `{"queries": ["x"], "provider": "source_a/maps/place.search", "limit": 0}`, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
