@@ -53,8 +53,13 @@ func (a *API) openapi(w http.ResponseWriter, r *http.Request) {
 }
 
 func unknownPlatform(reg *registry.Registry, platform string) *Error {
-	return newError(http.StatusNotFound, "unknown_platform", typeNotFound,
-		fmt.Sprintf("unknown platform %q; valid platforms: %s", platform, strings.Join(reg.Platforms, ", "))).
+	msg := fmt.Sprintf("unknown platform %q; valid platforms: %s", platform, strings.Join(reg.Platforms, ", "))
+	if platform == "extract" {
+		// POST /v1/extract/{platform} reaches the /v1/{platform}/{service}
+		// alias with the namespace in the platform's place.
+		msg += "; an extraction takes both segments: POST /v1/extract/{platform}/{service}"
+	}
+	return newError(http.StatusNotFound, "unknown_platform", typeNotFound, msg).
 		with("available_platforms", reg.Platforms)
 }
 
@@ -68,20 +73,29 @@ func (a *API) Service(platform, name string) (*registry.Service, *Error) {
 	}
 	svc, ok := reg.Service(platform, name)
 	if !ok || !svc.Extract {
-		names := reg.ServiceNames(platform)
-		if names == nil {
-			names = []string{}
+		// available_services are the callable ones, as GET
+		// /v1/services/{platform} lists them; the suggestion may also name
+		// a declared service no offer serves yet (its call says so).
+		names := []string{}
+		for _, n := range reg.ServiceNames(platform) {
+			if s, _ := reg.Service(platform, n); s.Callable() {
+				names = append(names, n)
+			}
 		}
 		msg := fmt.Sprintf("unknown service %q for platform %s", name, platform)
 		e := newError(http.StatusNotFound, "unknown_service", typeNotFound, "")
-		if s := registry.Suggest(name, names); s != "" {
+		if ok && svc.Search {
+			msg = fmt.Sprintf("%s/%s is a search type, not an extraction service: call POST /v1/search with a provider slug such as %q",
+				platform, name, searchSlug(reg, svc))
+			e.with("endpoint", "/v1/search")
+		} else if s := registry.Suggest(name, reg.ServiceNames(platform)); s != "" {
 			msg += fmt.Sprintf("; did you mean %q?", s)
 			e.with("did_you_mean", s)
 		}
 		if len(names) > 0 {
 			msg += "; available services: " + strings.Join(names, ", ")
 		} else {
-			msg += "; this platform has no services yet"
+			msg += "; this platform has no callable services yet"
 		}
 		e.Message = msg
 		return nil, e.with("available_services", names)
@@ -91,4 +105,13 @@ func (a *API) Service(platform, name string) (*registry.Service, *Error) {
 			fmt.Sprintf("%s/%s is declared but no offer serves it yet; GET /v1/services lists the callable services", platform, name))
 	}
 	return svc, nil
+}
+
+// searchSlug is the provider slug of a search type's first live offer (its
+// bare <source>/<platform>/<type> when it has none).
+func searchSlug(reg *registry.Registry, svc *registry.Service) string {
+	if offers := svc.LiveOffers(); len(offers) > 0 {
+		return offers[0].Source.ID + "/" + svc.Platform + "/" + svc.Name
+	}
+	return "<source>/" + svc.Platform + "/" + svc.Name
 }
