@@ -6,6 +6,7 @@
 package admin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +21,7 @@ import (
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/store"
 	"socialrouter/internal/httpjson"
+	"socialrouter/internal/jsondup"
 )
 
 // Config is what the admin routes work with; every field is required.
@@ -126,15 +128,42 @@ func storeErr(err error, what string) error {
 	return apiErr(http.StatusInternalServerError, "%s: %v", what, err)
 }
 
+// maxBody is the largest admin request body.
+const maxBody = 1 << 20
+
+// decode reads the request body as exactly one JSON object into v. It is as
+// strict as the /v1 API: an unknown field, a repeated key (encoding/json
+// would keep the last one, so {"id": "a", "id": "b"} would create "b"),
+// data after the object, or a body over 1 MiB (413) is refused.
 func decode(r *http.Request, v any) error {
-	b, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	if err != nil {
 		return apiErr(http.StatusBadRequest, "reading body: %v", err)
 	}
-	dec := json.NewDecoder(strings.NewReader(string(b)))
+	if len(b) > maxBody {
+		return apiErr(http.StatusRequestEntityTooLarge, "the body is over %d bytes", maxBody)
+	}
+	if err := decodeJSON(b, v); err != nil {
+		return apiErr(http.StatusBadRequest, "invalid JSON body: %v", err)
+	}
+	return nil
+}
+
+// decodeJSON decodes the JSON text b into v strictly (see decode).
+func decodeJSON(b []byte, v any) error {
+	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		return errors.New("want one JSON object")
+	}
+	if k, dup := jsondup.Find(b); dup {
+		return fmt.Errorf("key %q appears twice", k)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return apiErr(http.StatusBadRequest, "invalid JSON body: %v", err)
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("data after the JSON value")
 	}
 	return nil
 }
@@ -256,7 +285,7 @@ func (h *Handler) key(w http.ResponseWriter, r *http.Request) error {
 	var lim *store.CreditLimit
 	if string(body.CreditLimit) != "null" {
 		lim = new(store.CreditLimit)
-		if err := json.Unmarshal(body.CreditLimit, lim); err != nil {
+		if err := decodeJSON(body.CreditLimit, lim); err != nil {
 			return apiErr(http.StatusBadRequest, "invalid credit_limit: %v", err)
 		}
 		if err := checkLimit(lim); err != nil {

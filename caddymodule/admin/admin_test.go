@@ -113,3 +113,50 @@ func TestKeyLifecycle(t *testing.T) {
 		t.Errorf("account after revoke: %s", body)
 	}
 }
+
+// TestStrictBodies: an admin body is exactly one JSON object with known
+// fields and no repeated key, at any depth, as on the /v1 API; the
+// credit_limit of a PATCH is as strict as the one of a key creation.
+func TestStrictBodies(t *testing.T) {
+	h, _ := newTestHandler(t)
+	serve(t, h, "POST", "/sdr/accounts", `{"id": "acme", "balance": 10}`)
+	_, body, _ := serve(t, h, "POST", "/sdr/accounts/acme/keys", `{"name": "k"}`)
+	var k struct{ ID string }
+	if err := json.Unmarshal([]byte(body), &k); err != nil {
+		t.Fatalf("create key: %s", body)
+	}
+	tests := []struct {
+		name, method, path, body string
+		status                   int
+		contains                 string
+	}{
+		{"repeated id", "POST", "/sdr/accounts", `{"id": "a1", "id": "a2"}`, 400, `key "id" appears twice`},
+		{"repeated amount", "POST", "/sdr/accounts/acme/credits", `{"amount": 1, "amount": 1000}`, 400, `key "amount" appears twice`},
+		{"repeated nested key", "POST", "/sdr/accounts/acme/keys", `{"credit_limit": {"period": "day", "credits": 1, "credits": 9}}`, 400, `key "credits" appears twice`},
+		{"data after the object", "POST", "/sdr/accounts", `{"id": "a3"} {"id": "a4"}`, 400, "data after the JSON value"},
+		{"not an object", "POST", "/sdr/accounts/acme/credits", `[1]`, 400, "want one JSON object"},
+		{"null body", "PATCH", "/sdr/keys/" + k.ID, `null`, 400, "want one JSON object"},
+		{"too large", "POST", "/sdr/accounts", `{"id": "a5", "pad": "` + strings.Repeat("x", 1<<20) + `"}`, 413, "over 1048576 bytes"},
+		{"PATCH nested unknown field", "PATCH", "/sdr/keys/" + k.ID, `{"credit_limit": {"period": "day", "credits": 1, "foo": 2}}`, 400, `unknown field "foo"`},
+		{"PATCH nested repeated key", "PATCH", "/sdr/keys/" + k.ID, `{"credit_limit": {"period": "day", "period": "hour", "credits": 1}}`, 400, `key "period" appears twice`},
+		{"PATCH still sets", "PATCH", "/sdr/keys/" + k.ID, `{"credit_limit": {"period": "day", "credits": 1}}`, 200, `"period":"day"`},
+		{"PATCH still clears", "PATCH", "/sdr/keys/" + k.ID, ` {"credit_limit": null} ` + "\n", 200, `"id":"` + k.ID},
+		{"account still created", "POST", "/sdr/accounts", `{"id": "a6", "balance": 1}`, 201, `"id":"a6"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, body, _ := serve(t, h, tt.method, tt.path, tt.body)
+			if status != tt.status || !strings.Contains(body, tt.contains) {
+				t.Errorf("%s %s %.80s: %d %s, want %d containing %q", tt.method, tt.path, tt.body, status, body, tt.status, tt.contains)
+			}
+		})
+	}
+	for _, id := range []string{"a1", "a2", "a3", "a4", "a5"} {
+		if status, _, _ := serve(t, h, "GET", "/sdr/accounts/"+id, ""); status != 404 {
+			t.Errorf("account %s was created by a refused body", id)
+		}
+	}
+	if _, body, _ := serve(t, h, "GET", "/sdr/accounts/acme", ""); !strings.Contains(body, `"balance":10,`) {
+		t.Errorf("balance changed by a refused body: %s", body)
+	}
+}
