@@ -307,14 +307,21 @@ func (h *Handler) setSourceStatus(w http.ResponseWriter, r *http.Request) error 
 		return apiErr(http.StatusNotFound, "source %s not found", id)
 	}
 	var body struct {
-		Status *string `json:"status"`
+		Status json.RawMessage `json:"status"`
 	}
 	if err := decode(r, &body); err != nil {
 		return err
 	}
+	// Clearing an operator's override takes an explicit null, as PATCH
+	// /sdr/keys/{id} does for a credit limit: {} is a mistake, not a reset.
+	if body.Status == nil {
+		return apiErr(http.StatusBadRequest, `send {"status": "down"} (active, degraded, down, coming_soon) or {"status": null} to go back to the computed status`)
+	}
 	st := ""
-	if body.Status != nil {
-		st = *body.Status
+	if string(body.Status) != "null" {
+		if err := json.Unmarshal(body.Status, &st); err != nil {
+			return apiErr(http.StatusBadRequest, "status must be a string or null")
+		}
 		switch st {
 		case "active", "degraded", "down", "coming_soon":
 		default:

@@ -160,3 +160,28 @@ func TestStrictBodies(t *testing.T) {
 		t.Errorf("balance changed by a refused body: %s", body)
 	}
 }
+
+// TestSourceStatusBody: {"status": null} clears an override; a body
+// without status is refused rather than read as a reset.
+func TestSourceStatusBody(t *testing.T) {
+	h, overrides := newTestHandler(t)
+	tests := []struct {
+		body     string
+		status   int
+		contains string
+		override string
+	}{
+		{`{"status": "down"}`, 200, `"status":"down"`, "down"},
+		{`{}`, 400, `{"status": null}`, "down"},
+		{`{"status": 1}`, 400, "status must be a string or null", "down"},
+		{`{"status": ""}`, 400, "status must be active", "down"},
+		{`{"status": null}`, 200, `"id":"source_a"`, ""},
+		{`{"status": "degraded"}`, 200, `"status":"degraded"`, "degraded"},
+	}
+	for _, tt := range tests {
+		status, body, _ := serve(t, h, "PUT", "/sdr/sources/source_a/status", tt.body)
+		if status != tt.status || !strings.Contains(body, tt.contains) || overrides["source_a"] != tt.override {
+			t.Errorf("PUT %s: %d %s, override %q; want %d containing %q, override %q", tt.body, status, body, overrides["source_a"], tt.status, tt.contains, tt.override)
+		}
+	}
+}
