@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
 
+	"socialrouter/caddymodule/credits"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/servicecheck"
 	"socialrouter/caddymodule/transfer"
@@ -28,7 +30,7 @@ check, try and openapi work offline on a services directory.
 
   caddy sdr account create <id> [--balance <credits>]
   caddy sdr account show <id>
-  caddy sdr account credit <id> <amount>
+  caddy sdr account credit <id> <amount>     (to remove credits: -- -5)
   caddy sdr key create <account> [--name <name>] [--limit-period day --limit-credits 2]
   caddy sdr key limit <key_id> (--period <p> --credits <n> | --clear)
   caddy sdr key revoke <key_id>
@@ -53,23 +55,24 @@ func buildSDRCommand(cmd *cobra.Command) {
 		Use: "create <id>", Short: "Creates an account", Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			bal, _ := c.Flags().GetString("balance")
-			return adminCall(c, http.MethodPost, "/sdr/accounts", rawJSON(fmt.Sprintf(`{"id":%q,"balance":%s}`, args[0], bal)))
+			amount, err := creditsArg("--balance", bal)
+			if err != nil {
+				return err
+			}
+			b, _ := json.Marshal(map[string]any{"id": args[0], "balance": amount})
+			return adminCall(c, http.MethodPost, "/sdr/accounts", b)
 		},
 	}
 	create.Flags().String("balance", "0", "Starting balance in credits")
+	credit := creditCommand()
 	account.AddCommand(create,
 		&cobra.Command{
 			Use: "show <id>", Short: "Shows an account, its balance and keys", Args: cobra.ExactArgs(1),
 			RunE: func(c *cobra.Command, args []string) error {
-				return adminCall(c, http.MethodGet, "/sdr/accounts/"+args[0], nil)
+				return adminCall(c, http.MethodGet, "/sdr/accounts/"+url.PathEscape(args[0]), nil)
 			},
 		},
-		&cobra.Command{
-			Use: "credit <id> <amount>", Short: "Adds credits (a negative amount removes them)", Args: cobra.ExactArgs(2),
-			RunE: func(c *cobra.Command, args []string) error {
-				return adminCall(c, http.MethodPost, "/sdr/accounts/"+args[0]+"/credits", rawJSON(`{"amount":`+args[1]+`}`))
-			},
-		})
+		credit)
 
 	key := &cobra.Command{Use: "key", Short: "Creates, limits and revokes API keys"}
 	kcreate := &cobra.Command{
@@ -83,7 +86,7 @@ func buildSDRCommand(cmd *cobra.Command) {
 				body["credit_limit"] = lim
 			}
 			b, _ := json.Marshal(body)
-			return adminCall(c, http.MethodPost, "/sdr/accounts/"+args[0]+"/keys", b)
+			return adminCall(c, http.MethodPost, "/sdr/accounts/"+url.PathEscape(args[0])+"/keys", b)
 		},
 	}
 	kcreate.Flags().String("name", "", "A name for the key")
@@ -104,7 +107,7 @@ func buildSDRCommand(cmd *cobra.Command) {
 				b, _ := json.Marshal(map[string]any{"credit_limit": lim})
 				body = string(b)
 			}
-			return adminCall(c, http.MethodPatch, "/sdr/keys/"+args[0], []byte(body))
+			return adminCall(c, http.MethodPatch, "/sdr/keys/"+url.PathEscape(args[0]), []byte(body))
 		},
 	}
 	klimit.Flags().String("period", "", "hour, day, week or month")
@@ -113,7 +116,7 @@ func buildSDRCommand(cmd *cobra.Command) {
 	key.AddCommand(kcreate, klimit, &cobra.Command{
 		Use: "revoke <key_id>", Short: "Revokes a key at once", Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			return adminCall(c, http.MethodDelete, "/sdr/keys/"+args[0], nil)
+			return adminCall(c, http.MethodDelete, "/sdr/keys/"+url.PathEscape(args[0]), nil)
 		},
 	})
 
@@ -152,7 +155,47 @@ func buildSDRCommand(cmd *cobra.Command) {
 	transfer.AddCommands(cmd)
 }
 
-func rawJSON(s string) []byte { return []byte(s) }
+// creditCommand is `caddy sdr account credit <id> <amount>`.
+func creditCommand() *cobra.Command {
+	credit := &cobra.Command{
+		Use:   "credit <id> <amount>",
+		Short: "Adds credits (a negative amount removes them: credit <id> -- -5)",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(c *cobra.Command, args []string) error {
+			amount, err := creditsArg("amount", args[1])
+			if err != nil {
+				return err
+			}
+			b, _ := json.Marshal(map[string]any{"amount": amount})
+			return adminCall(c, http.MethodPost, "/sdr/accounts/"+url.PathEscape(args[0])+"/credits", b)
+		},
+	}
+	credit.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return negativeAmountHint(err) })
+	return credit
+}
+
+// negativeAmountHint explains the flag error of a negative amount: the
+// flag parser reads "-5" as the shorthand flags 5, so the amount goes
+// after "--".
+func negativeAmountHint(err error) error {
+	var d byte
+	if _, e := fmt.Sscanf(err.Error(), "unknown shorthand flag: '%c'", &d); e == nil && (d >= '0' && d <= '9' || d == '.') {
+		return fmt.Errorf("%v: to remove credits, put the amount after --: caddy sdr account credit <id> -- -5", err)
+	}
+	return err
+}
+
+// creditsArg reads a credit amount given on the command line ("5",
+// "-0.25", "0.001725") exactly as the admin API will, so that a typo is
+// refused here with its flag's name and nothing but a number reaches the
+// request body.
+func creditsArg(name, s string) (json.Number, error) {
+	m, err := credits.Parse(s)
+	if err != nil {
+		return "", fmt.Errorf("%s: %v", name, err)
+	}
+	return json.Number(m.String()), nil
+}
 
 func limitFlags(c *cobra.Command, pf, cf string) (map[string]any, error) {
 	p, _ := c.Flags().GetString(pf)
@@ -163,7 +206,11 @@ func limitFlags(c *cobra.Command, pf, cf string) (map[string]any, error) {
 	if p == "" || cr == "" {
 		return nil, fmt.Errorf("give both --%s and --%s", pf, cf)
 	}
-	return map[string]any{"period": p, "credits": json.Number(cr)}, nil
+	amount, err := creditsArg("--"+cf, cr)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"period": p, "credits": amount}, nil
 }
 
 func loadDir(args []string) (*registry.Registry, error) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
@@ -40,7 +41,7 @@ func memberCommand() *cobra.Command {
 		RunE: func(c *cobra.Command, args []string) error {
 			base, _ := c.Flags().GetString("dashboard")
 			body, _ := json.Marshal(map[string]string{"email": args[1]})
-			out, err := adminRequest(c, http.MethodPost, "/sdr/accounts/"+args[0]+"/members", body)
+			out, err := adminRequest(c, http.MethodPost, "/sdr/accounts/"+url.PathEscape(args[0])+"/members", body)
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,88 @@
+package caddymodule
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+// TestSDRAdminCommands runs the account and key commands against a fake
+// admin endpoint: what each sends (method, path, body), and which
+// arguments are refused before anything is sent.
+func TestSDRAdminCommands(t *testing.T) {
+	type sent struct{ method, path, body string }
+	var got []sent
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got = append(got, sent{r.Method, r.URL.EscapedPath(), string(b)})
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{}`))
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+
+	tests := []struct {
+		name    string
+		args    []string
+		want    *sent  // nil: nothing sent
+		wantErr string // "" : success
+	}{
+		{"create", []string{"account", "create", "acme", "--balance", "10"}, &sent{"POST", "/sdr/accounts", `{"balance":10,"id":"acme"}`}, ""},
+		{"create default balance", []string{"account", "create", "acme"}, &sent{"POST", "/sdr/accounts", `{"balance":0,"id":"acme"}`}, ""},
+		{"create exponent balance", []string{"account", "create", "acme", "--balance", "1e-6"}, &sent{"POST", "/sdr/accounts", `{"balance":0.000001,"id":"acme"}`}, ""},
+		{"create balance injection", []string{"account", "create", "acme", "--balance", `1,"id":"evil"`}, nil, "--balance: "},
+		{"create balance not a number", []string{"account", "create", "acme", "--balance", "abc"}, nil, `--balance: "abc" is not a number`},
+		{"create balance 7 decimals", []string{"account", "create", "acme", "--balance", "1.1234567"}, nil, "more than six decimals"},
+		{"create quoted id", []string{"account", "create", `a"b`}, &sent{"POST", "/sdr/accounts", `{"balance":0,"id":"a\"b"}`}, ""},
+		{"show", []string{"account", "show", "acme"}, &sent{"GET", "/sdr/accounts/acme", ""}, ""},
+		{"show escapes the id", []string{"account", "show", "a?b"}, &sent{"GET", "/sdr/accounts/a%3Fb", ""}, ""},
+		{"credit", []string{"account", "credit", "acme", "5"}, &sent{"POST", "/sdr/accounts/acme/credits", `{"amount":5}`}, ""},
+		{"credit negative after --", []string{"account", "credit", "acme", "--", "-0.25"}, &sent{"POST", "/sdr/accounts/acme/credits", `{"amount":-0.25}`}, ""},
+		{"credit negative without --", []string{"account", "credit", "acme", "-5"}, nil, "put the amount after --"},
+		{"credit amount injection", []string{"account", "credit", "acme", `1,"amount":1000`}, nil, "amount: "},
+		{"key create", []string{"key", "create", "acme", "--name", "backend", "--limit-period", "day", "--limit-credits", "2"}, &sent{"POST", "/sdr/accounts/acme/keys", `{"credit_limit":{"credits":2,"period":"day"},"name":"backend"}`}, ""},
+		{"key create no limit", []string{"key", "create", "acme"}, &sent{"POST", "/sdr/accounts/acme/keys", `{"name":""}`}, ""},
+		{"key create bad credits", []string{"key", "create", "acme", "--limit-period", "day", "--limit-credits", "abc"}, nil, `--limit-credits: "abc" is not a number`},
+		{"key create half a limit", []string{"key", "create", "acme", "--limit-period", "day"}, nil, "give both --limit-period and --limit-credits"},
+		{"key limit", []string{"key", "limit", "key_1", "--period", "week", "--credits", "20"}, &sent{"PATCH", "/sdr/keys/key_1", `{"credit_limit":{"credits":20,"period":"week"}}`}, ""},
+		{"key limit clear", []string{"key", "limit", "key_1", "--clear"}, &sent{"PATCH", "/sdr/keys/key_1", `{"credit_limit":null}`}, ""},
+		{"key limit nothing", []string{"key", "limit", "key_1"}, nil, "give --period and --credits, or --clear"},
+		{"key limit bad credits", []string{"key", "limit", "key_1", "--period", "week", "--credits", "2x"}, nil, `--credits: "2x" is not a number`},
+		{"key revoke", []string{"key", "revoke", "key_1"}, &sent{"DELETE", "/sdr/keys/key_1", ""}, ""},
+		{"member invite escapes the id", []string{"member", "invite", "a/b", "x@example.com"}, &sent{"POST", "/sdr/accounts/a%2Fb/members", `{"email":"x@example.com"}`}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got = nil
+			root := &cobra.Command{Use: "caddy", SilenceUsage: true, SilenceErrors: true}
+			sdr := &cobra.Command{Use: "sdr"}
+			buildSDRCommand(sdr)
+			root.AddCommand(sdr)
+			var out bytes.Buffer
+			root.SetOut(&out)
+			root.SetErr(&out)
+			root.SetArgs(append([]string{"sdr", "--address", addr}, tt.args...))
+			err := root.Execute()
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("error %v\n%s", err, out.String())
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+			}
+			if tt.want == nil {
+				if len(got) != 0 {
+					t.Fatalf("sent %v, want nothing", got)
+				}
+				return
+			}
+			if len(got) != 1 || got[0] != *tt.want {
+				t.Fatalf("sent %q, want %q", got, *tt.want)
+			}
+		})
+	}
+}
