@@ -96,7 +96,11 @@ func buildSDRCommand(cmd *cobra.Command) {
 		Use: "limit <key_id>", Short: "Sets or clears a key's credit limit", Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			body := `{"credit_limit":null}`
-			if clear, _ := c.Flags().GetBool("clear"); !clear {
+			clear, _ := c.Flags().GetBool("clear")
+			if clear && (c.Flags().Changed("period") || c.Flags().Changed("credits")) {
+				return fmt.Errorf("give --clear alone, or --period and --credits")
+			}
+			if !clear {
 				lim, err := limitFlags(c, "period", "credits")
 				if err != nil {
 					return err

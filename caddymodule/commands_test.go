@@ -51,6 +51,7 @@ func TestSDRAdminCommands(t *testing.T) {
 		{"key create half a limit", []string{"key", "create", "acme", "--limit-period", "day"}, nil, "give both --limit-period and --limit-credits"},
 		{"key limit", []string{"key", "limit", "key_1", "--period", "week", "--credits", "20"}, &sent{"PATCH", "/sdr/keys/key_1", `{"credit_limit":{"credits":20,"period":"week"}}`}, ""},
 		{"key limit clear", []string{"key", "limit", "key_1", "--clear"}, &sent{"PATCH", "/sdr/keys/key_1", `{"credit_limit":null}`}, ""},
+		{"key limit clear and set", []string{"key", "limit", "key_1", "--clear", "--period", "week", "--credits", "20"}, nil, "give --clear alone"},
 		{"key limit nothing", []string{"key", "limit", "key_1"}, nil, "give --period and --credits, or --clear"},
 		{"key limit bad credits", []string{"key", "limit", "key_1", "--period", "week", "--credits", "2x"}, nil, `--credits: "2x" is not a number`},
 		{"key revoke", []string{"key", "revoke", "key_1"}, &sent{"DELETE", "/sdr/keys/key_1", ""}, ""},
