@@ -157,6 +157,7 @@ func buildSDRCommand(cmd *cobra.Command) {
 	try := servicecheck.TryCommand(func(dir string) (*registry.Registry, error) { return loadDir([]string{dir}) })
 	cmd.AddCommand(account, key, check, openapi, try, memberCommand())
 	transfer.AddCommands(cmd)
+	refuseUnknownSubcommands(cmd)
 }
 
 // creditCommand is `caddy sdr account credit <id> <amount>`.
@@ -199,6 +200,24 @@ func creditsArg(name, s string) (json.Number, error) {
 		return "", fmt.Errorf("%s: %v", name, err)
 	}
 	return json.Number(m.String()), nil
+}
+
+// refuseUnknownSubcommands makes the command groups (sdr, account, key,
+// member) fail on an unknown subcommand, as caddy itself does, instead of
+// printing their help and exiting 0: a script's typo must not pass.
+func refuseUnknownSubcommands(cmd *cobra.Command) {
+	if cmd.Runnable() || !cmd.HasSubCommands() {
+		return
+	}
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return fmt.Errorf("unknown command %q for %q", args[0], c.CommandPath())
+		}
+		return c.Help()
+	}
+	for _, sub := range cmd.Commands() {
+		refuseUnknownSubcommands(sub)
+	}
 }
 
 func limitFlags(c *cobra.Command, pf, cf string) (map[string]any, error) {

@@ -56,6 +56,10 @@ func TestSDRAdminCommands(t *testing.T) {
 		{"key limit bad credits", []string{"key", "limit", "key_1", "--period", "week", "--credits", "2x"}, nil, `--credits: "2x" is not a number`},
 		{"key revoke", []string{"key", "revoke", "key_1"}, &sent{"DELETE", "/sdr/keys/key_1", ""}, ""},
 		{"member invite escapes the id", []string{"member", "invite", "a/b", "x@example.com"}, &sent{"POST", "/sdr/accounts/a%2Fb/members", `{"email":"x@example.com"}`}, ""},
+		{"unknown subcommand", []string{"bogus"}, nil, `unknown command "bogus" for "caddy sdr"`},
+		{"unknown account subcommand", []string{"account", "delete", "acme"}, nil, `unknown command "delete" for "caddy sdr account"`},
+		{"unknown key subcommand", []string{"key", "show", "key_1"}, nil, `unknown command "show" for "caddy sdr key"`},
+		{"group alone prints help", []string{"key"}, nil, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
