@@ -247,6 +247,13 @@ func (b *Breakers) refuses(o *registry.Offer) bool {
 	return br.refusing(now, cooldown)
 }
 
+// operatorDown reports whether an operator marked the offer's source down.
+func (b *Breakers) operatorDown(o *registry.Offer) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.overrides[o.Source.ID] == StatusDown
+}
+
 // acquire asks to call an offer during a failover walk. It refuses while the
 // breaker is open (or the source is overridden down); once the cooldown is
 // over it lets exactly one caller through as the half-open trial (trial is

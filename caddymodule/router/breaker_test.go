@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -206,6 +207,71 @@ func TestOverrideDownSkipsSource(t *testing.T) {
 	}
 	if res.Attempts[0].Message != "skipped: source marked down by an operator" {
 		t.Errorf("skip message %q", res.Attempts[0].Message)
+	}
+}
+
+// TestOverrideDownIsNeverCalled: when every offer is refused, the walk
+// tries one anyway only if its breaker refused it; an offer on a source an
+// operator marked down is not called even then, and with nothing else the
+// call fails before any upstream call.
+func TestOverrideDownIsNeverCalled(t *testing.T) {
+	reg := testRegistry(t)
+	tests := []struct {
+		name      string
+		service   string
+		down      []string // sources marked down
+		tripHead  bool     // open source_a/actor_1's breaker first
+		servedBy  string   // "" when the call fails
+		aCalls    int
+		bCalls    int
+		attempts  []string
+		failIsFor string
+	}{
+		{"the only offer's source down", "pro_net/post.list", []string{"source_a"}, false, "", 0, 0,
+			[]string{"source_a/actor_2:circuit_open"}, "every offer of pro_net/post.list is on a source an operator marked down"},
+		{"both sources down", "pro_net/profile.info", []string{"source_a", "source_b"}, false, "", 0, 0,
+			[]string{headID + ":circuit_open", secondID + ":circuit_open"}, "nothing was called or charged"},
+		{"head tripped, second's source down: the head is tried anyway", "pro_net/profile.info", []string{"source_b"}, true, headID, 1, 0,
+			[]string{headID + ":ok"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			svc := service(t, reg, tt.service)
+			a, b := &fake{}, &fake{}
+			r := setup(t, Config{BreakerFailures: 1, BreakerCooldown: time.Hour}, a, b)
+			if tt.tripHead {
+				a.do = fail(e503)
+				r.Run(context.Background(), Request{Service: svc, Inputs: []string{in1}, Pin: offer(t, svc, headID)})
+				a.do = nil
+				if !r.Breakers().Open(headID) {
+					t.Fatal("the head's breaker did not open")
+				}
+			}
+			aBefore := len(a.Calls())
+			for _, src := range tt.down {
+				r.Breakers().SetOverride(src, "down")
+			}
+			res, err := r.Run(context.Background(), Request{Service: svc, Inputs: []string{in1}})
+			if got := [2]int{len(a.Calls()) - aBefore, len(b.Calls())}; got != [2]int{tt.aCalls, tt.bCalls} {
+				t.Errorf("upstream calls (a, b) %v, want %v", got, [2]int{tt.aCalls, tt.bCalls})
+			}
+			if tt.servedBy != "" {
+				if err != nil || res.Offer.ID != tt.servedBy {
+					t.Fatalf("result %v, error %v; want served by %s", res, err, tt.servedBy)
+				}
+				if got := outcomes(res.Attempts); !reflect.DeepEqual(got, tt.attempts) {
+					t.Errorf("attempts %v, want %v", got, tt.attempts)
+				}
+				return
+			}
+			f := asFailure(t, err)
+			if f.Status != 502 || f.Code != "provider_error" || !strings.Contains(f.Message, tt.failIsFor) {
+				t.Errorf("failure %d %s %q", f.Status, f.Code, f.Message)
+			}
+			if got := outcomes(f.Attempts); !reflect.DeepEqual(got, tt.attempts) {
+				t.Errorf("attempts %v, want %v", got, tt.attempts)
+			}
+		})
 	}
 }
 

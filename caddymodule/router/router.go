@@ -247,10 +247,27 @@ func (r *Router) Run(ctx context.Context, req Request) (*Result, error) {
 		}
 	}
 	// Every offer is refused: failing without trying would keep the
-	// service down until a cooldown ends, so try the head anyway.
-	head := offers[0]
-	trial := r.breakers.force(head)
-	return w.finish(w.try(ctx, head, trial, "every offer's circuit breaker was open; tried the first offer anyway"))
+	// service down until a cooldown ends, so try the first offer refused
+	// by its breaker anyway. An offer whose source an operator marked down
+	// is never called: that is what the override is for.
+	for _, o := range offers {
+		if r.breakers.operatorDown(o) {
+			continue
+		}
+		trial := r.breakers.force(o)
+		return w.finish(w.try(ctx, o, trial, "every offer's circuit breaker was open; tried this one anyway"))
+	}
+	return nil, w.sourcesDown(offers)
+}
+
+// sourcesDown is the failure of a walk whose every offer is on a source an
+// operator marked down: nothing was called, nothing is charged.
+func (w *walk) sourcesDown(offers []*registry.Offer) *Failure {
+	for _, o := range offers {
+		w.skip(o)
+	}
+	return &Failure{Status: 502, Code: "provider_error", Type: "provider", Offer: offers[len(offers)-1], Attempts: w.attempts,
+		Message: fmt.Sprintf("every offer of %s is on a source an operator marked down; nothing was called or charged. Retry later.", w.req.Service.Key)}
 }
 
 // walk is the state of one Run.
