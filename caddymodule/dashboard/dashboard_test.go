@@ -512,3 +512,35 @@ func TestSigninTimingHidesUnknownEmails(t *testing.T) {
 		t.Errorf("sign-in took %v for a known email, %v for an unknown one: too far apart", known, unknown)
 	}
 }
+
+// TestSafeNext: only return paths that stay inside the dashboard (or go
+// back to the OAuth authorize step) are followed after sign-in; a dot
+// segment, literal or percent-encoded, would be resolved out of it.
+func TestSafeNext(t *testing.T) {
+	h := New(Config{Path: "/dashboard/", OAuth: &oauth.Server{}})
+	for _, tc := range []struct {
+		next, want string
+	}{
+		{"/dashboard/runs?status=failed", "/dashboard/runs?status=failed"},
+		{"/dashboard/", "/dashboard/"},
+		{"/oauth/authorize?client_id=c&state=s", "/oauth/authorize?client_id=c&state=s"},
+		{"/dashboard/runs?next=../x", "/dashboard/runs?next=../x"},
+		{"/dashboard/..x/keys", "/dashboard/..x/keys"},
+		{"", "/dashboard/"},
+		{"https://evil.example/", "/dashboard/"},
+		{"//evil.example/x", "/dashboard/"},
+		{"/elsewhere", "/dashboard/"},
+		{"/dashboard/../v1/account/balance", "/dashboard/"},
+		{"/dashboard/..", "/dashboard/"},
+		{"/dashboard/./../v1", "/dashboard/"},
+		{"/dashboard/%2e%2e/v1/account/balance", "/dashboard/"},
+		{"/dashboard/%2E%2e/v1", "/dashboard/"},
+		{"/dashboard/%5c%5cevil.example", "/dashboard/"},
+		{"/dashboard/\\evil.example", "/dashboard/"},
+		{"/dashboard/%zz", "/dashboard/"},
+	} {
+		if got := h.safeNext(tc.next); got != tc.want {
+			t.Errorf("safeNext(%q) = %q, want %q", tc.next, got, tc.want)
+		}
+	}
+}
