@@ -544,3 +544,38 @@ func TestSafeNext(t *testing.T) {
 		}
 	}
 }
+
+// TestParseCredits: a limit typed in a form is a decimal amount; the other
+// syntaxes big.Rat reads (hex, fractions, exponents) are refused rather
+// than read as another amount.
+func TestParseCredits(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want credits.Micros
+		err  string
+	}{
+		{"5", 5 * credits.PerCredit, ""},
+		{"0.001725", 1725, ""},
+		{".5", credits.PerCredit / 2, ""},
+		{"2.", 2 * credits.PerCredit, ""},
+		{"+3", 3 * credits.PerCredit, ""},
+		{"-1", -credits.PerCredit, ""},
+		{"0.0000001", 0, "six decimals"},
+		{"0x10", 0, "not a number"},
+		{"3/2", 0, "not a number"},
+		{"1e2", 0, "not a number"},
+		{"0b101", 0, "not a number"},
+		{"1,5", 0, "not a number"},
+		{"NaN", 0, "not a number"},
+		{".", 0, "not a number"},
+		{"", 0, "not a number"},
+	} {
+		got, err := parseCredits(tc.in)
+		switch {
+		case tc.err == "" && (err != nil || got != tc.want):
+			t.Errorf("parseCredits(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("parseCredits(%q) = %v, %v; want an error with %q", tc.in, got, err, tc.err)
+		}
+	}
+}
