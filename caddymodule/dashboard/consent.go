@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"strings"
 
-	"socialrouter/caddymodule/credits"
 	"socialrouter/caddymodule/oauth"
 	"socialrouter/caddymodule/store"
 )
@@ -136,7 +135,7 @@ func (h *Handler) consent(w http.ResponseWriter, r *http.Request) {
 	amount := strings.TrimSpace(r.PostFormValue("credit_limit"))
 	var limit *store.CreditLimit
 	if amount != "" {
-		c, err := credits.Parse(amount)
+		c, err := parseCredits(amount)
 		if err == nil {
 			limit = &store.CreditLimit{Period: store.PeriodDay, Credits: c}
 			err = limit.Validate()

@@ -512,3 +512,70 @@ func TestSigninTimingHidesUnknownEmails(t *testing.T) {
 		t.Errorf("sign-in took %v for a known email, %v for an unknown one: too far apart", known, unknown)
 	}
 }
+
+// TestSafeNext: only return paths that stay inside the dashboard (or go
+// back to the OAuth authorize step) are followed after sign-in; a dot
+// segment, literal or percent-encoded, would be resolved out of it.
+func TestSafeNext(t *testing.T) {
+	h := New(Config{Path: "/dashboard/", OAuth: &oauth.Server{}})
+	for _, tc := range []struct {
+		next, want string
+	}{
+		{"/dashboard/runs?status=failed", "/dashboard/runs?status=failed"},
+		{"/dashboard/", "/dashboard/"},
+		{"/oauth/authorize?client_id=c&state=s", "/oauth/authorize?client_id=c&state=s"},
+		{"/dashboard/runs?next=../x", "/dashboard/runs?next=../x"},
+		{"/dashboard/..x/keys", "/dashboard/..x/keys"},
+		{"", "/dashboard/"},
+		{"https://evil.example/", "/dashboard/"},
+		{"//evil.example/x", "/dashboard/"},
+		{"/elsewhere", "/dashboard/"},
+		{"/dashboard/../v1/account/balance", "/dashboard/"},
+		{"/dashboard/..", "/dashboard/"},
+		{"/dashboard/./../v1", "/dashboard/"},
+		{"/dashboard/%2e%2e/v1/account/balance", "/dashboard/"},
+		{"/dashboard/%2E%2e/v1", "/dashboard/"},
+		{"/dashboard/%5c%5cevil.example", "/dashboard/"},
+		{"/dashboard/\\evil.example", "/dashboard/"},
+		{"/dashboard/%zz", "/dashboard/"},
+	} {
+		if got := h.safeNext(tc.next); got != tc.want {
+			t.Errorf("safeNext(%q) = %q, want %q", tc.next, got, tc.want)
+		}
+	}
+}
+
+// TestParseCredits: a limit typed in a form is a decimal amount; the other
+// syntaxes big.Rat reads (hex, fractions, exponents) are refused rather
+// than read as another amount.
+func TestParseCredits(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want credits.Micros
+		err  string
+	}{
+		{"5", 5 * credits.PerCredit, ""},
+		{"0.001725", 1725, ""},
+		{".5", credits.PerCredit / 2, ""},
+		{"2.", 2 * credits.PerCredit, ""},
+		{"+3", 3 * credits.PerCredit, ""},
+		{"-1", -credits.PerCredit, ""},
+		{"0.0000001", 0, "six decimals"},
+		{"0x10", 0, "not a number"},
+		{"3/2", 0, "not a number"},
+		{"1e2", 0, "not a number"},
+		{"0b101", 0, "not a number"},
+		{"1,5", 0, "not a number"},
+		{"NaN", 0, "not a number"},
+		{".", 0, "not a number"},
+		{"", 0, "not a number"},
+	} {
+		got, err := parseCredits(tc.in)
+		switch {
+		case tc.err == "" && (err != nil || got != tc.want):
+			t.Errorf("parseCredits(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("parseCredits(%q) = %v, %v; want an error with %q", tc.in, got, err, tc.err)
+		}
+	}
+}

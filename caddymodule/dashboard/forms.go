@@ -3,6 +3,7 @@ package dashboard
 import (
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -89,6 +90,20 @@ func readPasswordChange(w http.ResponseWriter, r *http.Request) (passwordForm, e
 	return f, err
 }
 
+// decimal is how a member writes an amount of credits: digits, at most one
+// decimal point, an optional sign (a negative amount is refused by
+// store.CreditLimit.Validate, with its own message).
+var decimal = regexp.MustCompile(`^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)$`)
+
+// parseCredits reads an amount typed in a form. credits.Parse alone would
+// take any big.Rat syntax: "0x10" as 16, "3/2" as 1.5, "1e2" as 100.
+func parseCredits(s string) (credits.Micros, error) {
+	if !decimal.MatchString(s) {
+		return 0, fmt.Errorf("%q is not a number", s)
+	}
+	return credits.Parse(s)
+}
+
 // readLimit reads an optional credit limit: empty credits means no limit.
 // store.CreditLimit.Validate is the rule.
 func readLimit(r *http.Request) (*store.CreditLimit, error) {
@@ -96,7 +111,7 @@ func readLimit(r *http.Request) (*store.CreditLimit, error) {
 	if amount == "" {
 		return nil, nil
 	}
-	c, err := credits.Parse(amount)
+	c, err := parseCredits(amount)
 	if err != nil {
 		return nil, fmt.Errorf("credit limit: %v", err)
 	}

@@ -127,10 +127,27 @@ func (h *Handler) RequireMember(fn func(http.ResponseWriter, *http.Request, *Ses
 // authorize step, which sent the member to sign in), or the overview.
 func (h *Handler) safeNext(next string) string {
 	inside := strings.HasPrefix(next, h.Path) || (h.OAuth != nil && strings.HasPrefix(next, oauth.PathAuthorize+"?"))
-	if inside && !strings.HasPrefix(next, "//") && !strings.Contains(next, "\\") {
+	if inside && !strings.HasPrefix(next, "//") && !strings.Contains(next, "\\") && !dotSegment(next) {
 		return next
 	}
 	return h.Path
+}
+
+// dotSegment reports whether the path of next has a "." or ".." segment
+// (or a backslash), literal or percent-encoded: http.Redirect and browsers
+// resolve them, so "/dashboard/../v1/…" would leave the dashboard although
+// it starts with its path. A next that does not parse counts as one.
+func dotSegment(next string) bool {
+	u, err := url.Parse(next)
+	if err != nil {
+		return true
+	}
+	for _, seg := range strings.Split(u.Path, "/") {
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return strings.Contains(u.Path, "\\")
 }
 
 // clientIP is the address of the request's peer (behind a proxy, put the

@@ -146,9 +146,13 @@ func args(req *sdk.CallToolRequest, allowed ...string) (map[string]json.RawMessa
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return nil, NewError("unknown_field", "validation",
-			fmt.Sprintf("unknown argument(s) %s; allowed: %s", strings.Join(unknown, ", "), strings.Join(allowed, ", ")),
-			map[string]any{"unknown_fields": unknown, "allowed_fields": allowed})
+		// allowed_fields is a list even when the tool takes none (never null).
+		msg := fmt.Sprintf("unknown argument(s) %s; allowed: %s", strings.Join(unknown, ", "), strings.Join(allowed, ", "))
+		if len(allowed) == 0 {
+			msg = fmt.Sprintf("unknown argument(s) %s; this tool takes no arguments", strings.Join(unknown, ", "))
+		}
+		return nil, NewError("unknown_field", "validation", msg,
+			map[string]any{"unknown_fields": unknown, "allowed_fields": append([]string{}, allowed...)})
 	}
 	return m, nil
 }

@@ -198,20 +198,26 @@ func TestSchemasStandAlone(t *testing.T) {
 // codes.
 func TestArgs(t *testing.T) {
 	for _, tc := range []struct {
-		args string
-		code string
+		args    string
+		allowed []string // nil: a tool without arguments (get_balance)
+		code    string
+		// envelope lists fragments the error envelope must hold.
+		envelope []string
 	}{
-		{`{"id": "ext_1"}`, ""},
-		{``, "invalid_field"},
-		{`null`, "invalid_field"},
-		{`[1]`, "invalid_json"},
-		{`{"id": "ext_1", "x": 1}`, "unknown_field"},
-		{`{"id": 5}`, "invalid_field"},
-		{`{}`, "invalid_field"},
+		{`{"id": "ext_1"}`, []string{"id"}, "", nil},
+		{``, []string{"id"}, "invalid_field", nil},
+		{`null`, []string{"id"}, "invalid_field", nil},
+		{`[1]`, []string{"id"}, "invalid_json", nil},
+		{`{"id": "ext_1", "x": 1}`, []string{"id"}, "unknown_field", []string{`"allowed_fields":["id"]`, `allowed: id`}},
+		{`{"id": 5}`, []string{"id"}, "invalid_field", nil},
+		{`{}`, []string{"id"}, "invalid_field", nil},
+		{`{}`, nil, "", nil},
+		{``, nil, "", nil},
+		{`{"x": 1}`, nil, "unknown_field", []string{`"allowed_fields":[]`, `"unknown_fields":["x"]`, `this tool takes no arguments`}},
 	} {
 		req := &sdk.CallToolRequest{Params: &sdk.CallToolParamsRaw{Name: "get_run", Arguments: json.RawMessage(tc.args)}}
-		m, e := args(req, "id")
-		if e == nil {
+		m, e := args(req, tc.allowed...)
+		if e == nil && len(tc.allowed) > 0 {
 			_, e = stringArg(m, "id", true)
 		}
 		switch {
@@ -221,6 +227,11 @@ func TestArgs(t *testing.T) {
 			t.Errorf("%s: %v, want %s", tc.args, e, tc.code)
 		case e != nil && !strings.Contains(string(e.Envelope), `"code":"`+tc.code+`"`):
 			t.Errorf("%s: envelope %s", tc.args, e.Envelope)
+		}
+		for _, frag := range tc.envelope {
+			if e == nil || !strings.Contains(string(e.Envelope), frag) {
+				t.Errorf("%s (allowed %v): envelope %v lacks %s", tc.args, tc.allowed, e, frag)
+			}
 		}
 	}
 }

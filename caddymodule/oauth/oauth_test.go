@@ -518,3 +518,29 @@ func TestConcurrentCodeReplay(t *testing.T) {
 		}
 	}
 }
+
+// TestRegisterClientName: the name the consent page shows keeps no format
+// character (a bidirectional override could disguise it) and no control
+// character; the registration answer shows the name kept.
+func TestRegisterClientName(t *testing.T) {
+	f := newFixture(t)
+	for _, tc := range []struct {
+		name, sent, kept string
+	}{
+		{"plain", `"Claude Desktop"`, "Claude Desktop"},
+		{"other scripts", `"Клиент 客户端 é"`, "Клиент 客户端 é"},
+		{"bidi override", `"Evil\u202eppa"`, "Evilppa"},
+		{"bidi isolate", `"\u2066App\u2069"`, "App"},
+		{"zero-width joiner", `"Cl\u200daude"`, "Claude"},
+		{"newline", `"A\nB"`, "A B"},
+		{"only format characters", `"\u202e\u200b"`, "Unnamed MCP client"},
+		{"absent", `""`, "Unnamed MCP client"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, m := f.post(t, PathRegister, nil, `{"redirect_uris":["https://app.example/cb"],"client_name":`+tc.sent+`}`)
+			if status != 201 || m["client_name"] != tc.kept {
+				t.Fatalf("%d client_name %q, want 201 %q (%v)", status, m["client_name"], tc.kept, m)
+			}
+		})
+	}
+}

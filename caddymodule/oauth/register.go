@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -100,6 +101,21 @@ func validateClient(m oauthex.ClientRegistrationMetadata) (c Client, code, msg s
 	if utf8.RuneCountInString(name) > maxClientNameRune {
 		return c, "invalid_client_metadata", fmt.Sprintf("client_name may have at most %d characters", maxClientNameRune)
 	}
+	// The consent page shows the name to the member: a format character (a
+	// bidirectional override such as U+202E, a zero-width joiner) would let
+	// "Evil\u202eppa" read as another application's name, so it is dropped,
+	// and a control character (a newline) becomes a space. Dropping rather
+	// than refusing keeps such a client able to register (RFC 7591 lets the
+	// server replace a value; the answer shows the name kept).
+	name = strings.TrimSpace(strings.Map(func(r rune) rune {
+		switch {
+		case unicode.Is(unicode.Cf, r):
+			return -1
+		case unicode.IsControl(r):
+			return ' '
+		}
+		return r
+	}, name))
 	if name == "" {
 		name = "Unnamed MCP client"
 	}
