@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -33,10 +34,19 @@ func FromFloat(f float64) (Micros, error) {
 	return Micros(m), nil
 }
 
-// Parse reads a decimal credit amount ("5", "0.001725") exactly, without a
-// float round trip. More than six decimals is an error.
+// number is a decimal amount as JSON writes numbers (an exponent allowed),
+// with an optional leading "+" and a bare leading or trailing point. It
+// keeps out what big.Rat would also read: "0x10", "3/2", "0b1", "1_000".
+var number = regexp.MustCompile(`^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$`)
+
+// Parse reads a decimal credit amount ("5", "0.001725", "1e-6") exactly,
+// without a float round trip. More than six decimals is an error.
 func Parse(s string) (Micros, error) {
-	r, ok := new(big.Rat).SetString(strings.TrimSpace(s))
+	s = strings.TrimSpace(s)
+	r, ok := new(big.Rat), number.MatchString(s)
+	if ok {
+		_, ok = r.SetString(s)
+	}
 	if !ok {
 		return 0, fmt.Errorf("%q is not a number", s)
 	}

@@ -17,6 +17,9 @@ func TestParseAndString(t *testing.T) {
 		{"0", 0, "0"},
 		{"-0.25", -250_000, "-0.25"},
 		{"1e-6", 1, "0.000001"},
+		{" +2.5E1 ", 25_000_000, "25"},
+		{".5", 500_000, "0.5"},
+		{"3.", 3_000_000, "3"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -32,7 +35,7 @@ func TestParseAndString(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range []string{"abc", "0.0000001", "", "1e30"} {
+	for _, bad := range []string{"abc", "0.0000001", "", "1e30", "0x10", "3/2", "0b1", "1_000", "1.2.3", "--1", "e5", "."} {
 		if _, err := Parse(bad); err == nil {
 			t.Errorf("Parse(%q) accepted", bad)
 		}

@@ -95,8 +95,9 @@ func readPasswordChange(w http.ResponseWriter, r *http.Request) (passwordForm, e
 // store.CreditLimit.Validate, with its own message).
 var decimal = regexp.MustCompile(`^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)$`)
 
-// parseCredits reads an amount typed in a form. credits.Parse alone would
-// take any big.Rat syntax: "0x10" as 16, "3/2" as 1.5, "1e2" as 100.
+// parseCredits reads an amount typed in a form. credits.Parse also reads an
+// exponent ("1e2", as JSON numbers may be written); a person typing an
+// amount means digits, so a form takes only those.
 func parseCredits(s string) (credits.Micros, error) {
 	if !decimal.MatchString(s) {
 		return 0, fmt.Errorf("%q is not a number", s)
