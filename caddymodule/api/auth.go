@@ -29,8 +29,12 @@ func (a *API) AuthenticateHeader(ctx context.Context, hdr string) (store.Key, *E
 	scheme, secret, ok := strings.Cut(hdr, " ")
 	secret = strings.TrimSpace(secret)
 	if !ok || !strings.EqualFold(scheme, "Bearer") || !strings.HasPrefix(secret, a.KeyPrefix+"_live_") {
-		return store.Key{}, newError(http.StatusUnauthorized, "invalid_api_key", typeAuthentication,
-			"malformed Authorization header: expected Authorization: Bearer "+a.KeyPrefix+"_live_…")
+		msg := "malformed Authorization header: expected Authorization: Bearer " + a.KeyPrefix + "_live_…"
+		if ok && strings.HasPrefix(secret, a.KeyPrefix+"_oat_") {
+			// An MCP client's OAuth access token, sent to the REST API.
+			msg = "this is an OAuth access token, which only /mcp accepts; the REST API takes an API key: Authorization: Bearer " + a.KeyPrefix + "_live_…"
+		}
+		return store.Key{}, newError(http.StatusUnauthorized, "invalid_api_key", typeAuthentication, msg)
 	}
 	k, err := a.Store.KeyByHash(ctx, sha256.Sum256([]byte(secret)))
 	if errors.Is(err, store.ErrNotFound) {

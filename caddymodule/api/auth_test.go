@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 )
@@ -9,13 +10,14 @@ import (
 func TestAuthenticate(t *testing.T) {
 	a := newTestAPI(t, 0)
 	tests := []struct {
-		name, header, code string
+		name, header, code, msg string
 	}{
-		{"missing", "", "missing_api_key"},
-		{"not bearer", "Basic " + a.secret, "invalid_api_key"},
-		{"other prefix", "Bearer xyz_live_abc", "invalid_api_key"},
-		{"unknown", "Bearer sdr_live_" + "b", "invalid_api_key"},
-		{"valid", "bearer  " + a.secret, ""},
+		{"missing", "", "missing_api_key", "no API key"},
+		{"not bearer", "Basic " + a.secret, "invalid_api_key", "malformed Authorization header"},
+		{"other prefix", "Bearer xyz_live_abc", "invalid_api_key", "malformed Authorization header"},
+		{"an MCP OAuth access token", "Bearer sdr_oat_abc", "invalid_api_key", "OAuth access token, which only /mcp accepts"},
+		{"unknown", "Bearer sdr_live_" + "b", "invalid_api_key", "unknown API key"},
+		{"valid", "bearer  " + a.secret, "", ""},
 	}
 	for _, tt := range tests {
 		r := httptest.NewRequest("GET", "/v1/account/balance", nil)
@@ -26,8 +28,8 @@ func TestAuthenticate(t *testing.T) {
 		switch {
 		case tt.code == "" && (e != nil || k.ID != a.key.ID):
 			t.Errorf("%s: %+v, %+v", tt.name, k, e)
-		case tt.code != "" && (e == nil || e.Code != tt.code || e.Status != 401):
-			t.Errorf("%s: %+v, want 401 %s", tt.name, e, tt.code)
+		case tt.code != "" && (e == nil || e.Code != tt.code || e.Status != 401 || !strings.Contains(e.Message, tt.msg)):
+			t.Errorf("%s: %+v, want 401 %s saying %q", tt.name, e, tt.code, tt.msg)
 		}
 	}
 	rec := httptest.NewRecorder()
