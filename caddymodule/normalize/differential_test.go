@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"os"
 	"path"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -68,6 +70,42 @@ func fpLoadFixtures(t testing.TB) []fpFile {
 		t.Fatal("no upstream fixtures in services/examples")
 	}
 	return files
+}
+
+// fpVariantsDir holds the registry's variant payloads
+// (TestVariantPayloads): <source>/<offer name>/<platform>__<service>.<variant>.json.
+const fpVariantsDir = "../registry/testdata/variants"
+
+// fpLoadVariants reads the variant payloads, keyed by service and offer
+// (fpOffer.name).
+func fpLoadVariants(t testing.TB) map[string][]json.RawMessage {
+	t.Helper()
+	paths, _ := filepath.Glob(filepath.Join(fpVariantsDir, "*", "*", "*.json"))
+	out := map[string][]json.RawMessage{}
+	for _, p := range paths {
+		if strings.HasSuffix(p, ".golden.json") {
+			continue
+		}
+		rel, _ := filepath.Rel(fpVariantsDir, p)
+		parts := strings.Split(filepath.ToSlash(rel), "/")
+		platform, rest, ok := strings.Cut(parts[2], "__")
+		dot := strings.Index(rest, ".")
+		if !ok || dot < 0 || strings.Index(rest[dot+1:], ".") < 0 {
+			t.Fatalf("variant %s is not named <platform>__<service>.<variant>.json", rel)
+		}
+		service := rest[:dot+1+strings.Index(rest[dot+1:], ".")]
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var items []json.RawMessage
+		if err := json.Unmarshal(b, &items); err != nil {
+			t.Fatalf("variant %s: %v", rel, err)
+		}
+		key := platform + "/" + service + "|" + parts[0] + "/" + parts[1]
+		out[key] = append(out[key], items...)
+	}
+	return out
 }
 
 type fpOffer struct {
@@ -182,6 +220,7 @@ func fpSameJSON(a, b []byte) bool {
 
 func TestFastPathAgreesWithGojq(t *testing.T) {
 	files := fpLoadFixtures(t)
+	variants := fpLoadVariants(t)
 	offers := fpOffers(t)
 	before := normalize.FastPathPanics()
 	var fallbacks []string
@@ -199,6 +238,7 @@ func TestFastPathAgreesWithGojq(t *testing.T) {
 			if len(own) == 0 {
 				t.Errorf("no fixture items for %s", o.name())
 			}
+			own = append(own, variants[o.name()]...)
 			for i, item := range own {
 				fpDiff(t, p, item, input, &st, fmt.Sprintf("own item %d", i))
 				for j, v := range fpVariants(item) {
