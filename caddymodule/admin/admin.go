@@ -124,6 +124,8 @@ func storeErr(err error, what string) error {
 		return apiErr(http.StatusConflict, "%s already exists", what)
 	case errors.Is(err, store.ErrInsufficient):
 		return apiErr(http.StatusConflict, "the balance cannot go below zero")
+	case errors.Is(err, store.ErrOverflow):
+		return apiErr(http.StatusConflict, "%s: %v; nothing was added", what, store.ErrOverflow)
 	}
 	return apiErr(http.StatusInternalServerError, "%s: %v", what, err)
 }

@@ -177,6 +177,11 @@ type Store interface {
 // take the balance below zero.
 var ErrInsufficient = errors.New("insufficient balance")
 
+// ErrOverflow is returned by AddCredits when the balance would pass the
+// largest the store holds (math.MaxInt64 micro-credits, ~9.2 trillion
+// credits): nothing is added.
+var ErrOverflow = errors.New("the balance would exceed the largest the store holds")
+
 // PeriodStart returns the start (UTC) of the calendar period containing t:
 // the hour, the day, the ISO week (Monday 00:00) or the month.
 func PeriodStart(period string, t time.Time) time.Time {

@@ -3,7 +3,6 @@ package badger
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -101,7 +100,7 @@ func (s *Store) AddCredits(ctx context.Context, id string, amount credits.Micros
 		case !ok:
 			return store.ErrNotFound, nil
 		case amount > 0 && a.Balance > math.MaxInt64-amount:
-			return errors.New("balance overflows"), nil
+			return store.ErrOverflow, nil
 		case a.Balance+amount < 0:
 			return store.ErrInsufficient, nil
 		}

@@ -68,6 +68,9 @@ func (s *Store) AddCredits(ctx context.Context, id string, amount credits.Micros
 UPDATE accounts SET balance = balance + $2
 WHERE id = $1 AND balance + $2 >= 0
 RETURNING id, balance, created_at`, id, int64(amount)))
+	if pgCode(err) == codeNumericOutOfRange {
+		err = store.ErrOverflow // bigint out of range: nothing was written
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		// Either the account is absent or the amount would overdraw it.
 		var exists bool

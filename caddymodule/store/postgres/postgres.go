@@ -107,6 +107,7 @@ const (
 	codeForeignKeyViolation  = "23503"
 	codeSerializationFailure = "40001"
 	codeDeadlockDetected     = "40P01"
+	codeNumericOutOfRange    = "22003"
 )
 
 func pgCode(err error) string {

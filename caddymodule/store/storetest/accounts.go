@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"math"
 	"testing"
 
 	"socialrouter/caddymodule/credits"
@@ -98,6 +99,9 @@ func testAddCredits(t *testing.T, open func(t *testing.T) store.Store) {
 		{"zero", "acme", 0, cr(12), nil},
 		{"down to exactly zero", "acme", -cr(12), 0, nil},
 		{"negative from zero", "acme", -1, 0, store.ErrInsufficient},
+		{"up to the largest balance", "acme", math.MaxInt64, math.MaxInt64, nil},
+		{"past the largest balance", "acme", 1, math.MaxInt64, store.ErrOverflow},
+		{"back down", "acme", -math.MaxInt64, 0, nil},
 		{"unknown account", "nobody", cr(1), 0, store.ErrNotFound},
 		{"unknown account negative", "nobody", -cr(1), 0, store.ErrNotFound},
 	}
