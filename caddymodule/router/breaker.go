@@ -131,8 +131,8 @@ func (b *Breakers) Open(offerID string) bool {
 
 // SetOverride sets an operator's status for a source ("active", "degraded",
 // "down" or "coming_soon"; the caller validates), or clears it with "". An
-// override wins over the computed status, and "down" also keeps the router
-// off the source's offers (unless pinned, or every offer is refused).
+// override wins over the computed status, and "down" and "coming_soon" also
+// keep the router off the source's offers (unless pinned).
 func (b *Breakers) SetOverride(sourceID, status string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -236,7 +236,7 @@ func (br *breaker) count(now time.Time, failed bool) {
 func (b *Breakers) refuses(o *registry.Offer) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.overrides[o.Source.ID] == StatusDown {
+	if offRoute(b.overrides[o.Source.ID]) {
 		return true
 	}
 	br, ok := b.offers[o.ID]
@@ -247,21 +247,29 @@ func (b *Breakers) refuses(o *registry.Offer) bool {
 	return br.refusing(now, cooldown)
 }
 
-// operatorDown reports whether an operator marked the offer's source down.
-func (b *Breakers) operatorDown(o *registry.Offer) bool {
+// offRoute reports whether an operator's status keeps the router off a
+// source: down, or coming_soon (which, declared on an offer, keeps it out
+// of routing too).
+func offRoute(status string) bool {
+	return status == StatusDown || status == registry.StatusComingSoon
+}
+
+// operatorOff reports whether an operator marked the offer's source down
+// or coming_soon.
+func (b *Breakers) operatorOff(o *registry.Offer) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.overrides[o.Source.ID] == StatusDown
+	return offRoute(b.overrides[o.Source.ID])
 }
 
 // acquire asks to call an offer during a failover walk. It refuses while the
-// breaker is open (or the source is overridden down); once the cooldown is
+// breaker is open (or an operator keeps the source off); once the cooldown is
 // over it lets exactly one caller through as the half-open trial (trial is
 // then true and the caller must report).
 func (b *Breakers) acquire(o *registry.Offer) (ok, trial bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.overrides[o.Source.ID] == StatusDown {
+	if offRoute(b.overrides[o.Source.ID]) {
 		return false, false
 	}
 	br := b.get(o.ID)

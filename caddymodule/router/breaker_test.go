@@ -210,16 +210,16 @@ func TestOverrideDownSkipsSource(t *testing.T) {
 	}
 }
 
-// TestOverrideDownIsNeverCalled: when every offer is refused, the walk
-// tries one anyway only if its breaker refused it; an offer on a source an
-// operator marked down is not called even then, and with nothing else the
-// call fails before any upstream call.
+// TestOverrideDownIsNeverCalled: an offer on a source an operator marked
+// down or coming_soon is skipped; when every offer is refused, the walk
+// tries one anyway only if its breaker refused it, and with nothing else
+// the call fails before any upstream call. degraded only labels.
 func TestOverrideDownIsNeverCalled(t *testing.T) {
 	reg := testRegistry(t)
 	tests := []struct {
 		name      string
 		service   string
-		down      []string // sources marked down
+		down      []string // sources marked down (or "<source>:<status>")
 		tripHead  bool     // open source_a/actor_1's breaker first
 		servedBy  string   // "" when the call fails
 		aCalls    int
@@ -232,6 +232,12 @@ func TestOverrideDownIsNeverCalled(t *testing.T) {
 		{"both sources down", "pro_net/profile.info", []string{"source_a", "source_b"}, false, "", 0, 0,
 			[]string{headID + ":circuit_open", secondID + ":circuit_open"}, "nothing was called or charged"},
 		{"head tripped, second's source down: the head is tried anyway", "pro_net/profile.info", []string{"source_b"}, true, headID, 1, 0,
+			[]string{headID + ":ok"}, ""},
+		{"the only offer's source coming_soon", "pro_net/post.list", []string{"source_a:coming_soon"}, false, "", 0, 0,
+			[]string{"source_a/actor_2:circuit_open"}, "marked down or coming_soon"},
+		{"head's source coming_soon: the second serves", "pro_net/profile.info", []string{"source_a:coming_soon"}, false, secondID, 0, 1,
+			[]string{headID + ":circuit_open", secondID + ":ok"}, ""},
+		{"head's source degraded by an operator: still routed", "pro_net/profile.info", []string{"source_a:degraded"}, false, headID, 1, 0,
 			[]string{headID + ":ok"}, ""},
 	}
 	for _, tt := range tests {
@@ -248,8 +254,12 @@ func TestOverrideDownIsNeverCalled(t *testing.T) {
 				}
 			}
 			aBefore := len(a.Calls())
-			for _, src := range tt.down {
-				r.Breakers().SetOverride(src, "down")
+			for _, d := range tt.down {
+				src, status, ok := strings.Cut(d, ":")
+				if !ok {
+					status = "down"
+				}
+				r.Breakers().SetOverride(src, status)
 			}
 			res, err := r.Run(context.Background(), Request{Service: svc, Inputs: []string{in1}})
 			if got := [2]int{len(a.Calls()) - aBefore, len(b.Calls())}; got != [2]int{tt.aCalls, tt.bCalls} {

@@ -251,7 +251,7 @@ func (r *Router) Run(ctx context.Context, req Request) (*Result, error) {
 	// by its breaker anyway. An offer whose source an operator marked down
 	// is never called: that is what the override is for.
 	for _, o := range offers {
-		if r.breakers.operatorDown(o) {
+		if r.breakers.operatorOff(o) {
 			continue
 		}
 		trial := r.breakers.force(o)
@@ -261,13 +261,14 @@ func (r *Router) Run(ctx context.Context, req Request) (*Result, error) {
 }
 
 // sourcesDown is the failure of a walk whose every offer is on a source an
-// operator marked down: nothing was called, nothing is charged.
+// operator marked down (or coming_soon): nothing was called, nothing is
+// charged.
 func (w *walk) sourcesDown(offers []*registry.Offer) *Failure {
 	for _, o := range offers {
 		w.skip(o)
 	}
 	return &Failure{Status: 502, Code: "provider_error", Type: "provider", Offer: offers[len(offers)-1], Attempts: w.attempts,
-		Message: fmt.Sprintf("every offer of %s is on a source an operator marked down; nothing was called or charged. Retry later.", w.req.Service.Key)}
+		Message: fmt.Sprintf("every offer of %s is on a source an operator marked down or coming_soon; nothing was called or charged. Retry later.", w.req.Service.Key)}
 }
 
 // walk is the state of one Run.
@@ -286,8 +287,8 @@ type walk struct {
 // skip records an offer the walk passed over.
 func (w *walk) skip(o *registry.Offer) {
 	msg := "skipped: circuit breaker open after repeated failures"
-	if s, _ := w.r.breakers.Override(o.Source.ID); s == StatusDown {
-		msg = "skipped: source marked down by an operator"
+	if s, _ := w.r.breakers.Override(o.Source.ID); offRoute(s) {
+		msg = "skipped: source marked " + s + " by an operator"
 	}
 	w.skipped++
 	w.attempts = append(w.attempts, runs.Attempt{Offer: o.ID, Outcome: OutcomeCircuitOpen, Message: msg})
