@@ -268,6 +268,12 @@ func (r *Registry) Provider(src *Source, status SourceStatusFunc) ProviderDetail
 	d.ServicesCount = len(services)
 	d.Platforms = r.orderPlatforms(platforms)
 	d.SupportedPlatforms = d.Platforms
+	if d.Status == StatusComingSoon {
+		// platforms lists where a live offer serves; a source an operator
+		// marked coming_soon serves none (supported_* still say what it
+		// covers).
+		d.Platforms = []string{}
+	}
 	d.SupportedTypes = sortedKeys(types)
 	if len(searchTypes) > 0 {
 		d.SupportedSearchTypes = sortedKeys(searchTypes)
