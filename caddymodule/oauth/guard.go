@@ -3,6 +3,8 @@ package oauth
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -31,19 +33,28 @@ const maxPeek = 1 << 20
 func (s *Server) Guard(next http.Handler, anonymous func(tool string) bool) http.Handler {
 	// The SDK takes a request's TokenInfo only from its own middleware:
 	// its verifier here hands on the grant Guard verified.
+	// TokenInfo.UserID also binds an MCP session to the credential that
+	// opened it: the SDK refuses (403) a request on that session carrying
+	// another one, so a leaked session id is of no use to someone holding
+	// another account's key. It is the grant (stable across refreshes) or
+	// the API key's hash (the key itself is checked by the tool call).
 	withGrant := auth.RequireBearerToken(func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
 		g, ok := ctx.Value(grantKey{}).(store.Key)
 		if !ok {
 			return nil, auth.ErrInvalidToken
 		}
-		return &auth.TokenInfo{Scopes: []string{Scope}, Extra: map[string]any{tokenInfoGrant: g}}, nil
+		return &auth.TokenInfo{UserID: "grant:" + g.ID, Scopes: []string{Scope}, Extra: map[string]any{tokenInfoGrant: g}}, nil
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
+	withKey := auth.RequireBearerToken(func(_ context.Context, tok string, _ *http.Request) (*auth.TokenInfo, error) {
+		sum := sha256.Sum256([]byte(tok))
+		return &auth.TokenInfo{UserID: "key:" + hex.EncodeToString(sum[:])}, nil
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if hdr := r.Header.Get("Authorization"); hdr != "" {
 			scheme, tok, _ := strings.Cut(hdr, " ")
 			tok = strings.TrimSpace(tok)
 			if strings.EqualFold(scheme, "Bearer") && strings.HasPrefix(tok, s.KeyPrefix+"_live_") {
-				next.ServeHTTP(w, r)
+				withKey.ServeHTTP(w, r)
 				return
 			}
 			// RFC 6750 §3.1: another scheme is no authentication at all
