@@ -40,7 +40,10 @@ func bToInt(e *env, v value) (value, error) {
 	case n.isInt():
 		return n, nil
 	}
-	return intValue(int(math.Round(n.float()))), nil
+	if r, ok := roundInt(n.float()); ok {
+		return intValue(r), nil
+	}
+	return vNull, nil
 }
 
 func bISO8601(e *env, v value) (value, error) {

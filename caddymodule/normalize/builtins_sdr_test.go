@@ -1,6 +1,7 @@
 package normalize_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 )
@@ -9,7 +10,7 @@ import (
 // to the Go helpers gojq calls.
 func TestFastPathHelpers(t *testing.T) {
 	values := []string{
-		`null`, `true`, `false`, `0`, `-0`, `1`, `-1`, `1.5`, `2.5`, `-2.5`, `1e21`, `1e300`, `12345678901234567890`,
+		`null`, `true`, `false`, `0`, `-0`, `1`, `-1`, `1.5`, `2.5`, `-2.5`, `1e21`, `1e300`, `-1e300`, `5.532894228304753e+32`, `9007199254740991`, `9007199254740993.5`, `12345678901234567890`,
 		`1700000000`, `1700000000.5`, `1700000000123`, `99999999999`, `100000000001`, `-5`, `""`, `" "`, `"0"`, `"12"`,
 		`"1,234"`, `"1,234.5"`, `"10K"`, `"10k+"`, `"1.5M"`, `"2B"`, `"3b"`, `"K"`, `"+"`, `"1e3"`, `"0x10"`, `"NaN"`,
 		`"Inf"`, `"-Inf"`, `"1e400"`, `"abc"`, `" 42 "`, `"9007199254740993"`, `"2024-05-06T07:08:09Z"`,
@@ -25,6 +26,32 @@ func TestFastPathHelpers(t *testing.T) {
 		}
 		if st.bails != 0 {
 			t.Errorf("%s: %d bails", f, st.bails)
+		}
+	}
+}
+
+// TestToIntRange: toint keeps the integers a JSON reader holds exactly and
+// leaves anything beyond ±2^53 out (int() would wrap it to a negative).
+func TestToIntRange(t *testing.T) {
+	p := fpProgram(t, "{v: (.v | toint)}")
+	tests := []struct{ in, want string }{
+		{`12`, `{"v":12}`},
+		{`2.5`, `{"v":3}`},
+		{`"1.2K"`, `{"v":1200}`},
+		{`9007199254740991`, `{"v":9007199254740991}`},
+		{`5.532894228304753e+32`, `{}`},
+		{`-1e300`, `{}`},
+		{`"5.5e32"`, `{}`},
+		{`1e21`, `{}`},
+	}
+	for _, tt := range tests {
+		rec, _, err := p.NormalizeItem(context.Background(), []byte(`{"v":`+tt.in+`}`), "", "2026-01-02T03:04:05.000Z")
+		if err != nil || string(rec) != tt.want {
+			t.Errorf("toint of %s: %s, %v; want %s", tt.in, rec, err, tt.want)
+		}
+		ref, _, err := p.NormalizeGojq(context.Background(), []byte(`{"v":`+tt.in+`}`), "", "2026-01-02T03:04:05.000Z")
+		if err != nil || string(ref) != tt.want {
+			t.Errorf("toint of %s on gojq: %s, %v; want %s", tt.in, ref, err, tt.want)
 		}
 	}
 }

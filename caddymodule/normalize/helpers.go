@@ -122,14 +122,29 @@ func parseNumToken(s string) (float64, bool) {
 	return f * mult, true
 }
 
+// toInt is toNum rounded to an integer, or null when that integer is
+// beyond 2^53: a count no platform has, which int() would wrap to
+// -9223372036854775808 (a scraped 5.5e32 "likes" did).
 func toInt(v any) any {
 	switch x := toNum(v).(type) {
 	case int:
 		return x
 	case float64:
-		return int(math.Round(x))
+		if r, ok := roundInt(x); ok {
+			return r
+		}
 	}
 	return nil
+}
+
+// roundInt rounds f to an int when the result is within ±2^53 (exact in a
+// float64, as JSON readers need it).
+func roundInt(f float64) (int, bool) {
+	r := math.Round(f)
+	if !(math.Abs(r) < 1<<53) { // NaN too
+		return 0, false
+	}
+	return int(r), true
 }
 
 var timeLayouts = []string{
