@@ -84,7 +84,7 @@ func (c *Call) Reserve(ctx context.Context, o *registry.Offer, records, least in
 		what = fmt.Sprintf("the %d records this page needs from the upstream (the earlier pages included, which are not charged again)", least)
 	}
 	if res.CappedBy == store.CappedCreditLimit {
-		return 0, fmt.Sprintf("skipped: this key's credit limit per %s has no room for %s at %s credits", res.Period, what, o.Price), nil
+		return 0, fmt.Sprintf("skipped: this %s's credit limit per %s has no room for %s at %s credits", c.credential(), res.Period, what, o.Price), nil
 	}
 	return 0, fmt.Sprintf("skipped: the available balance does not pay for %s at %s credits", what, o.Price), nil
 }
@@ -194,11 +194,21 @@ func (c *Call) limitAnswer(ctx context.Context) (*Answer, error) {
 	}
 	return &Answer{
 		Status: http.StatusTooManyRequests, Code: "credit_limit_exceeded", Type: "rate_limit",
-		Message: fmt.Sprintf("credit limit exceeded: this key spent %s of its %s credits per %s%s; the limit resets at %s",
-			spent, lim.Credits, lim.Period, held, end.Format(time.RFC3339)),
+		Message: fmt.Sprintf("credit limit exceeded: this %s spent %s of its %s credits per %s%s; the limit resets at %s",
+			c.credential(), spent, lim.Credits, lim.Period, held, end.Format(time.RFC3339)),
 		Extra:      map[string]any{"period": lim.Period, "limit": lim.Credits, "spent": spent, "resets_at": end.Format(time.RFC3339)},
 		RetryAfter: end.Sub(now),
 	}, nil
+}
+
+// credential names what the call's limit belongs to, in the caller's
+// terms: an API key, or an application's sign-in (an OAuth grant, whose
+// limit was set on the consent page).
+func (c *Call) credential() string {
+	if c.key.Kind == store.KindOAuth {
+		return "application's sign-in"
+	}
+	return "key"
 }
 
 // Interface guard

@@ -114,10 +114,15 @@ func TestRefused(t *testing.T) {
 			"once the calls in flight are paid", []string{"balance", "price_per_record"}, 0},
 		{"key limit below one record", 100 * credits.PerCredit, day, false, http.StatusTooManyRequests, "credit_limit_exceeded",
 			"credit limit exceeded: this key spent 0 of its 0.001 credits per day", []string{"period", "limit", "spent", "resets_at"}, 13*time.Hour + 30*time.Minute},
+		{"grant limit below one record", 100 * credits.PerCredit, day, false, http.StatusTooManyRequests, "credit_limit_exceeded",
+			"credit limit exceeded: this application's sign-in spent 0 of its 0.001 credits per day", []string{"period", "limit", "spent", "resets_at"}, 13*time.Hour + 30*time.Minute},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			st, k := openStore(t, tt.balance, tt.limit)
+			if strings.HasPrefix(tt.name, "grant") {
+				k.Kind = store.KindOAuth
+			}
 			ctx := t.Context()
 			if tt.hold {
 				if n, _, _ := New(st, "ext_0", k, now).Reserve(ctx, cheap, 1, 1); n != 1 {
