@@ -371,6 +371,13 @@ func TestRunsOverviewAndScope(t *testing.T) {
 		t.Error("status=failed lists a completed run")
 	}
 	want(t, b.get("/dashboard/runs?from=nonsense"), http.StatusBadRequest, "YYYY-MM-DD")
+	// The service filter names platform/service (profile.info is on two
+	// platforms), and keeps the bare name a bookmarked URL may hold.
+	want(t, b.get("/dashboard/runs?service=pro_net/company.info"), http.StatusOK, mine.ID, `<option selected>pro_net/company.info</option>`, `<option>photo_net/profile.info</option>`)
+	want(t, b.get("/dashboard/runs?service=company.info"), http.StatusOK, mine.ID)
+	if p := b.get("/dashboard/runs?service=photo_net/company.info"); strings.Contains(p.body, mine.ID) {
+		t.Error("service=photo_net/company.info lists a pro_net run")
+	}
 	want(t, b.get("/dashboard/runs/"+mine.ID), http.StatusOK, "source_b/pro_net", "Record 2", "&#34;name&#34;: &#34;record&#34;")
 	p := b.get("/dashboard/runs/" + mine.ID + "/download")
 	wantJSON, _ := e.store.GetRunJSON(t.Context(), nil, "acme", mine.ID)

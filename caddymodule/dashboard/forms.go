@@ -150,6 +150,9 @@ func runFilter(r *http.Request) (store.RunFilter, map[string]string, error) {
 	q := r.URL.Query()
 	vals := map[string]string{"service": q.Get("service"), "status": q.Get("status"), "from": q.Get("from"), "to": q.Get("to")}
 	f := store.RunFilter{Service: vals["service"], Status: vals["status"], Limit: 200}
+	if p, svc, ok := strings.Cut(f.Service, "/"); ok { // platform/service, as the filter lists them
+		f.Platform, f.Service = p, svc
+	}
 	if f.Status != "" && f.Status != "completed" && f.Status != "failed" {
 		return f, vals, fmt.Errorf("status must be completed or failed")
 	}

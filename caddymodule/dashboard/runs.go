@@ -29,8 +29,9 @@ func (h *Handler) runsPage(w http.ResponseWriter, r *http.Request, s *Session) {
 	}
 	if reg := h.Registry(); reg != nil {
 		for _, e := range catalogue(reg) {
-			if !slices.Contains(d.Services, e.Service) {
-				d.Services = append(d.Services, e.Service)
+			// platform/service: profile.info alone names two services.
+			if k := e.Platform + "/" + e.Service; !slices.Contains(d.Services, k) {
+				d.Services = append(d.Services, k)
 			}
 		}
 	}

@@ -68,11 +68,14 @@ type RunSummary struct {
 // RunFilter narrows ListRuns; zero fields do not filter. Limit 0 means
 // DefaultRunLimit.
 type RunFilter struct {
-	Service string
-	Status  string
-	Since   time.Time // CreatedAt >= Since
-	Until   time.Time // CreatedAt < Until
-	Limit   int
+	// Platform and Service narrow to one service: a service name such as
+	// profile.info exists on several platforms.
+	Platform string
+	Service  string
+	Status   string
+	Since    time.Time // CreatedAt >= Since
+	Until    time.Time // CreatedAt < Until
+	Limit    int
 }
 
 // DefaultRunLimit is the number of runs ListRuns returns without a Limit.

@@ -73,9 +73,10 @@ func (s *Store) ListRuns(ctx context.Context, accountID string, f store.RunFilte
 	return out, nil
 }
 
-// keep applies a filter's service, status and until.
+// keep applies a filter's platform, service, status and until.
 func keep(r store.RunSummary, f store.RunFilter) bool {
-	return (f.Service == "" || r.Service == f.Service) &&
+	return (f.Platform == "" || r.Platform == f.Platform) &&
+		(f.Service == "" || r.Service == f.Service) &&
 		(f.Status == "" || r.Status == f.Status) &&
 		(f.Until.IsZero() || r.CreatedAt.Before(f.Until))
 }

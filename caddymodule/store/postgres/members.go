@@ -240,8 +240,9 @@ WHERE account_id = $1
   AND ($3 = '' OR status = $3)
   AND ($4::timestamptz IS NULL OR created_at >= $4)
   AND ($5::timestamptz IS NULL OR created_at < $5)
+  AND ($7 = '' OR platform = $7)
 ORDER BY created_at DESC, id DESC
-LIMIT $6`, accountID, f.Service, f.Status, since, until, limit)
+LIMIT $6`, accountID, f.Service, f.Status, since, until, limit, f.Platform)
 	if err != nil {
 		return nil, fmt.Errorf("listing runs of account %s: %v", accountID, err)
 	}

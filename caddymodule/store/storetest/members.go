@@ -200,6 +200,9 @@ func testListRuns(t *testing.T, open func(t *testing.T) store.Store) {
 		r.ID = "ext_0" + string(rune('a'+i)) // time-ordered, as ULIDs are
 		r.CreatedAt = base.Add(time.Duration(i) * time.Hour)
 		st := settlement(r, price, base)
+		if i == 1 {
+			r.Platform = "photo_net" // the same service name on another platform
+		}
 		if i == 2 {
 			r.Status, r.Data, r.Service = runs.StatusFailed, nil, "company.people"
 			r.Error = &runs.RunError{Code: "x", Type: "y", Message: "z"}
@@ -231,6 +234,8 @@ func testListRuns(t *testing.T, open func(t *testing.T) store.Store) {
 		{"limit", store.RunFilter{Limit: 2}, []string{ids[3], ids[2]}},
 		{"status", store.RunFilter{Status: "failed"}, []string{ids[2]}},
 		{"service", store.RunFilter{Service: "company.info"}, []string{ids[3], ids[1], ids[0]}},
+		{"platform and service", store.RunFilter{Platform: "pro_net", Service: "company.info"}, []string{ids[3], ids[0]}},
+		{"platform", store.RunFilter{Platform: "photo_net"}, []string{ids[1]}},
 		{"since", store.RunFilter{Since: base.Add(2 * time.Hour)}, []string{ids[3], ids[2]}},
 		{"until", store.RunFilter{Until: base.Add(2 * time.Hour)}, []string{ids[1], ids[0]}},
 		{"none", store.RunFilter{Service: "nothing"}, nil},
