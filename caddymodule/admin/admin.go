@@ -294,6 +294,13 @@ func (h *Handler) key(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
+	if k, err := h.Store.GetKey(r.Context(), id); err != nil {
+		return storeErr(err, "key "+id)
+	} else if k.RevokedAt != nil {
+		// A revoked key authenticates nothing: a limit on it would only
+		// mislead whoever reads the key later.
+		return apiErr(http.StatusConflict, "key %s was revoked on %s; its limit no longer applies", id, k.RevokedAt.UTC().Format(time.RFC3339))
+	}
 	k, err := h.Store.SetKeyLimit(r.Context(), id, lim)
 	if err != nil {
 		return storeErr(err, "key "+id)

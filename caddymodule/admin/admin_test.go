@@ -115,6 +115,12 @@ func TestKeyLifecycle(t *testing.T) {
 	if _, body, _ := serve(t, h, "GET", "/sdr/accounts/acme", ""); !strings.Contains(body, `"revoked_at"`) || strings.Contains(body, k.Key) {
 		t.Errorf("account after revoke: %s", body)
 	}
+	if status, body, _ := serve(t, h, "PATCH", "/sdr/keys/"+k.ID, `{"credit_limit": {"period": "day", "credits": 1}}`); status != 409 || !strings.Contains(body, "was revoked on") {
+		t.Errorf("limit on a revoked key: %d %s", status, body)
+	}
+	if status, _, _ := serve(t, h, "PATCH", "/sdr/keys/key_nope", `{"credit_limit": null}`); status != 404 {
+		t.Errorf("limit on an unknown key: %d", status)
+	}
 }
 
 // TestStrictBodies: an admin body is exactly one JSON object with known

@@ -333,6 +333,10 @@ func TestKeysCreateLimitRevoke(t *testing.T) {
 	if k, _ = e.store.GetKey(t.Context(), k.ID); k.RevokedAt == nil {
 		t.Error("key not revoked")
 	}
+	want(t, b.post("/dashboard/keys/"+k.ID+"/limit", url.Values{"limit_credits": {"3"}, "limit_period": {"day"}}), http.StatusConflict, "is revoked")
+	if k, _ = e.store.GetKey(t.Context(), k.ID); k.CreditLimit != nil {
+		t.Errorf("a revoked key took a limit: %+v", k.CreditLimit)
+	}
 	want(t, b.get("/dashboard/activity"), http.StatusOK, "key_created", "limit_changed", "no limit", "key_revoked")
 }
 

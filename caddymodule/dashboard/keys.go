@@ -171,6 +171,10 @@ func (h *Handler) setLimit(w http.ResponseWriter, r *http.Request, s *Session) {
 		h.showKeys(w, r, s, http.StatusBadRequest, keysData{Error: err.Error()})
 		return
 	}
+	if k.RevokedAt != nil {
+		h.showKeys(w, r, s, http.StatusConflict, keysData{Error: k.Name + " is revoked: it authenticates nothing, so it takes no limit"})
+		return
+	}
 	limit, err := readLimit(r)
 	if err != nil {
 		h.showKeys(w, r, s, http.StatusBadRequest, keysData{Error: fmt.Sprintf("%s: %v", k.Name, err)})
