@@ -151,6 +151,7 @@ func nonNilAttempts(a []runs.Attempt) []runs.Attempt {
 func (a *API) authenticatedBody(w http.ResponseWriter, r *http.Request) (store.Key, map[string]json.RawMessage, bool) {
 	key, apiErr := a.Authenticate(r)
 	if apiErr == nil {
+		noteKey(r.Context(), key)
 		var m map[string]json.RawMessage
 		if m, apiErr = readObject(w, r); apiErr == nil {
 			return key, m, true

@@ -9,6 +9,7 @@ import (
 
 	"socialrouter/caddymodule/metrics"
 	"socialrouter/caddymodule/runs"
+	"socialrouter/caddymodule/store"
 )
 
 // runIDHeader carries the run id on every run answer (completed or
@@ -24,6 +25,7 @@ type call struct {
 	status int
 	code   string
 	run    *runs.Run
+	key    *store.Key // the authenticated key, for a call refused before its run
 }
 
 func (c *call) WriteHeader(status int) {
@@ -53,6 +55,15 @@ func noteRun(ctx context.Context, run *runs.Run) {
 	if c, ok := ctx.Value(callKey{}).(*call); ok {
 		c.Header().Set(runIDHeader, run.ID)
 		c.run = run
+	}
+}
+
+// noteKey keeps the call's authenticated key for its log line, so a call
+// refused after authentication (body, money, concurrency) still names its
+// account and key. Outside an HTTP run call it does nothing.
+func noteKey(ctx context.Context, key store.Key) {
+	if c, ok := ctx.Value(callKey{}).(*call); ok {
+		c.key = &key
 	}
 }
 
@@ -99,6 +110,8 @@ func (a *API) endCall(c *call, service string, d time.Duration) {
 			zap.String("offer", offer), zap.String("outcome", run.Status),
 			zap.Int("records", run.Pagination.Returned), zap.String("credits", run.CreditsUsed.String()),
 			zap.Int("attempts", len(run.Attempts)))
+	} else if k := c.key; k != nil {
+		fields = append(fields, zap.String("account_id", k.AccountID), zap.String("key_id", k.ID))
 	}
 	a.Logger.Info("call", fields...)
 }

@@ -59,13 +59,14 @@ func TestCallObserved(t *testing.T) {
 		name, method, path, body string
 		service, code            string
 		run                      bool
+		keyed                    bool // refused after authentication: account and key in the line
 	}{
-		{"routed run", "POST", "/v1/extract/pro_net/profile.info", profile, "pro_net/profile.info", "", true},
-		{"alias, refused", "POST", "/v1/pro_net/profile.info", `{"url": "kraft"}`, "pro_net/profile.info", "invalid_input_format", false},
-		{"unknown service", "POST", "/v1/extract/nope/whatever-the-caller-typed", `{}`, "unknown", "unknown_platform", false},
-		{"search", "POST", "/v1/search", `{}`, "search", "missing_queries", false},
-		{"not a run call", "GET", "/v1/services", "", "", "", false},
-		{"wrong method", "GET", "/v1/search", "", "", "", false},
+		{"routed run", "POST", "/v1/extract/pro_net/profile.info", profile, "pro_net/profile.info", "", true, true},
+		{"alias, refused", "POST", "/v1/pro_net/profile.info", `{"url": "kraft"}`, "pro_net/profile.info", "invalid_input_format", false, true},
+		{"unknown service", "POST", "/v1/extract/nope/whatever-the-caller-typed", `{}`, "unknown", "unknown_platform", false, false},
+		{"search", "POST", "/v1/search", `{}`, "search", "missing_queries", false, true},
+		{"not a run call", "GET", "/v1/services", "", "", "", false, false},
+		{"wrong method", "GET", "/v1/search", "", "", "", false, false},
 	}
 	for _, tt := range tests {
 		logs.TakeAll()
@@ -102,6 +103,9 @@ func TestCallObserved(t *testing.T) {
 			}
 		} else if runID != "" || f["run_id"] != nil {
 			t.Errorf("%s: X-Run-Id %q and run_id %v on a call refused before routing", tt.name, runID, f["run_id"])
+		}
+		if keyed := f["account_id"] == "acme" && f["key_id"] == a.key.ID; keyed != tt.keyed {
+			t.Errorf("%s: account_id %v key_id %v in the line, want them: %v", tt.name, f["account_id"], f["key_id"], tt.keyed)
 		}
 		label := code
 		if label == "" {
