@@ -159,6 +159,24 @@ func CheckExamples(ctx context.Context, reg *registry.Registry, fsys fs.FS) []Pr
 	return probs
 }
 
+// SlowOffers names the offers whose normalizer the compiled plan cannot run,
+// with the construct that kept it off: they work, every item on gojq, at
+// several times the CPU per record, so check says so without failing.
+func SlowOffers(reg *registry.Registry) []string {
+	var out []string
+	for _, s := range reg.Services {
+		for _, o := range s.LiveOffers() {
+			if o.Normalize == nil {
+				continue
+			}
+			if fast, why := o.Normalize.FastPath(); !fast {
+				out = append(out, fmt.Sprintf("offer %s of %s normalizes on gojq, several times slower than the compiled plan: %s", o.ID, s.Key, why))
+			}
+		}
+	}
+	return out
+}
+
 // Input is the input examples are run with: the service's first accepted
 // example, as $input.
 func Input(s *registry.Service) string {

@@ -54,6 +54,27 @@ func TestDeclaredExamplesPass(t *testing.T) {
 	}
 }
 
+// TestSlowOffers: check notes an offer the compiled plan cannot run, and
+// none of the declared ones.
+func TestSlowOffers(t *testing.T) {
+	reg, err := registry.LoadFS(services.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slow := SlowOffers(reg); len(slow) != 0 {
+		t.Errorf("declared offers off the plan: %v", slow)
+	}
+	reg, err = registry.LoadFiles(map[string][]byte{"services/x.cue": []byte(strings.Replace(checkBase, "NORMALIZE",
+		`"{name: .n, follower_count: (.f | toint)} | del(.name)"`, 1))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := SlowOffers(reg)
+	if len(slow) != 1 || !strings.Contains(slow[0], "source_a/actor_1 of pro_net/profile.info normalizes on gojq") || !strings.Contains(slow[0], "del(f)") {
+		t.Errorf("SlowOffers = %q", slow)
+	}
+}
+
 func TestCheckExamplesRefuses(t *testing.T) {
 	const example = "examples/source_a/pro_net__profile.info.json"
 	good := `"if .error then empty else {name: .n, follower_count: (.f | toint), joined_at: .d} end"`

@@ -142,6 +142,9 @@ func indent(b []byte) string {
 // CheckDir runs CheckExamples over the examples of the services directory
 // dir, printing each problem to w; the error counts them.
 func CheckDir(w io.Writer, reg *registry.Registry, dir string) error {
+	for _, s := range SlowOffers(reg) {
+		fmt.Fprintf(w, "note: %s\n", s)
+	}
 	probs := CheckExamples(context.Background(), reg, os.DirFS(dir))
 	for _, p := range probs {
 		fmt.Fprintf(w, "%s/%s\n", strings.TrimSuffix(dir, "/"), p)
