@@ -93,7 +93,9 @@ func (b *openapiBuilder) fixedSchemas() {
 				"attempts":            obj{"type": "array", "items": ref("Attempt"), "description": "Offer attempts of the failed run."},
 				"available_offers":    stringArray("Offers of the service (`unknown_offer`)."),
 				"did_you_mean":        str("Closest service name (`unknown_service`)."),
-				"available_services":  stringArray("Services of the platform (`unknown_service`)."),
+				"available_services":  stringArray("Callable services of the platform (`unknown_service`)."),
+				"endpoint":            str("Where the request belongs (`wrong_endpoint`; `unknown_service` of a search type: `/v1/search`)."),
+				"valid_providers":     stringArray("The search provider slugs (`missing_provider`, `unknown_provider`)."),
 				"available_platforms": stringArray("The platform identifiers (`unknown_platform`)."),
 				"valid_options": obj{"type": "array", "description": "The options the service declares (`invalid_option`).", "items": object("", []any{"name", "type"}, obj{
 					"name":    str(""),
@@ -102,10 +104,10 @@ func (b *openapiBuilder) fixedSchemas() {
 					"values":  stringArray(""),
 				})},
 				"invalid_options": obj{"type": "array", "description": "Each refused option (`invalid_option`).", "items": object("", []any{"name", "problem"}, obj{"name": str(""), "problem": str("")})},
-				"invalid_inputs":  obj{"type": "array", "description": "Each refused input (`invalid_input_format`).", "items": object("", []any{"input"}, obj{"index": obj{"type": "integer", "minimum": 0}, "input": str("")})},
+				"invalid_inputs":  obj{"type": "array", "description": "Each refused input (`invalid_input_format`).", "items": object("", []any{"input"}, obj{"index": obj{"type": "integer", "minimum": 0}, "input": str(""), "problem": str("Why, when the input has an accepted shape but breaks a limit (its length).")})},
 				"accepts": obj{"type": "array", "description": "The accepted formats (`invalid_input_format`).", "items": obj{
 					"type":       "object",
-					"properties": obj{"format": str(""), "example": str("")},
+					"properties": obj{"format": str(""), "example": str(""), "note": str("")},
 				}},
 				"allowed_fields": stringArray("The body fields the endpoint takes (`unknown_field`)."),
 				"unknown_fields": stringArray("The refused body fields (`unknown_field`)."),
