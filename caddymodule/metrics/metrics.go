@@ -44,7 +44,7 @@ var (
 	recordsServed = counterVec("offer", "records_served_total",
 		"Records returned to callers (and charged), by the offer that served them.",
 		"offer")
-	creditsCharged = counterVec("offer", "credits_charged_total",
+	creditsCharged = newCreditCounter("offer", "credits_charged_total",
 		"Credits charged for served records, by the offer that served them.",
 		"offer")
 	recordsRefused = counterVec("offer", "records_refused_total",
@@ -121,7 +121,7 @@ func Offers(offers map[string]string) {
 	sources := map[string]bool{}
 	for offer, source := range offers {
 		recordsServed.WithLabelValues(offer)
-		creditsCharged.WithLabelValues(offer)
+		creditsCharged.add(offer, 0)
 		recordsRefused.WithLabelValues(offer)
 		sources[source] = true
 	}

@@ -47,7 +47,7 @@ func (s *Store) Settle(ctx context.Context, st store.Settlement) (store.SettleRe
 	settleDuration.WithLabelValues(s.kind, result(err)).Observe(time.Since(start).Seconds())
 	if err == nil && st.Offer != "" && res.Records > 0 {
 		recordsServed.WithLabelValues(st.Offer).Add(float64(res.Records))
-		creditsCharged.WithLabelValues(st.Offer).Add(res.Charged.Credits())
+		creditsCharged.add(st.Offer, res.Charged)
 	}
 	return res, err
 }
