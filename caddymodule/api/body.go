@@ -335,7 +335,7 @@ func matchInputs(svc *registry.Service, inputs []string) ([]string, *Error) {
 	out := make([]string, len(inputs))
 	var bad []map[string]any
 	var shown []string
-	maxLen := inputMaxLength(svc)
+	maxLen := svc.MaxInputLength()
 	for i, in := range inputs {
 		n, ok := svc.MatchInput(in)
 		if !ok {
@@ -368,19 +368,6 @@ func matchInputs(svc *registry.Service, inputs []string) ([]string, *Error) {
 		fmt.Sprintf("%d input(s) do not match an accepted format of %s: %s; accepted: %s",
 			len(bad), svc.Key, strings.Join(shown, ", "), strings.Join(fs, "; "))).
 		with("invalid_inputs", bad).with("accepts", formats)
-}
-
-// inputMaxLength is the longest input (in characters) any accepted format
-// of svc takes, or 0 when one of them has no length limit.
-func inputMaxLength(svc *registry.Service) int {
-	longest := 0
-	for _, a := range svc.Accepts {
-		if a.MaxLength <= 0 {
-			return 0
-		}
-		longest = max(longest, a.MaxLength)
-	}
-	return longest
 }
 
 func optionError(svc *registry.Service, msg string, problems []registry.OptionProblem) *Error {

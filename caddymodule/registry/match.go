@@ -76,6 +76,20 @@ func lowerAuthority(in string) string {
 	return prefix + strings.ToLower(rest[:end]) + rest[end:]
 }
 
+// MaxInputLength is the longest input, in characters, any accepted format
+// takes: an input is valid when it matches any one, so it is capped only
+// when every format declares a max_length (0: no cap).
+func (s *Service) MaxInputLength() int {
+	longest := 0
+	for _, a := range s.Accepts {
+		if a.MaxLength <= 0 {
+			return 0
+		}
+		longest = max(longest, a.MaxLength)
+	}
+	return longest
+}
+
 // InputField is the array field this service takes ("urls" or "queries").
 func (s *Service) InputField() string {
 	if s.InputKind == KindQuery {

@@ -36,17 +36,10 @@ func (b *openapiBuilder) extractOperation(s *Service) (obj, error) {
 	}
 	many, one := s.InputField(), s.SingleInputField()
 
-	// An input is valid when it matches any accept: it has a length cap only
-	// when every accept declares one.
-	maxLen := 0
+	maxLen := s.MaxInputLength()
 	var examples []any
 	var acceptLines []string
 	for _, a := range s.Accepts {
-		if a.MaxLength <= 0 {
-			maxLen = -1
-		} else if maxLen >= 0 {
-			maxLen = max(maxLen, a.MaxLength)
-		}
 		examples = append(examples, a.Example)
 		line := fmt.Sprintf("- %s, e.g. `%s`", a.Format, a.Example)
 		if a.Note != "" {
