@@ -34,16 +34,30 @@ func FromFloat(f float64) (Micros, error) {
 	return Micros(m), nil
 }
 
-// number is a decimal amount as JSON writes numbers (an exponent allowed),
-// with an optional leading "+" and a bare leading or trailing point. It
-// keeps out what big.Rat would also read: "0x10", "3/2", "0b1", "1_000".
-var number = regexp.MustCompile(`^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$`)
+// digits is an amount as a person types it: an optional sign, digits and at
+// most one point (bare leading or trailing allowed).
+const digits = `[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)`
+
+// number is digits as JSON writes numbers (an exponent allowed), typed is
+// digits alone. Both keep out what big.Rat would also read: "0x10", "3/2",
+// "0b1", "1_000".
+var (
+	number = regexp.MustCompile(`^` + digits + `(?:[eE][+-]?[0-9]+)?$`)
+	typed  = regexp.MustCompile(`^` + digits + `$`)
+)
 
 // Parse reads a decimal credit amount ("5", "0.001725", "1e-6") exactly,
 // without a float round trip. More than six decimals is an error.
-func Parse(s string) (Micros, error) {
+func Parse(s string) (Micros, error) { return parse(s, number) }
+
+// ParseTyped is Parse for an amount a person types in a form: digits only,
+// no exponent ("1e2" is not a number there).
+func ParseTyped(s string) (Micros, error) { return parse(s, typed) }
+
+// parse reads s, which must match syntax, exactly.
+func parse(s string, syntax *regexp.Regexp) (Micros, error) {
 	s = strings.TrimSpace(s)
-	r, ok := new(big.Rat), number.MatchString(s)
+	r, ok := new(big.Rat), syntax.MatchString(s)
 	if ok {
 		_, ok = r.SetString(s)
 	}

@@ -60,3 +60,21 @@ func TestJSONRoundTrip(t *testing.T) {
 		t.Fatal("string accepted")
 	}
 }
+
+// TestParseTyped: a typed amount is digits only; what Parse also reads as a
+// JSON number (an exponent) is no amount in a form.
+func TestParseTyped(t *testing.T) {
+	for in, want := range map[string]Micros{"5": 5_000_000, " 2.5 ": 2_500_000, ".5": 500_000, "3.": 3_000_000} {
+		if got, err := ParseTyped(in); err != nil || got != want {
+			t.Errorf("ParseTyped(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"1e2", "2.5E1", "0x10", "3/2", "", "."} {
+		if _, err := ParseTyped(bad); err == nil {
+			t.Errorf("ParseTyped(%q) accepted", bad)
+		}
+		if _, err := Parse(bad); err == nil && bad != "1e2" && bad != "2.5E1" {
+			t.Errorf("Parse(%q) accepted", bad)
+		}
+	}
+}

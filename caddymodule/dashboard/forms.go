@@ -3,7 +3,6 @@ package dashboard
 import (
 	"fmt"
 	"net/http"
-	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -90,20 +89,10 @@ func readPasswordChange(w http.ResponseWriter, r *http.Request) (passwordForm, e
 	return f, err
 }
 
-// decimal is how a member writes an amount of credits: digits, at most one
-// decimal point, an optional sign (a negative amount is refused by
-// store.CreditLimit.Validate, with its own message).
-var decimal = regexp.MustCompile(`^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)$`)
-
-// parseCredits reads an amount typed in a form. credits.Parse also reads an
-// exponent ("1e2", as JSON numbers may be written); a person typing an
-// amount means digits, so a form takes only those.
-func parseCredits(s string) (credits.Micros, error) {
-	if !decimal.MatchString(s) {
-		return 0, fmt.Errorf("%q is not a number", s)
-	}
-	return credits.Parse(s)
-}
+// parseCredits reads an amount typed in a form: digits only
+// (credits.ParseTyped); a negative amount is refused by
+// store.CreditLimit.Validate, with its own message.
+func parseCredits(s string) (credits.Micros, error) { return credits.ParseTyped(s) }
 
 // readLimit reads an optional credit limit: empty credits means no limit.
 // store.CreditLimit.Validate is the rule.
