@@ -311,7 +311,7 @@ func TestKeysCreateLimitRevoke(t *testing.T) {
 		t.Fatalf("stored key %+v, %v", k, err)
 	}
 	list := b.get("/dashboard/keys")
-	want(t, list, http.StatusOK, k.Display, "not recently")
+	want(t, list, http.StatusOK, k.Display, "not recently", `<span class="hint">today</span>`)
 	if strings.Contains(list.body, m[1]) {
 		t.Error("the keys page shows the secret again")
 	}

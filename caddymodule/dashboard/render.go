@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/store"
 )
 
 //go:embed templates static
@@ -38,8 +39,15 @@ var pages = func() map[string]*template.Template {
 
 var funcs = template.FuncMap{
 	"credits": func(m credits.Micros) string { return m.String() },
-	"time":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
-	"date":    func(t time.Time) string { return t.UTC().Format(time.DateOnly) },
+	// thisPeriod words a spend window: "today", "this week"…
+	"thisPeriod": func(period string) string {
+		if period == store.PeriodDay {
+			return "today"
+		}
+		return "this " + period
+	},
+	"time": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+	"date": func(t time.Time) string { return t.UTC().Format(time.DateOnly) },
 	"json": func(v any) string {
 		b, _ := json.MarshalIndent(v, "", "  ")
 		return string(b)
