@@ -88,12 +88,12 @@ func fpLoadVariants(t testing.TB) map[string][]json.RawMessage {
 		}
 		rel, _ := filepath.Rel(fpVariantsDir, p)
 		parts := strings.Split(filepath.ToSlash(rel), "/")
-		platform, rest, ok := strings.Cut(parts[2], "__")
-		dot := strings.Index(rest, ".")
-		if !ok || dot < 0 || strings.Index(rest[dot+1:], ".") < 0 {
+		platform, rest, _ := strings.Cut(parts[2], "__")
+		f := strings.SplitN(rest, ".", 3) // a service name holds one dot itself
+		if len(f) < 3 {
 			t.Fatalf("variant %s is not named <platform>__<service>.<variant>.json", rel)
 		}
-		service := rest[:dot+1+strings.Index(rest[dot+1:], ".")]
+		service := f[0] + "." + f[1]
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)

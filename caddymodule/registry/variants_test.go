@@ -39,26 +39,20 @@ func TestVariantPayloads(t *testing.T) {
 			rel, _ := filepath.Rel(filepath.Join("testdata", "variants"), file)
 			parts := strings.Split(filepath.ToSlash(rel), "/")
 			offerID := parts[0] + "/" + parts[1]
-			base := strings.TrimSuffix(parts[2], ".json")
-			key, _, _ := strings.Cut(base, ".")
-			if i := strings.Index(base, "__"); i > 0 {
-				rest := base[i+2:]
-				// <service> holds a dot itself (profile.info): the variant
-				// name is what follows the service's second dot.
-				if j := strings.Index(rest, "."); j >= 0 {
-					if k := strings.Index(rest[j+1:], "."); k >= 0 {
-						key = base[:i] + "/" + rest[:j+1+k]
-					}
-				}
+			// <platform>__<noun>.<verb>.<variant>.json: a service name holds
+			// one dot itself (profile.info).
+			platform, rest, _ := strings.Cut(strings.TrimSuffix(parts[2], ".json"), "__")
+			f := strings.SplitN(rest, ".", 3)
+			if len(f) < 3 {
+				t.Fatalf("%s is not named <platform>__<service>.<variant>.json", parts[2])
 			}
-			platform, name, _ := strings.Cut(key, "/")
-			s, ok := reg.Service(platform, name)
+			s, ok := reg.Service(platform, f[0]+"."+f[1])
 			if !ok {
-				t.Fatalf("no service %s (file names are <platform>__<service>.<variant>.json)", key)
+				t.Fatalf("no service %s/%s.%s", platform, f[0], f[1])
 			}
 			o, ok := s.Offer(offerID)
 			if !ok {
-				t.Fatalf("service %s has no offer %s", key, offerID)
+				t.Fatalf("service %s has no offer %s", s.Key, offerID)
 			}
 			b, err := os.ReadFile(file)
 			if err != nil {
