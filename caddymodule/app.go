@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"socialrouter/caddymodule/limits"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -133,7 +134,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		a.PollInterval = caddy.Duration(2 * time.Second)
 	}
 	if a.MaxConcurrentRuns == 0 {
-		a.MaxConcurrentRuns = 16
+		a.MaxConcurrentRuns = limits.ConcurrentRunsDefault
 	}
 	if a.Storage == nil {
 		a.Storage = &backend.Config{Type: backend.Badger}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"socialrouter/caddymodule/limits"
 	"strconv"
 	"time"
 
@@ -64,12 +65,12 @@ func (a *API) usage(w http.ResponseWriter, r *http.Request) {
 // Usage is the document GET /v1/account/usage answers for the key, days
 // being the query parameter's text (given false: not sent, 30).
 func (a *API) Usage(ctx context.Context, key store.Key, daysText string, given bool) (map[string]any, *Error) {
-	days := 30
+	days := limits.UsageDaysDefault
 	if given {
 		n, err := strconv.Atoi(daysText)
-		if err != nil || n < 1 || n > 365 {
+		if err != nil || n < 1 || n > limits.UsageDaysMax {
 			return nil, newError(http.StatusBadRequest, "invalid_days", typeValidation,
-				fmt.Sprintf("days must be an integer from 1 to 365 (default 30), got %q", daysText))
+				fmt.Sprintf("days must be an integer from 1 to %d (default %d), got %q", limits.UsageDaysMax, limits.UsageDaysDefault, daysText))
 		}
 		days = n
 	}

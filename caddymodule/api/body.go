@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"socialrouter/caddymodule/limits"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,7 +20,7 @@ import (
 )
 
 // maxBody is the largest request body accepted (413 request_too_large).
-const maxBody = 1 << 20
+const maxBody = limits.BodyMax
 
 // extractFields are the only top-level keys of an extract body.
 var extractFields = []string{"urls", "url", "queries", "query", "provider", "limit", "options"}
@@ -270,9 +271,9 @@ func parseExtract(svc *registry.Service, m map[string]json.RawMessage) (*extract
 
 	if raw, ok := m["limit"]; ok {
 		f, ok := jsonNumber(raw)
-		if !ok || f != float64(int(f)) || f < 1 || f > 250 {
+		if !ok || f != float64(int(f)) || f < 1 || f > limits.ExtractLimitMax {
 			return nil, newError(http.StatusBadRequest, "invalid_limit", typeValidation,
-				"limit must be an integer from 1 to 250 (default 100)")
+				fmt.Sprintf("limit must be an integer from 1 to %d (default %d)", limits.ExtractLimitMax, limits.LimitDefault))
 		}
 		out.Limit = int(f)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"socialrouter/caddymodule/limits"
 	"strings"
 
 	"socialrouter/caddymodule/billing"
@@ -91,14 +92,14 @@ func (a *API) Search(ctx context.Context, key store.Key, m map[string]json.RawMe
 		return nil, apiErr
 	}
 
-	limit := 100
+	limit := limits.LimitDefault
 	if raw, ok := m["limit"]; ok {
 		var f float64
 		if err := json.Unmarshal(raw, &f); err != nil || f != float64(int(f)) || f < 1 {
 			return nil, newError(http.StatusBadRequest, "invalid_limit", typeValidation,
-				"limit must be a positive integer (records per query; default 100, capped at 1000)")
+				fmt.Sprintf("limit must be a positive integer (records per query; default %d, capped at %d)", limits.LimitDefault, limits.SearchLimitMax))
 		}
-		limit = min(int(f), 1000)
+		limit = min(int(f), limits.SearchLimitMax)
 	}
 	fallback := true
 	if raw, ok := m["fallback"]; ok {

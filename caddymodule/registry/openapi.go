@@ -19,11 +19,8 @@ const (
 	responsePrefix = "#/components/responses/"
 	headerPrefix   = "#/components/headers/"
 
-	extractLimitMax = 250
-	searchLimitMax  = 1000
-	limitDefault    = 100
-	searchPattern   = `^[a-z0-9_]+/[a-z_]+/[a-z_.]+(:[A-Za-z0-9_-]+)?$`
-	datePattern     = `^\d{4}-\d{2}-\d{2}$`
+	searchPattern = `^[a-z0-9_]+/[a-z_]+/[a-z_.]+(:[A-Za-z0-9_-]+)?$`
+	datePattern   = `^\d{4}-\d{2}-\d{2}$`
 )
 
 // buildOpenAPI renders the OpenAPI 3.1 document of the registry.

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"socialrouter/caddymodule/limits"
 	"strings"
 )
 
@@ -81,7 +82,7 @@ func (b *openapiBuilder) extractOperation(s *Service) (obj, error) {
 				"description": "Pin one offer (disables failover). Omitted: the router walks the offers in failover order.",
 			},
 			"limit": obj{
-				"type": "integer", "minimum": 1, "maximum": extractLimitMax, "default": limitDefault,
+				"type": "integer", "minimum": 1, "maximum": limits.ExtractLimitMax, "default": limits.LimitDefault,
 				"description": fmt.Sprintf("Maximum records returned (%s).", strings.ReplaceAll(s.LimitScope, "_", " ")),
 			},
 			"options": options,
@@ -242,8 +243,8 @@ func (b *openapiBuilder) searchOperation() (obj, error) {
 			},
 			"provider": provider,
 			"limit": obj{
-				"type": "integer", "minimum": 1, "default": limitDefault,
-				"description": fmt.Sprintf("Per-query cap on returned records; a larger value is capped at %d (SPEC), not refused.", searchLimitMax),
+				"type": "integer", "minimum": 1, "default": limits.LimitDefault,
+				"description": fmt.Sprintf("Per-query cap on returned records; a larger value is capped at %d (SPEC), not refused.", limits.SearchLimitMax),
 			},
 			"fallback": obj{
 				"type": "boolean", "default": true,
@@ -302,7 +303,7 @@ func (b *openapiBuilder) runsAndAccount(paths obj) {
 		"Usage of the authenticated account over the look-back; `by_provider` is keyed by the offer that actually served each run.",
 		"account", []any{obj{
 			"name": "days", "in": "query", "required": false,
-			"schema":      obj{"type": "integer", "minimum": 1, "maximum": 365, "default": 30},
+			"schema":      obj{"type": "integer", "minimum": 1, "maximum": limits.UsageDaysMax, "default": limits.UsageDaysDefault},
 			"description": "Look-back in days; any other value returns 400 `invalid_days`.",
 		}},
 		obj{"description": "The usage summary.", "content": jsonContent(ref("Usage"))},

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -198,6 +199,70 @@ func TestVlogMapping(t *testing.T) {
 		start, size, ok := vlogMapping(tc.line, "/d")
 		if ok != tc.ok || start != tc.start || size != tc.size {
 			t.Errorf("vlogMapping(%q) = %#x, %#x, %v; want %#x, %#x, %v", tc.line, start, size, ok, tc.start, tc.size, tc.ok)
+		}
+	}
+}
+
+// TestVlogMappingsAreWhatTrimExpects is the guard on trimVlog's reading of
+// badger: it advises memory it finds through /proc/self/maps, on what badger
+// v4 does today (every value log file mapped shared from offset 0, once; the
+// file being written mapped at twice ValueLogFileSize; sealed files at least
+// as large as themselves). A badger upgrade that maps them otherwise fails
+// here, not silently in production.
+func TestVlogMappingsAreWhatTrimExpects(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.CreateAccount(t.Context(), "acme", 1<<50, t0); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		if _, err := s.Settle(t.Context(), store.Settlement{Run: bigRun(i), Price: 1, Offer: "o", Platform: "p", Now: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files, err := filepath.Glob(filepath.Join(s.trim.dir, "*.vlog"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no value log files in %s (%v): badger no longer keeps values in NNNNNN.vlog files", s.trim.dir, err)
+	}
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := uint64(os.Getpagesize())
+	mapped := map[string][]uint64{} // file -> sizes of the mappings trimVlog takes
+	for line := range strings.Lines(string(maps)) {
+		line = strings.TrimSuffix(line, "\n")
+		if !strings.Contains(line, s.trim.dir) || !strings.HasSuffix(line, ".vlog") {
+			continue
+		}
+		_, size, ok := vlogMapping(line, s.trim.dir)
+		if !ok {
+			t.Errorf("badger maps a value log file in a form trimVlog skips (private, or not from offset 0): %q", line)
+			continue
+		}
+		f := line[strings.LastIndex(line, " ")+1:]
+		mapped[f] = append(mapped[f], size)
+	}
+	latest := files[len(files)-1] // Glob sorts; the names are zero-padded numbers
+	for _, f := range files {
+		sizes := mapped[f]
+		if len(sizes) != 1 {
+			t.Errorf("%s is mapped %d times, want once", filepath.Base(f), len(sizes))
+			continue
+		}
+		fi, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sizes[0] < uint64(fi.Size())&^(page-1) {
+			t.Errorf("%s: mapping of %d bytes is smaller than the file (%d): trimVlog could advise past a remap", filepath.Base(f), sizes[0], fi.Size())
+		}
+		if f == latest && sizes[0] < 2*s.trim.limit {
+			t.Errorf("%s (being written): mapped at %d bytes, want 2 × ValueLogFileSize = %d: badger's growth rule changed", filepath.Base(f), sizes[0], 2*s.trim.limit)
 		}
 	}
 }
