@@ -53,6 +53,7 @@ type Store struct {
 	keys     *keyCache     // nil: no cache
 	accounts *accountCache // nil: no cache
 	trim     *trimmer      // nil: value log pages left to the kernel
+	throttle sync.Mutex    // serializes ThrottleAttempt (throttle.go)
 
 	closeOnce sync.Once
 	closeErr  error
