@@ -357,10 +357,22 @@ func TestMCPErrors(t *testing.T) {
 		t.Errorf("refused calls charged %s or called upstream %d times", before-after, len(f.sim.Calls()))
 	}
 
-	// An invalid or revoked key is refused as REST refuses it.
-	bad := f.connect(t, "sdr_live_nope")
-	res, m := mcptest.Call(t, bad, "get_balance", nil)
-	toolErrorCode(t, "get_balance", res, m, "invalid_api_key")
+	// An unknown key is refused when the client connects, with the
+	// challenge an unknown access token gets (so the client signs in
+	// again), not at its first tool call.
+	req, _ := http.NewRequest(http.MethodPost, f.URL+"/mcp", strings.NewReader(
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	req.Header.Set("Authorization", "Bearer sdr_live_nope")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(resp.Header.Get("WWW-Authenticate"), `error="invalid_token"`) {
+		t.Errorf("initialize with an unknown key: %d %q, want 401 with an invalid_token challenge", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	}
 }
 
 // TestMCPSearch: the search tool runs a search as POST /v1/search does.
