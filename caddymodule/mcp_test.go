@@ -88,6 +88,7 @@ func newMCPFixture(t *testing.T) *mcpFixture {
 	sh := &shared{breakers: router.NewBreakers(), inflight: api.NewInFlight()}
 	a := &App{
 		reg: reg, store: st, shared: sh, KeyPrefix: "sdr", MaxConcurrentRuns: 16, logger: zap.NewNop(),
+		MCPOrigins: []string{"http://localhost:6274"},
 		router: router.New(router.Config{AttemptTimeout: 10 * time.Second, SoftTimeout: 5 * time.Second}, clients, sh.breakers, zap.NewNop()),
 	}
 	if a.tools, err = mcp.NewToolset(reg); err != nil {
@@ -424,5 +425,32 @@ func validateOutput(t *testing.T, cs *sdk.ClientSession, name string, got map[st
 	inst, _ := jsonschema.UnmarshalJSON(bytes.NewReader(mustMarshal(got)))
 	if err := s.Validate(inst); err != nil {
 		t.Errorf("%s: the result does not match its output schema: %v", name, err)
+	}
+}
+
+// TestMCPOrigin: /mcp as the site serves it refuses a browser page of a
+// foreign web origin (403) and serves its own origin, a configured one
+// (mcp_origins) and a client that sends no Origin.
+func TestMCPOrigin(t *testing.T) {
+	f := newMCPFixture(t)
+	for _, tc := range []struct {
+		origin string
+		status int
+	}{{"", 200}, {f.URL, 200}, {"http://localhost:6274", 200}, {"https://evil.example", 403}} {
+		req, _ := http.NewRequest(http.MethodPost, f.URL+"/mcp", strings.NewReader(
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if tc.origin != "" {
+			req.Header.Set("Origin", tc.origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.status {
+			t.Errorf("initialize from Origin %q: %d, want %d", tc.origin, resp.StatusCode, tc.status)
+		}
 	}
 }
