@@ -89,7 +89,7 @@ func newMCPFixture(t *testing.T) *mcpFixture {
 	a := &App{
 		reg: reg, store: st, shared: sh, KeyPrefix: "sdr", MaxConcurrentRuns: 16, logger: zap.NewNop(),
 		MCPOrigins: []string{"http://localhost:6274"},
-		router: router.New(router.Config{AttemptTimeout: 10 * time.Second, SoftTimeout: 5 * time.Second}, clients, sh.breakers, zap.NewNop()),
+		router:     router.New(router.Config{AttemptTimeout: 10 * time.Second, SoftTimeout: 5 * time.Second}, clients, sh.breakers, zap.NewNop()),
 	}
 	if a.tools, err = mcp.NewToolset(reg); err != nil {
 		t.Fatal(err)
