@@ -21,15 +21,15 @@ type Limits struct {
 	// Email limits sign-ins per email (known or not: the answer must not
 	// tell). A good sign-in forgets the email's attempts. Growing delays,
 	// not a lock: a member whose email is attacked waits at most Max.
-	Email store.ThrottleRule `json:"email"`
+	Email store.ThrottleRule `json:"email,omitzero"`
 	// Address limits sign-ins and invitation posts per client address
 	// (an IPv6 client per /64, what one host usually holds).
-	Address store.ThrottleRule `json:"address"`
+	Address store.ThrottleRule `json:"address,omitzero"`
 	// Password limits the checks of the current password on the account
 	// page, per member.
-	Password store.ThrottleRule `json:"password"`
+	Password store.ThrottleRule `json:"password,omitzero"`
 	// PasswordFailures wrong current passwords in a row end the session.
-	PasswordFailures int `json:"password_failures"`
+	PasswordFailures int `json:"password_failures,omitempty"`
 }
 
 // DefaultLimits: 5 sign-ins per email, then 2 s, 4 s, … up to a minute
