@@ -67,6 +67,9 @@ type config struct {
 	inflightLatency, inflightRamp    time.Duration
 	inflightItems                    int
 	inflightProto                    string
+	signinAttack, signinIdle         time.Duration
+	signinAddrs                      []int
+	signinHashSlots                  int
 }
 
 var started = time.Now()
@@ -93,7 +96,11 @@ func main() {
 	flag.DurationVar(&cfg.profile, "profile", 5*time.Second, "CPU profile length under load (0: no profile)")
 	flag.IntVar(&cfg.profileItems, "profile-items", 10, "records per answer (N) under the profiled end-to-end load")
 	flag.StringVar(&cfg.profileDir, "profile-dir", "", "keep the raw profiles in this directory (default: deleted)")
-	flag.StringVar(&phases, "phases", "provision,settle,e2e,pg-e2e,lookup,profile,inflight", "phases to run, comma-separated (pg-e2e: the N = 1 call through a gateway on PostgreSQL, when SDR_TEST_POSTGRES_URL is set)")
+	flag.StringVar(&phases, "phases", "provision,settle,e2e,pg-e2e,lookup,profile,inflight,signin", "phases to run, comma-separated (pg-e2e: the N = 1 call through a gateway on PostgreSQL, when SDR_TEST_POSTGRES_URL is set; signin: bad sign-ins and invitation posts while /v1 is measured)")
+	flag.DurationVar(&cfg.signinAttack, "signin-attack", 20*time.Second, "sign-in phase: length of each attack")
+	flag.DurationVar(&cfg.signinIdle, "signin-idle", 5*time.Second, "sign-in phase: length of the idle /v1 measurement")
+	flag.IntVar(&cfg.signinHashSlots, "signin-hash-slots", 0, "sign-in phase: the gateway's hash_slots (0: its default, one per core)")
+	signinAddrs := flag.String("signin-addrs", "1,64", "sign-in phase: loopback source addresses the attackers spread over, one attack per value, comma-separated")
 	flag.DurationVar(&cfg.timeout, "timeout", 6*time.Minute, "stop everything after this long")
 	levels := flag.String("inflight", "1000,5000,10000", "in-flight phase: calls held at once, one level per fresh process, comma-separated")
 	flag.DurationVar(&cfg.inflightLatency, "inflight-latency", 5*time.Second, "in-flight phase: the simulator's latency before each answer")
@@ -107,6 +114,10 @@ func main() {
 		os.Exit(2)
 	}
 	var err error
+	if cfg.signinAddrs, err = parseLevels(*signinAddrs); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: -signin-addrs:", err)
+		os.Exit(2)
+	}
 	if cfg.inflightLevels, err = parseLevels(*levels); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
@@ -226,6 +237,11 @@ func run(ctx context.Context, cfg *config) error {
 		rep.memory(e)
 		e.gw.stop() // the in-flight phase starts its own processes
 		e.sim.stop()
+	}
+	if cfg.phases["signin"] {
+		if err := rep.signinLoad(ctx, tmp, cfg); err != nil {
+			return fmt.Errorf("sign-in load: %w", err)
+		}
 	}
 	if cfg.phases["inflight"] {
 		if err := rep.inflight(ctx, tmp, cfg); err != nil {

@@ -54,6 +54,10 @@ type App struct {
 	PollInterval caddy.Duration `json:"poll_interval,omitempty"`
 	// MaxConcurrentRuns per account. Default: 16.
 	MaxConcurrentRuns int `json:"max_concurrent_runs,omitempty"`
+	// MCPOrigins are the web origins, besides the site's own, whose pages
+	// may call /mcp from a browser (such as http://localhost:6274, the MCP
+	// Inspector); any other Origin is refused (mcp.CheckOrigin).
+	MCPOrigins []string `json:"mcp_origins,omitempty"`
 	// ServicesDigest is a digest of the service files, set by the Caddyfile
 	// adapter, so that `caddy reload` sees a changed config (and reloads)
 	// when only the declarations changed. It is informational otherwise.

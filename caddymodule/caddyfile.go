@@ -1,7 +1,9 @@
 package caddymodule
 
 import (
+	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
@@ -47,6 +49,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //		soft_timeout <duration>
 //		poll_interval <duration>
 //		max_concurrent_runs <n>
+//		mcp_origins <origin>...   # web origins allowed to call /mcp from a browser
 //	}
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // option name
@@ -136,6 +139,17 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("max_concurrent_runs must be a positive integer, got %q", s)
 			}
 			a.MaxConcurrentRuns = n
+		case "mcp_origins":
+			origins := d.RemainingArgs()
+			if len(origins) == 0 {
+				return d.ArgErr()
+			}
+			for _, o := range origins {
+				if u, err := url.Parse(o); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.Trim(u.Path, "/") != "" {
+					return d.Errf("mcp_origins: %q is not a web origin such as https://app.example", o)
+				}
+			}
+			a.MCPOrigins = append(a.MCPOrigins, origins...)
 		default:
 			return d.Errf("unknown social_router option %q", d.Val())
 		}

@@ -95,10 +95,11 @@ func (a *App) oauthServer(logger *zap.Logger) *oauth.Server {
 
 // mcpHandler is /mcp as served: OAuth's Guard answers 401 with the
 // sign-in challenge before the SDK sees a request it would refuse (see
-// package oauth), and CORS sits outside it so a browser-based client can
-// read that challenge.
+// package oauth), CORS sits outside it so a browser-based client can
+// read that challenge, and CheckOrigin outside both refuses a page of a
+// web origin the operator did not allow.
 func (a *App) mcpHandler(logger *zap.Logger) http.Handler {
-	return mcp.CORS(a.oauthServer(logger).Guard(a.mcp, mcp.Anonymous))
+	return mcp.CheckOrigin(a.MCPOrigins, mcp.CORS(a.oauthServer(logger).Guard(a.mcp, mcp.Anonymous)))
 }
 
 var _ mcp.Backend = toolBackend{}

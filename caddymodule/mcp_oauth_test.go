@@ -40,7 +40,7 @@ func (f *mcpFixture) member(t *testing.T, email, password string) {
 	if err := f.app.store.CreateInvite(t.Context(), inv); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := browser().PostForm(f.URL+"/dashboard/invite/"+tok, url.Values{"password": {password}, "password_confirm": {password}})
+	resp, err := browser().PostForm(f.URL+"/dashboard/invite", url.Values{"token": {tok}, "password": {password}, "password_confirm": {password}})
 	if err != nil || resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("accepting the invitation: %v %v", resp, err)
 	}

@@ -88,7 +88,8 @@ func newMCPFixture(t *testing.T) *mcpFixture {
 	sh := &shared{breakers: router.NewBreakers(), inflight: api.NewInFlight()}
 	a := &App{
 		reg: reg, store: st, shared: sh, KeyPrefix: "sdr", MaxConcurrentRuns: 16, logger: zap.NewNop(),
-		router: router.New(router.Config{AttemptTimeout: 10 * time.Second, SoftTimeout: 5 * time.Second}, clients, sh.breakers, zap.NewNop()),
+		MCPOrigins: []string{"http://localhost:6274"},
+		router:     router.New(router.Config{AttemptTimeout: 10 * time.Second, SoftTimeout: 5 * time.Second}, clients, sh.breakers, zap.NewNop()),
 	}
 	if a.tools, err = mcp.NewToolset(reg); err != nil {
 		t.Fatal(err)
@@ -357,10 +358,22 @@ func TestMCPErrors(t *testing.T) {
 		t.Errorf("refused calls charged %s or called upstream %d times", before-after, len(f.sim.Calls()))
 	}
 
-	// An invalid or revoked key is refused as REST refuses it.
-	bad := f.connect(t, "sdr_live_nope")
-	res, m := mcptest.Call(t, bad, "get_balance", nil)
-	toolErrorCode(t, "get_balance", res, m, "invalid_api_key")
+	// An unknown key is refused when the client connects, with the
+	// challenge an unknown access token gets (so the client signs in
+	// again), not at its first tool call.
+	req, _ := http.NewRequest(http.MethodPost, f.URL+"/mcp", strings.NewReader(
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	req.Header.Set("Authorization", "Bearer sdr_live_nope")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(resp.Header.Get("WWW-Authenticate"), `error="invalid_token"`) {
+		t.Errorf("initialize with an unknown key: %d %q, want 401 with an invalid_token challenge", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	}
 }
 
 // TestMCPSearch: the search tool runs a search as POST /v1/search does.
@@ -412,5 +425,32 @@ func validateOutput(t *testing.T, cs *sdk.ClientSession, name string, got map[st
 	inst, _ := jsonschema.UnmarshalJSON(bytes.NewReader(mustMarshal(got)))
 	if err := s.Validate(inst); err != nil {
 		t.Errorf("%s: the result does not match its output schema: %v", name, err)
+	}
+}
+
+// TestMCPOrigin: /mcp as the site serves it refuses a browser page of a
+// foreign web origin (403) and serves its own origin, a configured one
+// (mcp_origins) and a client that sends no Origin.
+func TestMCPOrigin(t *testing.T) {
+	f := newMCPFixture(t)
+	for _, tc := range []struct {
+		origin string
+		status int
+	}{{"", 200}, {f.URL, 200}, {"http://localhost:6274", 200}, {"https://evil.example", 403}} {
+		req, _ := http.NewRequest(http.MethodPost, f.URL+"/mcp", strings.NewReader(
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if tc.origin != "" {
+			req.Header.Set("Origin", tc.origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.status {
+			t.Errorf("initialize from Origin %q: %d, want %d", tc.origin, resp.StatusCode, tc.status)
+		}
 	}
 }

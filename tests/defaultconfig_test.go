@@ -89,4 +89,26 @@ func TestDefaultCaddyfile(t *testing.T) {
 			t.Errorf("%s %s: %s %s, want the JSON 404", tt.method, tt.path, resp.Header.Get("Content-Type"), body)
 		}
 	}
+
+	// The access log is on, and secrets sent in a URL stay out of it.
+	for _, path := range []string{"/dashboard/invite/SECRET-INVITE", "/oauth/authorize?client_id=nope&state=SECRET-STATE&code=SECRET-CODE"} {
+		resp, err := noRedirect.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(p.out.String(), "state=REDACTED") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	logged := p.out.String()
+	for _, want := range []string{`"uri":"/dashboard/invite/REDACTED"`, `"Location":["/dashboard/invite#REDACTED"]`, "state=REDACTED&code=REDACTED"} {
+		if !strings.Contains(logged, want) {
+			t.Errorf("the access log lacks %s", want)
+		}
+	}
+	if strings.Contains(logged, "SECRET-") {
+		t.Errorf("a secret reached the access log:\n%s", tail(logged, 10))
+	}
 }

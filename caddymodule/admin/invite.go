@@ -18,7 +18,8 @@ const InviteLifetime = 72 * time.Hour
 // inviteMember serves POST /sdr/accounts/{id}/members {"email": …}: a
 // one-time invitation to the account's dashboard. The token is in this one
 // answer only (the store keeps its SHA-256); the member opens
-// <dashboard>/invite/<token> and chooses a password.
+// <dashboard>/invite#<token> (the token in the fragment, which browsers
+// never send, so no access log holds it) and chooses a password.
 func (h *Handler) inviteMember(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	var body struct {
@@ -39,6 +40,6 @@ func (h *Handler) inviteMember(w http.ResponseWriter, r *http.Request) error {
 	}
 	return writeJSON(w, http.StatusCreated, map[string]any{
 		"account_id": id, "email": email, "token": token, "expires_at": inv.ExpiresAt,
-		"path": "invite/" + token, // under the dashboard's path, /dashboard/ by default
+		"path": "invite#" + token, // under the dashboard's path, /dashboard/ by default
 	})
 }

@@ -39,7 +39,7 @@ func TestInviteMember(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.Email != "alice@example.com" || len(got.Token) < 26 || got.Path != "invite/"+got.Token ||
+	if got.Email != "alice@example.com" || len(got.Token) < 26 || got.Path != "invite#"+got.Token ||
 		time.Until(got.ExpiresAt) < InviteLifetime-time.Minute || time.Until(got.ExpiresAt) > InviteLifetime {
 		t.Errorf("invite answer %+v", got)
 	}

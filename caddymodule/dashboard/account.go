@@ -3,6 +3,8 @@ package dashboard
 import (
 	"net/http"
 
+	"go.uber.org/zap"
+
 	"socialrouter/caddymodule/store"
 )
 
@@ -36,20 +38,48 @@ func (h *Handler) accountPage(w http.ResponseWriter, r *http.Request, s *Session
 }
 
 // changePassword serves POST /account/password: checks the current
-// password, stores the new hash and signs out every other session.
+// password, stores the new hash and signs out every other session. Each
+// check is counted against the member before it runs (whoever holds a
+// session must not guess at hash speed), and the PasswordFailures-th
+// wrong one in a row ends this session.
 func (h *Handler) changePassword(w http.ResponseWriter, r *http.Request, s *Session) {
+	again := func(status int, msg string) { h.showAccount(w, r, s, status, accountData{Error: msg}) }
 	f, err := readPasswordChange(w, r)
 	if err != nil {
-		h.showAccount(w, r, s, http.StatusBadRequest, accountData{Error: err.Error()})
+		again(http.StatusBadRequest, err.Error())
 		return
 	}
-	if !checkPassword(s.Member.PasswordHash, f.Current) {
-		h.showAccount(w, r, s, http.StatusBadRequest, accountData{Error: "the current password is not correct"})
-		return
-	}
-	hash, err := hashPassword(f.New)
+	key := h.passwordKey(s.MemberID)
+	res, err := h.attempt(r, key)
 	if err != nil {
-		h.failed(w, r, s, "hashing password", err)
+		if !refused(w, err, again) {
+			h.failed(w, r, s, "counting a password check", err)
+		}
+		return
+	}
+	ok, err := h.Hashes.Verify(r.Context(), s.Member.PasswordHash, f.Current)
+	if err != nil {
+		if !refused(w, err, again) {
+			h.failed(w, r, s, "checking a password", err)
+		}
+		return
+	}
+	if !ok {
+		if res.Count >= h.Limits.PasswordFailures {
+			h.endAfterFailures(w, r, s)
+			return
+		}
+		again(http.StatusBadRequest, "the current password is not correct")
+		return
+	}
+	if err := h.Store.ThrottleReset(r.Context(), key.Key); err != nil {
+		h.Logger.Warn("forgetting password checks", zap.Error(err))
+	}
+	hash, err := h.Hashes.Hash(r.Context(), f.New)
+	if err != nil {
+		if !refused(w, err, again) {
+			h.failed(w, r, s, "hashing password", err)
+		}
 		return
 	}
 	ctx := r.Context()
@@ -72,6 +102,20 @@ func (h *Handler) changePassword(w http.ResponseWriter, r *http.Request, s *Sess
 	}
 	h.record(ctx, s, "password_changed", "")
 	http.Redirect(w, r, h.link("account")+"?done=password", http.StatusSeeOther)
+}
+
+// endAfterFailures signs the session out after too many wrong current
+// passwords: whoever holds it may not be its member. The counter stays,
+// so signing in again does not buy more guesses at once.
+func (h *Handler) endAfterFailures(w http.ResponseWriter, r *http.Request, s *Session) {
+	if err := h.Store.DeleteSession(r.Context(), s.ID); err != nil {
+		h.failed(w, r, s, "ending session", err)
+		return
+	}
+	clearCookie(w, r)
+	h.record(r.Context(), s, "signed_out", "after too many wrong current passwords")
+	h.render(w, http.StatusUnauthorized, "signin", nil, view{Title: "Sign in", Data: signinData{
+		Email: s.Member.Email, Error: "Signed out after too many wrong passwords. Sign in again."}})
 }
 
 // revokeSession serves POST /account/sessions/{id}/revoke: ends one of the

@@ -90,9 +90,9 @@ func (h *Handler) consentPage(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) showConsent(w http.ResponseWriter, r *http.Request, s *Session, a *oauth.AuthRequest, status int, limit, msg string) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Pragma", "no-cache")
-	if u, err := url.Parse(a.RedirectURI); err == nil {
+	if src := oauth.FormActionSource(a.RedirectURI); src != "" {
 		csp := w.Header().Get("Content-Security-Policy")
-		w.Header().Set("Content-Security-Policy", strings.Replace(csp, "form-action 'self'", "form-action 'self' "+u.Scheme+"://"+u.Host, 1))
+		w.Header().Set("Content-Security-Policy", strings.Replace(csp, "form-action 'self'", "form-action 'self' "+src, 1))
 	}
 	h.render(w, status, "consent", nil, view{Title: "Allow " + a.Client.Name + "?", Data: consentData{
 		Request: a, CSRF: csrfToken(s), Member: s.Member.Email, Limit: limit, Error: msg,

@@ -201,3 +201,19 @@ func TestKeysPageListsGrants(t *testing.T) {
 	}
 	want(t, b.get("/dashboard/keys"), http.StatusOK, "revoked")
 }
+
+// TestConsentShowsPunycode: a client registered with a look-alike Unicode
+// host is shown, and let through the CSP, as its punycode.
+func TestConsentShowsPunycode(t *testing.T) {
+	e := newEnv(t, false)
+	authz := e.client("Docs", "https://g\u043e\u043egle.com/cb")
+	b := e.member("acme", "ada@example.com")
+	p := b.get(authz)
+	want(t, p, http.StatusOK, "<code>xn--ggle-55da.com</code>")
+	if strings.Contains(p.body, "g\u043e\u043egle") {
+		t.Error("the consent page shows the Unicode host")
+	}
+	if csp := p.header.Get("Content-Security-Policy"); !strings.Contains(csp, "form-action 'self' https://xn--ggle-55da.com") {
+		t.Errorf("CSP %q, want the punycode host in form-action", csp)
+	}
+}

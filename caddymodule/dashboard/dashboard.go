@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"socialrouter/caddymodule/oauth"
+	"socialrouter/caddymodule/passhash"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/store"
 )
@@ -47,12 +48,17 @@ type Config struct {
 	// OAuth is the authorization server whose authorize step (sign-in,
 	// then consent) the dashboard serves; nil: no OAuth sign-in.
 	OAuth *oauth.Server
+	// Limits are the sign-in, invitation and password attempt limits
+	// (zero rules: DefaultLimits).
+	Limits Limits
+	// Hashes is the pool every password hash runs in (default
+	// passhash.Default()).
+	Hashes *passhash.Pool
 }
 
 // Handler serves the dashboard. Build it with New.
 type Handler struct {
 	Config
-	throttle  *throttle
 	handler   http.Handler
 	authorize http.Handler // /oauth/authorize
 }
@@ -71,7 +77,11 @@ func New(c Config) *Handler {
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
-	h := &Handler{Config: c, throttle: newThrottle()}
+	if c.Hashes == nil {
+		c.Hashes = passhash.Default()
+	}
+	c.Limits = c.Limits.withDefaults()
+	h := &Handler{Config: c}
 	h.handler = h.routes()
 	h.authorize = h.authorizeHandler()
 	return h

@@ -17,8 +17,9 @@ func (h *Handler) routes() http.Handler {
 
 	mux.HandleFunc("GET /signin", h.signinPage)
 	mux.HandleFunc("POST /signin", h.signin)
-	mux.HandleFunc("GET /invite/{token}", h.invitePage)
-	mux.HandleFunc("POST /invite/{token}", h.acceptInvite)
+	mux.HandleFunc("GET /invite", h.invitePage)
+	mux.HandleFunc("GET /invite/{token}", h.legacyInvite)
+	mux.HandleFunc("POST /invite", h.acceptInvite)
 
 	member := func(pattern string, fn func(http.ResponseWriter, *http.Request, *Session)) {
 		mux.Handle(pattern, h.RequireMember(fn))

@@ -2,8 +2,9 @@ package dashboard
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
+
+	"go.uber.org/zap"
 
 	"socialrouter/caddymodule/store"
 )
@@ -25,45 +26,55 @@ func (h *Handler) signinPage(w http.ResponseWriter, r *http.Request) {
 // password, so the form never tells whether an email has a member.
 var errBadCredentials = errors.New("incorrect email or password")
 
-// signin serves POST /signin. An unknown email costs the same argon2id
-// check as a known one; failures count against the email and the address.
+// signin serves POST /signin. The attempt is counted against the email
+// and the address before any hash runs (throttle.go); an unknown email
+// costs the same argon2id check as a known one; a good password forgets
+// the email's attempts.
 func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 	f, err := readSignin(w, r)
-	again := func(status int, err error) {
-		h.render(w, status, "signin", nil, view{Title: "Sign in", Data: signinData{Email: f.Email, Next: f.Next, Error: err.Error()}})
+	again := func(status int, msg string) {
+		h.render(w, status, "signin", nil, view{Title: "Sign in", Data: signinData{Email: f.Email, Next: f.Next, Error: msg}})
 	}
 	if err != nil {
-		again(http.StatusBadRequest, err)
+		again(http.StatusBadRequest, err.Error())
 		return
 	}
-	now, ip := h.now(), clientIP(r)
-	if until, blocked := h.throttle.blocked(f.Email, ip, now); blocked {
-		w.Header().Set("Retry-After", fmt.Sprint(int(until.Sub(now).Seconds())+1))
-		again(http.StatusTooManyRequests, fmt.Errorf("too many failed sign-ins; try again in %d minutes", int(until.Sub(now).Minutes())+1))
-		return
-	}
-	m, err := h.Store.MemberByEmail(r.Context(), f.Email)
-	hash := m.PasswordHash
-	if err != nil {
-		if !errors.Is(err, store.ErrNotFound) {
-			h.failed(w, r, nil, "finding member", err)
-			return
+	email := h.emailKey(f.Email)
+	if _, err := h.attempt(r, email, h.addressKey(r)); err != nil {
+		if !refused(w, err, again) {
+			h.failed(w, r, nil, "counting a sign-in attempt", err)
 		}
-		hash = dummyHash()
-	}
-	if !checkPassword(hash, f.Password) || err != nil {
-		h.throttle.fail(f.Email, ip, now)
-		again(http.StatusUnauthorized, errBadCredentials)
 		return
 	}
-	h.throttle.succeed(f.Email)
-	if err := h.startSession(r.Context(), w, r, m); err != nil {
+	ctx := r.Context()
+	m, err := h.Store.MemberByEmail(ctx, f.Email)
+	ok := false
+	switch {
+	case err == nil:
+		ok, err = h.Hashes.Verify(ctx, m.PasswordHash, f.Password)
+	case errors.Is(err, store.ErrNotFound):
+		err = h.Hashes.VerifyNone(ctx, f.Password)
+	}
+	if err != nil {
+		if !refused(w, err, again) {
+			h.failed(w, r, nil, "checking a password", err)
+		}
+		return
+	}
+	if !ok {
+		again(http.StatusUnauthorized, errBadCredentials.Error())
+		return
+	}
+	if err := h.Store.ThrottleReset(ctx, email.Key); err != nil {
+		h.Logger.Warn("forgetting sign-in attempts", zap.Error(err))
+	}
+	if err := h.startSession(ctx, w, r, m); err != nil {
 		h.failed(w, r, nil, "starting session", err)
 		return
 	}
 	s := &Session{Member: m}
 	s.AccountID = m.AccountID
-	h.record(r.Context(), s, "signed_in", "from "+ip)
+	h.record(ctx, s, "signed_in", "from "+clientIP(r))
 	http.Redirect(w, r, h.safeNext(f.Next), http.StatusSeeOther)
 }
 

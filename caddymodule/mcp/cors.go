@@ -3,10 +3,10 @@ package mcp
 import "net/http"
 
 // CORS lets a browser-based MCP client (a web app, the MCP Inspector in
-// direct mode) reach the endpoint from any origin: it reads the session
-// id and, on a 401, the WWW-Authenticate challenge that starts its OAuth
-// sign-in. Any origin is safe here: the endpoint authenticates by an
-// Authorization header only, never a cookie, so a page gets nothing its
+// direct mode) reach the endpoint from the origins CheckOrigin lets
+// through: it reads the session id and, on a 401, the WWW-Authenticate
+// challenge that starts its OAuth sign-in. The endpoint authenticates by
+// an Authorization header only, never a cookie, so a page gets nothing its
 // script could not get with its own token. A preflight is answered here.
 func CORS(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

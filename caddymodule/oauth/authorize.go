@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
-	"slices"
 	"strings"
 
 	"github.com/oklog/ulid/v2"
@@ -88,8 +87,12 @@ func (s *Server) ParseAuthorize(ctx context.Context, r *http.Request, v url.Valu
 	switch {
 	case a.RedirectURI == "" && len(c.RedirectURIs) == 1:
 		a.RedirectURI = c.RedirectURIs[0]
-	case !slices.Contains(c.RedirectURIs, a.RedirectURI):
-		return nil, &AuthError{Code: "invalid_request", Description: "redirect_uri is not one the client registered"}
+	default:
+		// Compared in the form registration kept (its host in ASCII), so
+		// a client naming it as it registered it still matches.
+		if a.RedirectURI = matchRedirectURI(c.RedirectURIs, a.RedirectURI); a.RedirectURI == "" {
+			return nil, &AuthError{Code: "invalid_request", Description: "redirect_uri is not one the client registered"}
+		}
 	}
 	fail := func(code, msg string) (*AuthRequest, error) {
 		return a, &AuthError{Redirect: true, Code: code, Description: msg}

@@ -27,7 +27,8 @@ const maxPeek = 1 << 20
 // (anonymous reports the ones that do not) is refused. Both refusals are
 // HTTP 401 with a WWW-Authenticate challenge naming the resource
 // metadata, which starts a client's sign-in. An API key (<prefix>_live_)
-// passes, and is checked by the tool call as REST checks it. The grant of
+// passes if it is live (unknown or revoked: the same 401 as an unknown
+// access token); the tool call checks it again as REST does. The grant of
 // a verified access token reaches the tool call as the SDK's TokenInfo
 // (Grant reads it), so the call does not look the token up again.
 func (s *Server) Guard(next http.Handler, anonymous func(tool string) bool) http.Handler {
@@ -54,6 +55,20 @@ func (s *Server) Guard(next http.Handler, anonymous func(tool string) bool) http
 			scheme, tok, _ := strings.Cut(hdr, " ")
 			tok = strings.TrimSpace(tok)
 			if strings.EqualFold(scheme, "Bearer") && strings.HasPrefix(tok, s.KeyPrefix+"_live_") {
+				// Looked up here, as an access token is: a key that is
+				// not live gets the challenge that sends its client to
+				// sign in again, at initialize rather than at its first
+				// tool call.
+				k, err := s.Store.KeyByHash(r.Context(), sha256.Sum256([]byte(tok)))
+				if errors.Is(err, store.ErrNotFound) || (err == nil && (k.RevokedAt != nil || k.Kind != "")) {
+					challenge(w, r, http.StatusUnauthorized, "invalid_token", "the API key is unknown or revoked; create a new key or sign in again")
+					return
+				}
+				if err != nil {
+					s.logger().Error("looking up api key", zap.Error(err))
+					writeJSON(w, http.StatusServiceUnavailable, apiError("store_unavailable", "the account store is unavailable; try again shortly", "unavailable"))
+					return
+				}
 				withKey.ServeHTTP(w, r)
 				return
 			}

@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"crypto/sha256"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -22,6 +23,8 @@ func TestGuard(t *testing.T) {
 	})
 	srv := httptest.NewServer(f.s.Guard(echo, func(tool string) bool { return tool == "list_services" }))
 	t.Cleanup(srv.Close)
+	live, revoked := f.apiKey(t, "live", false), f.apiKey(t, "revoked", true)
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`
 	// Requests name the fixture's host, the resource the tokens are for.
 	host := strings.TrimPrefix(f.url, "http://")
 	meta := `Bearer resource_metadata="` + f.url + `/.well-known/oauth-protected-resource/mcp"`
@@ -41,7 +44,13 @@ func TestGuard(t *testing.T) {
 		{"paid tool", "", call("get_balance"), 401, meta, "", "missing_token"},
 		{"paid tool in a batch", "", "[" + call("list_services") + "," + call("get_balance") + "]", 401, meta, "", "missing_token"},
 		{"not JSON-RPC", "", `nonsense`, 200, "", "", ""},
-		{"API key", "Bearer sdr_live_anything", call("get_balance"), 200, "", "", ""},
+		{"API key", "Bearer " + live, call("get_balance"), 200, "", "", ""},
+		{"API key at initialize", "Bearer " + live, initialize, 200, "", "", ""},
+		// A bearer shaped like a key is looked up at once, as an access
+		// token is: a client holding a revoked or unknown key is told to
+		// sign in again when it connects, not when its first tool fails.
+		{"unknown API key", "Bearer sdr_live_xxxxxxxx", initialize, 401, meta + `, error="invalid_token"`, "", "invalid_token"},
+		{"revoked API key", "Bearer " + revoked, initialize, 401, meta + `, error="invalid_token"`, "", "invalid_token"},
 		{"access token", "Bearer " + access, call("get_balance"), 200, "", "", ""},
 		{"unknown token", "Bearer sdr_oat_nope", call("list_services"), 401, meta + `, error="invalid_token"`, "", "invalid_token"},
 		{"other scheme", "Basic eDp5", call("list_services"), 401, meta, "", "missing_token"},
@@ -145,7 +154,7 @@ func TestGuardHandsOnGrant(t *testing.T) {
 		want       bool
 	}{
 		{"access token", "Bearer " + access, true},
-		{"API key", "Bearer sdr_live_anything", false},
+		{"API key", "Bearer " + f.apiKey(t, "k", false), false},
 		{"anonymous", "", false},
 	} {
 		req, _ := http.NewRequest("POST", srv.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
@@ -163,4 +172,21 @@ func TestGuardHandsOnGrant(t *testing.T) {
 			t.Errorf("%s: %d, grant %+v (%v), want a grant: %v", tc.name, resp.StatusCode, got, ok, tc.want)
 		}
 	}
+}
+
+// apiKey stores an API key of acme (revoked if asked) and returns its
+// secret.
+func (f *fixture) apiKey(t *testing.T, name string, revoked bool) string {
+	t.Helper()
+	secret := "sdr_live_" + name + "0123456789abcdefghij"
+	k := store.Key{ID: "key_" + name, AccountID: "acme", Name: name, Hash: sha256.Sum256([]byte(secret)), Display: "sdr_live_…" + name, CreatedAt: f.now}
+	if err := f.st.CreateKey(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	if revoked {
+		if _, err := f.st.RevokeKey(t.Context(), k.ID, f.now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return secret
 }

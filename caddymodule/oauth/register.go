@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -76,13 +75,16 @@ func validateClient(m oauthex.ClientRegistrationMetadata) (c Client, code, msg s
 	if len(m.RedirectURIs) == 0 || len(m.RedirectURIs) > maxRedirectURIs {
 		return c, "invalid_redirect_uri", fmt.Sprintf("redirect_uris must list 1 to %d URIs", maxRedirectURIs)
 	}
-	for _, u := range m.RedirectURIs {
+	uris := make([]string, len(m.RedirectURIs))
+	for i, u := range m.RedirectURIs {
 		if len(u) > maxRedirectURILen {
 			return c, "invalid_redirect_uri", fmt.Sprintf("a redirect URI may have at most %d bytes", maxRedirectURILen)
 		}
-		if err := checkRedirectURI(u); err != nil {
-			return c, "invalid_redirect_uri", fmt.Sprintf("redirect_uri %q: %v", u, err)
+		n, err := normalizeRedirectURI(u)
+		if err != nil {
+			return c, "invalid_redirect_uri", fmt.Sprintf("redirect_uri %+q: %v", u, err)
 		}
+		uris[i] = n
 	}
 	if a := m.TokenEndpointAuthMethod; a != "" && a != "none" {
 		return c, "invalid_client_metadata", "token_endpoint_auth_method must be none: only public clients (PKCE) are registered"
@@ -119,7 +121,7 @@ func validateClient(m oauthex.ClientRegistrationMetadata) (c Client, code, msg s
 	if name == "" {
 		name = "Unnamed MCP client"
 	}
-	return Client{Name: name, RedirectURIs: slices.Clone(m.RedirectURIs)}, "", ""
+	return Client{Name: name, RedirectURIs: uris}, "", ""
 }
 
 // checkRedirectURI accepts an absolute https URI, or http to a loopback

@@ -150,7 +150,7 @@ func (s *Server) exchangeCode(r *http.Request) (*tokenResponse, *failure) {
 	switch {
 	case form.Get("client_id") != d.ClientID:
 		return nil, refuse("invalid_grant", "the code was issued to another client")
-	case (d.RedirectGiven || form.Get("redirect_uri") != "") && form.Get("redirect_uri") != d.RedirectURI:
+	case (d.RedirectGiven || form.Get("redirect_uri") != "") && matchRedirectURI([]string{d.RedirectURI}, form.Get("redirect_uri")) == "":
 		return nil, refuse("invalid_grant", "redirect_uri must be the authorization request's, character for character")
 	case !pkceMatches(verifier, d.CodeChallenge):
 		return nil, refuse("invalid_grant", "code_verifier does not match the code_challenge")

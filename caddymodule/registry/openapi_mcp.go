@@ -30,13 +30,24 @@ func mcpPath() obj {
 			"content": jsonContent(ref("Error")),
 		}
 	}
-	tokenRefused := "`invalid_token` (type `authentication`): the bearer token is neither an API key (`sdr_live_…`) nor a live " +
-		"OAuth access token of this resource (unknown, expired, or of a revoked grant): refresh it or sign in again. " +
+	tokenRefused := "`invalid_token` (type `authentication`): the bearer token is neither a live API key (`sdr_live_…`, " +
+		"unknown or revoked) nor a live OAuth access token of this resource (unknown, expired, or of a revoked grant): " +
+		"refresh it, create a new key or sign in again. " +
 		"`missing_token`: an `Authorization` scheme other than `Bearer` (no `error` in the challenge, RFC 6750 §3.1)."
 	unavailable := obj{
 		"description": "`store_unavailable` (type `unavailable`): an access token could not be checked because the account " +
 			"store did not answer; nothing was called. Retry shortly.",
 		"content": jsonContent(ref("Error")),
+	}
+	originRefused := obj{
+		"description": "`origin_not_allowed` (type `authentication`, JSON): the request's `Origin` header names neither " +
+			"this site nor an origin allowed by the `mcp_origins` option; a client that is not a browser sends no `Origin`. " +
+			"Or (plain text, from the MCP SDK): a request that reached a loopback address with a non-loopback Host " +
+			"(DNS rebinding protection).",
+		"content": obj{
+			"text/plain":       obj{"schema": obj{"type": "string"}},
+			"application/json": obj{"schema": ref("Error")},
+		},
 	}
 	badBearer := "`invalid_request` (type `authentication`, JSON, with the challenge): `Authorization: Bearer` names no token."
 	return obj{
@@ -49,13 +60,14 @@ func mcpPath() obj {
 				"as the REST operations are.\n\n" +
 				"Sign-in: an API key (`Authorization: Bearer sdr_live_…`) or an OAuth 2.1 access token (`sdr_oat_…`, " +
 				"scheme `oauth2`). `initialize`, `tools/list`, `list_services` and `get_service` need neither. An " +
-				"anonymous `tools/call` of any other tool, a bearer token that is neither an API key nor a live access " +
-				"token of this resource (unknown, expired or revoked), or an `Authorization` scheme other than `Bearer`, " +
+				"anonymous `tools/call` of any other tool, a bearer token that is neither a live API key nor a live access " +
+				"token of this resource (unknown, expired or revoked; checked on every request, `initialize` included), " +
+				"or an `Authorization` scheme other than `Bearer`, " +
 				"is answered HTTP 401 with `WWW-Authenticate: Bearer resource_metadata=\"ORIGIN/.well-known/oauth-protected-resource/mcp\"` " +
 				"(plus `error=\"invalid_token\"` when a token was sent) and the `Error` envelope (`missing_token` or " +
 				"`invalid_token`): the client signs in from there (see the `oauth` operations). `Bearer` with no token is " +
-				"HTTP 400 `invalid_request`. A key of the `sdr_live_` form is checked by the tool call as REST checks it: " +
-				"an unknown or revoked key is a tool error (`invalid_api_key`, `revoked_api_key`), not an HTTP error. " +
+				"HTTP 400 `invalid_request`. A browser request whose `Origin` is neither this site nor an origin the operator " +
+				"allowed (`mcp_origins`) is HTTP 403 `origin_not_allowed`. " +
 				"Errors of tools are tool results with `isError` and the `Error` envelope.",
 			"tags":     []any{"mcp"},
 			"security": security,
@@ -81,7 +93,7 @@ func mcpPath() obj {
 				},
 				"401": challenge("Sign-in needed: `missing_token` (type `authentication`): an anonymous `tools/call` of a tool " +
 					"that needs sign-in. " + tokenRefused),
-				"403": text("A request that reached a loopback address with a non-loopback Host (DNS rebinding protection)."),
+				"403": originRefused,
 				"404": text("Unknown or expired session (`Mcp-Session-Id`): start a new one."),
 				"429": respRef("TooManyRequests"),
 				"503": unavailable,
@@ -105,6 +117,7 @@ func mcpPath() obj {
 					},
 				},
 				"401": challenge(tokenRefused),
+				"403": originRefused,
 				"404": text("Unknown or expired session."),
 				"429": respRef("TooManyRequests"),
 				"503": unavailable,
@@ -121,6 +134,7 @@ func mcpPath() obj {
 				"204": obj{"description": "The session is closed."},
 				"400": obj{"description": badBearer, "content": jsonContent(ref("Error"))},
 				"401": challenge(tokenRefused),
+				"403": originRefused,
 				"404": text("Unknown or expired session."),
 				"429": respRef("TooManyRequests"),
 				"503": unavailable,

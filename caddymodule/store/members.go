@@ -92,6 +92,10 @@ type Members interface {
 	// unknown, used or expired token; ErrExists if the email became a
 	// member meanwhile.
 	AcceptInvite(ctx context.Context, tokenHash [32]byte, m Member, now time.Time) (Member, error)
+	// FindInvite returns an unexpired, unused invite without consuming it
+	// (ErrNotFound otherwise), so a form can refuse a bad token before it
+	// spends a password hash.
+	FindInvite(ctx context.Context, tokenHash [32]byte, now time.Time) (Invite, error)
 	// MemberByEmail finds a member by email (case-insensitive).
 	MemberByEmail(ctx context.Context, email string) (Member, error)
 	// GetMember returns a member by id.

@@ -109,8 +109,9 @@ type UsageRow struct {
 // Store is the account plane's persistence. Every method is safe for
 // concurrent use. Every run query is scoped to an account.
 type Store interface {
-	Members // the dashboard's members, sessions, activity and run listing
-	OAuth   // the OAuth server's clients, codes and tokens
+	Members  // the dashboard's members, sessions, activity and run listing
+	OAuth    // the OAuth server's clients, codes and tokens
+	Throttle // the dashboard's attempt counters
 	// CreateAccount creates an account; ErrExists if the id is taken.
 	CreateAccount(ctx context.Context, id string, balance credits.Micros, now time.Time) (Account, error)
 	// GetAccount returns an account; ErrNotFound if absent.

@@ -46,13 +46,15 @@ type Options struct {
 
 // Store is the badger implementation of store.Store.
 type Store struct {
-	db       *bdb.DB
-	keySeq   *bdb.Sequence
-	settles  committer
-	holds    holds         // open reservations, in memory: a restart releases them
-	keys     *keyCache     // nil: no cache
-	accounts *accountCache // nil: no cache
-	trim     *trimmer      // nil: value log pages left to the kernel
+	db            *bdb.DB
+	keySeq        *bdb.Sequence
+	settles       committer
+	holds         holds         // open reservations, in memory: a restart releases them
+	keys          *keyCache     // nil: no cache
+	accounts      *accountCache // nil: no cache
+	trim          *trimmer      // nil: value log pages left to the kernel
+	throttle      sync.Mutex    // serializes ThrottleAttempt (throttle.go)
+	throttleCache throttleCache // the counters in memory; under throttle
 
 	closeOnce sync.Once
 	closeErr  error

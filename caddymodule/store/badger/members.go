@@ -135,6 +135,30 @@ func (s *Store) AcceptInvite(ctx context.Context, tokenHash [32]byte, m store.Me
 	return m, nil
 }
 
+// FindInvite returns an unexpired, unused invite.
+func (s *Store) FindInvite(ctx context.Context, tokenHash [32]byte, now time.Time) (store.Invite, error) {
+	var inv store.Invite
+	err := s.db.View(func(txn *bdb.Txn) error {
+		v, err := get(txn, inviteKey(tokenHash))
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(v, &inv); err != nil {
+			return fmt.Errorf("decoding invite: %v", err)
+		}
+		if !now.Before(inv.ExpiresAt) {
+			return store.ErrNotFound
+		}
+		return nil
+	})
+	if err != nil {
+		return store.Invite{}, fmt.Errorf("finding invite: %w", err)
+	}
+	inv.TokenHash = tokenHash
+	inv.CreatedAt, inv.ExpiresAt = inv.CreatedAt.UTC(), inv.ExpiresAt.UTC()
+	return inv, nil
+}
+
 // MemberByEmail finds a member by email.
 func (s *Store) MemberByEmail(ctx context.Context, email string) (store.Member, error) {
 	m, err := viewByIndex(s.db, emailKey(email), readMember)

@@ -70,6 +70,21 @@ func (s *Store) AcceptInvite(ctx context.Context, tokenHash [32]byte, m store.Me
 	return m, nil
 }
 
+// FindInvite returns an unexpired, unused invite.
+func (s *Store) FindInvite(ctx context.Context, tokenHash [32]byte, now time.Time) (store.Invite, error) {
+	inv := store.Invite{TokenHash: tokenHash}
+	err := s.pool.QueryRow(ctx, `SELECT account_id, email, created_at, expires_at FROM invites WHERE token_hash = $1 AND expires_at > $2`,
+		tokenHash[:], settle.Time(now)).Scan(&inv.AccountID, &inv.Email, &inv.CreatedAt, &inv.ExpiresAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return store.Invite{}, fmt.Errorf("finding invite: %w", err)
+	}
+	inv.CreatedAt, inv.ExpiresAt = inv.CreatedAt.UTC(), inv.ExpiresAt.UTC()
+	return inv, nil
+}
+
 const memberColumns = `id, account_id, email, password_hash, created_at`
 
 func scanMember(row pgx.Row) (store.Member, error) {
