@@ -61,7 +61,9 @@ type batchOut struct {
 	perInput   [][]json.RawMessage
 	items      int
 	errorItems int
-	status     int
+	// deadItems are the error items saying the input's page is gone.
+	deadItems int
+	status    int
 	// skipped counts items the normalize program failed on; skipErr is the
 	// first such error.
 	skipped int
@@ -82,6 +84,15 @@ type run struct {
 	failure *batchFailure
 	handles []string
 	outs    []batchOut
+}
+
+// started records the handle of upstream work as soon as a client reports
+// it (sources.Call.OnHandle), so a failed, cancelled or abandoned attempt
+// still names the work it paid for.
+func (rn *run) started(h sources.Handle) {
+	rn.mu.Lock()
+	rn.handles = sources.MergeHandles(rn.handles, h.String())
+	rn.mu.Unlock()
 }
 
 // fail records the first real failure of a batch and cancels its siblings.
@@ -114,14 +125,39 @@ func (rn *run) succeed(i int, out batchOut, handles []string) {
 
 // watchdog cancels an attempt when the upstream shows no activity for the
 // soft timeout. Activity is stored as monotonic nanoseconds since start.
+// Silence is measured between upstream answers: a wait the upstream
+// documents (a sync wait, waitForFinish, the pause between polls) is
+// announced with expect and does not count.
 type watchdog struct {
 	start time.Time
 	last  atomic.Int64
+	// quiet is the end of the longest documented wait announced, as
+	// nanoseconds since start: silence before it is expected.
+	quiet atomic.Int64
 	soft  time.Duration
 }
 
 // touch records upstream activity; called concurrently by the clients.
 func (w *watchdog) touch() { w.last.Store(int64(time.Since(w.start))) }
+
+// expect announces a documented upstream wait of up to d starting now
+// (sources.Call.Waiting); called concurrently by the clients.
+func (w *watchdog) expect(d time.Duration) {
+	w.touch()
+	end := int64(time.Since(w.start) + d)
+	for {
+		q := w.quiet.Load()
+		if q >= end || w.quiet.CompareAndSwap(q, end) {
+			return
+		}
+	}
+}
+
+// idle is how long the upstream has been silent beyond what it announced.
+func (w *watchdog) idle() time.Duration {
+	now := time.Since(w.start)
+	return now - time.Duration(max(w.last.Load(), w.quiet.Load()))
+}
 
 // watch cancels with errSoftTimeout once idle for the soft timeout, until
 // stop is called. It runs on a timer, not a goroutine of its own: a call
@@ -140,7 +176,7 @@ func (w *watchdog) watch(cancel context.CancelCauseFunc) (stop func()) {
 		if stopped {
 			return
 		}
-		idle := time.Since(w.start) - time.Duration(w.last.Load())
+		idle := w.idle()
 		if idle >= w.soft {
 			cancel(errSoftTimeout)
 			return
@@ -301,13 +337,14 @@ func offerOptions(o *registry.Offer, options map[string]any) map[string]any {
 // assemble turns the batches' outputs into the attempt's records, or an
 // error_records failure when every item was an error record.
 func (r *Router) assemble(a *attempt, outs []batchOut, req Request) {
-	var items, errItems, skipped, invalid, records int
+	var items, errItems, dead, skipped, invalid, records int
 	var skipErr error
 	var invalidMsg string
 	var perInput [][]json.RawMessage
 	for _, out := range outs {
 		items += out.items
 		errItems += out.errorItems
+		dead += out.deadItems
 		skipped += out.skipped
 		if skipErr == nil {
 			skipErr = out.skipErr
@@ -324,7 +361,7 @@ func (r *Router) assemble(a *attempt, outs []batchOut, req Request) {
 			a.rec.Status = out.status
 		}
 	}
-	if items > 0 && errItems >= items {
+	if items > 0 && errItems >= items && dead < errItems {
 		a.rec.Outcome, a.retryable, a.verdict = OutcomeErrorRecords, true, failure
 		a.rec.Message = fmt.Sprintf("all %d items were error records", items)
 		return
@@ -339,6 +376,12 @@ func (r *Router) assemble(a *attempt, outs []batchOut, req Request) {
 	a.records, a.total, a.more = applyLimit(perInput, req.Limit, req.Skip, req.scope())
 	a.rec.Records = a.total
 	var notes []string
+	if dead > 0 {
+		// A page that is gone is an answer, not a failure: no record for
+		// that input, no charge, nothing against the breaker.
+		notes = append(notes, fmt.Sprintf("%d inputs name pages that are gone (dead_page)", dead))
+		errItems -= dead
+	}
 	if errItems > 0 {
 		notes = append(notes, fmt.Sprintf("%d of %d items were error records", errItems, items))
 	}

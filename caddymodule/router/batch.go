@@ -39,11 +39,12 @@ func (r *Router) call(rn *run, wd *watchdog, client sources.Client, o *registry.
 	if callLimit > 0 && req.scope() == registry.ScopePerInput {
 		callLimit *= max(1, len(inputs))
 	}
-	c := sources.Call{Target: o.Target, Params: o.Params, Body: body, Limit: callLimit, Activity: wd.touch}
+	c := sources.Call{Target: o.Target, Params: o.Params, Body: body, Limit: callLimit, PerInput: limit,
+		Activity: wd.touch, Waiting: wd.expect, OnHandle: rn.started}
 	if dl, ok := ctx.Deadline(); ok {
 		c.Timeout = time.Until(dl)
 	}
-	res, err := client.Do(ctx, c)
+	res, err := r.do(ctx, wd, client, c)
 	if err != nil || res == nil {
 		failCall(rn, err)
 		return nil
@@ -72,7 +73,7 @@ func failCall(rn *run, err error) {
 // collect normalizes the items of a batch's answer into records per input.
 func (r *Router) collect(rn *run, o *registry.Offer, inputs []string, nowISO string, i int, res *sources.Result) {
 	ctx := rn.actx
-	out := batchOut{items: len(res.Items), errorItems: res.ErrorItems, status: res.Status,
+	out := batchOut{items: len(res.Items), errorItems: res.ErrorItems, deadItems: res.DeadItems, status: res.Status,
 		perInput: make([][]json.RawMessage, max(1, len(inputs)))}
 	m := newInputMatcher(inputs)
 	normalizeItem := o.Normalize.NormalizeItem

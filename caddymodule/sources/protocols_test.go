@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-
 	"socialrouter/cmd/upstream-sim/sim"
 )
 
@@ -291,4 +290,3 @@ func TestHandleRoundTrip(t *testing.T) {
 		}
 	}
 }
-
