@@ -124,39 +124,55 @@ func (rn *run) succeed(i int, out batchOut, handles []string) {
 }
 
 // watchdog cancels an attempt when the upstream shows no activity for the
-// soft timeout. Activity is stored as monotonic nanoseconds since start.
-// Silence is measured between upstream answers: a wait the upstream
-// documents (a sync wait, waitForFinish, the pause between polls) is
-// announced with expect and does not count.
+// soft timeout. Times are monotonic nanoseconds since start. Silence is
+// measured between upstream answers: a wait the upstream documents (a sync
+// wait, waitForFinish, the pause between polls) is announced by the batch's
+// client and does not count until that batch hears from the upstream again.
 type watchdog struct {
 	start time.Time
 	last  atomic.Int64
-	// quiet is the end of the longest documented wait announced, as
-	// nanoseconds since start: silence before it is expected.
-	quiet atomic.Int64
+	// quiet holds, per batch, the end of the documented wait it announced:
+	// silence before it is expected. A batch's own activity ends it (the
+	// answer it waited for began); another batch's does not.
+	quiet []atomic.Int64
 	soft  time.Duration
 }
 
-// touch records upstream activity; called concurrently by the clients.
-func (w *watchdog) touch() { w.last.Store(int64(time.Since(w.start))) }
-
-// expect announces a documented upstream wait of up to d starting now
-// (sources.Call.Waiting); called concurrently by the clients.
-func (w *watchdog) expect(d time.Duration) {
-	w.touch()
-	end := int64(time.Since(w.start) + d)
-	for {
-		q := w.quiet.Load()
-		if q >= end || w.quiet.CompareAndSwap(q, end) {
-			return
-		}
-	}
+func newWatchdog(soft time.Duration, batches int) *watchdog {
+	return &watchdog{start: time.Now(), soft: soft, quiet: make([]atomic.Int64, batches)}
 }
 
-// idle is how long the upstream has been silent beyond what it announced.
+func (w *watchdog) now() int64 { return int64(time.Since(w.start)) }
+
+// touch records upstream activity; called concurrently by the clients.
+func (w *watchdog) touch() { w.last.Store(w.now()) }
+
+// batch returns the activity and waiting callbacks of batch i
+// (sources.Call.Activity and Waiting).
+func (w *watchdog) batch(i int) (activity func(), waiting func(time.Duration)) {
+	q := &w.quiet[i]
+	activity = func() {
+		now := w.now()
+		w.last.Store(now)
+		if q.Load() > now {
+			q.Store(now)
+		}
+	}
+	waiting = func(d time.Duration) {
+		now := w.now()
+		w.last.Store(now)
+		q.Store(now + int64(d))
+	}
+	return activity, waiting
+}
+
+// idle is how long the upstream has been silent beyond what was announced.
 func (w *watchdog) idle() time.Duration {
-	now := time.Since(w.start)
-	return now - time.Duration(max(w.last.Load(), w.quiet.Load()))
+	until := w.last.Load()
+	for i := range w.quiet {
+		until = max(until, w.quiet[i].Load())
+	}
+	return time.Duration(w.now() - until)
 }
 
 // watch cancels with errSoftTimeout once idle for the soft timeout, until
@@ -213,7 +229,7 @@ func (r *Router) attempt(ctx context.Context, o *registry.Offer, req Request, no
 	defer cancel(nil)
 	rn := &run{actx: actx, cancel: cancel, outs: make([]batchOut, len(batches))}
 
-	wd := &watchdog{start: time.Now(), soft: r.cfg.SoftTimeout}
+	wd := newWatchdog(r.cfg.SoftTimeout, len(batches))
 	defer wd.watch(cancel)()
 
 	sem := make(chan struct{}, r.cfg.MaxParallelBatches)

@@ -14,7 +14,7 @@ import (
 // batch runs one upstream call and normalizes its items.
 func (r *Router) batch(rn *run, wd *watchdog, client sources.Client, o *registry.Offer, req Request,
 	inputs []string, limit int, opts map[string]any, nowISO string, i int) {
-	res := r.call(rn, wd, client, o, req, inputs, limit, opts, nowISO)
+	res := r.call(rn, wd, client, o, req, inputs, limit, opts, nowISO, i)
 	if res != nil {
 		r.collect(rn, o, inputs, nowISO, i, res)
 	}
@@ -27,7 +27,7 @@ func (r *Router) batch(rn *run, wd *watchdog, client sources.Client, o *registry
 // (buildBody, failCall, collect), and a call held by a slow upstream fits
 // the stack size that Caddy's own reverse_proxy needs.
 func (r *Router) call(rn *run, wd *watchdog, client sources.Client, o *registry.Offer, req Request,
-	inputs []string, limit int, opts map[string]any, nowISO string) *sources.Result {
+	inputs []string, limit int, opts map[string]any, nowISO string, i int) *sources.Result {
 	ctx := rn.actx
 	wd.touch()
 	body, err := buildBody(ctx, o, inputs, opts, limit, nowISO)
@@ -39,12 +39,12 @@ func (r *Router) call(rn *run, wd *watchdog, client sources.Client, o *registry.
 	if callLimit > 0 && req.scope() == registry.ScopePerInput {
 		callLimit *= max(1, len(inputs))
 	}
-	c := sources.Call{Target: o.Target, Params: o.Params, Body: body, Limit: callLimit, PerInput: limit,
-		Activity: wd.touch, Waiting: wd.expect, OnHandle: rn.started}
+	c := sources.Call{Target: o.Target, Params: o.Params, Body: body, Limit: callLimit, PerInput: limit, OnHandle: rn.started}
+	c.Activity, c.Waiting = wd.batch(i)
 	if dl, ok := ctx.Deadline(); ok {
 		c.Timeout = time.Until(dl)
 	}
-	res, err := r.do(ctx, wd, client, c)
+	res, err := r.do(ctx, client, c)
 	if err != nil || res == nil {
 		failCall(rn, err)
 		return nil

@@ -29,7 +29,7 @@ const (
 // aborted by the client, never started twice). A retry waits its backoff,
 // or the upstream's Retry-After up to maxRetryAfter, and only when the
 // wait ends inside the attempt's deadline.
-func (r *Router) do(ctx context.Context, wd *watchdog, client sources.Client, c sources.Call) (*sources.Result, error) {
+func (r *Router) do(ctx context.Context, client sources.Client, c sources.Call) (*sources.Result, error) {
 	for try := 0; ; try++ {
 		res, err := client.Do(ctx, c)
 		if err == nil || try == maxRetries {
@@ -39,7 +39,7 @@ func (r *Router) do(ctx context.Context, wd *watchdog, client sources.Client, c 
 		if !ok {
 			return res, err
 		}
-		wd.expect(wait)
+		c.Waiting(wait)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
