@@ -161,10 +161,17 @@ func (a *ActorRun) wait(ctx context.Context, c Call, h Handle) (*Result, error) 
 		}
 		errs = 0
 		switch st := gjson.GetBytes(ans.body, "data.status").String(); st {
-		case "SUCCEEDED", "TIMED-OUT":
-			// A run that timed out upstream keeps (and was charged for)
-			// what it collected: serve it.
+		case "SUCCEEDED":
 			return a.items(ctx, c, h)
+		case "TIMED-OUT":
+			// A run that timed out upstream keeps (and was charged for)
+			// what it collected: serve that; without any it is a timeout.
+			res, err := a.items(ctx, c, h)
+			if err == nil && len(res.Items) == 0 {
+				return nil, &Error{Outcome: OutcomeTimeout, Status: ans.status, Retryable: true,
+					Message: fmt.Sprintf("run %s timed out upstream before collecting anything", h.RunID)}
+			}
+			return res, err
 		case "FAILED", "ABORTED":
 			return nil, &Error{Outcome: OutcomeRunFailed, Status: ans.status, Retryable: true,
 				Message: fmt.Sprintf("run %s ended %s upstream", h.RunID, st)}

@@ -290,3 +290,19 @@ func TestHandleRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestActorRunTimedOutEmpty: a run that times out upstream with nothing
+// collected is a timeout, not an empty success.
+func TestActorRunTimedOutEmpty(t *testing.T) {
+	s, url := startSim(t, 0.001)
+	_ = s.SetFault(sim.Fault{Target: actorTarget, DurationS: 3000})
+	c, _ := NewActorRun(Config{BaseURL: url})
+	_, err := c.Do(context.Background(), Call{Target: actorTarget, Body: map[string]any{}, Timeout: time.Second})
+	var e *Error
+	if !errors.As(err, &e) || e.Outcome != OutcomeTimeout || !e.Retryable {
+		t.Fatalf("got %v, want a retryable timeout", err)
+	}
+	if en := onlyEntry(t, s); en.Status != "timed_out" {
+		t.Errorf("ledger %+v", en)
+	}
+}

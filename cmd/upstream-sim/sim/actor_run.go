@@ -51,13 +51,16 @@ func (s *Sim) startRun(r *http.Request, target string, body []byte) (*job, Fault
 	}
 	q := r.URL.Query()
 	maxItems, _ := strconv.Atoi(q.Get("maxItems"))
+	// The run's timeout is taken in real seconds, unscaled: a caller sets
+	// it from its own (real) deadline, and a scaled one would time the run
+	// out long before the caller gives up.
 	timeout := 0 * time.Second
 	if secs, err := strconv.ParseFloat(q.Get("timeout"), 64); err == nil && secs > 0 {
-		timeout = s.scaled(time.Duration(secs * float64(time.Second)))
+		timeout = time.Duration(secs * float64(time.Second))
 	}
 	items, errs := s.actorItems(fx, f, body, maxItems)
 	j := &job{id: newID(""), kind: KindActorRun, target: target, datasetID: newID(""), items: items, errItems: errs,
-		chargeCap: maxItems, params: queryMap(r), failAt: runFailure(f)}
+		chargeCap: maxItems, params: queryMap(r), failAt: runFailure(f), malformed: f.Malformed}
 	j.id, j.datasetID = "run_"+j.id, "ds_"+j.datasetID
 	return s.startJob(j, s.jobDuration(f), timeout), f, answer{}
 }
@@ -231,7 +234,11 @@ func (s *Sim) datasetItems(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Apify-Pagination-Limit", strconv.Itoa(limit))
 	w.Header().Set("X-Apify-Pagination-Count", strconv.Itoa(len(page)))
 	w.Header().Set("X-Apify-Pagination-Total", strconv.Itoa(total))
-	writeJSON(w, http.StatusOK, joinArray(page))
+	body := joinArray(page)
+	if j.malformed {
+		body = body[:len(body)/2]
+	}
+	writeJSON(w, http.StatusOK, body)
 }
 
 // runOf is the run a run endpoint names, or nil once it has answered 401

@@ -48,6 +48,7 @@ type job struct {
 	buildingDownloads int
 	needPolls, polls  int
 	failAt            string // final state when the job ends on its own: "" (succeeded) or stateFailed
+	malformed         bool   // item pages are cut in half (fault malformed)
 
 	mu       sync.Mutex
 	state    string
