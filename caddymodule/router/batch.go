@@ -40,6 +40,12 @@ func (r *Router) call(rn *run, wd *watchdog, client sources.Client, o *registry.
 		callLimit *= max(1, len(inputs))
 	}
 	c := sources.Call{Target: o.Target, Params: o.Params, Body: body, Limit: callLimit, PerInput: limit, OnHandle: rn.started}
+	if req.OnHandle != nil {
+		c.OnHandle = func(h sources.Handle) {
+			rn.started(h)
+			req.OnHandle(o, h)
+		}
+	}
 	c.Activity, c.Waiting = wd.batch(i)
 	if dl, ok := ctx.Deadline(); ok {
 		c.Timeout = time.Until(dl)

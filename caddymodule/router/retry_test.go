@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/sources"
 )
 
@@ -146,12 +147,17 @@ func TestHandleRecordedWhenKnown(t *testing.T) {
 		return nil, &sources.Error{Outcome: sources.OutcomeRunFailed, Retryable: true}
 	}}
 	r := setup(t, Config{}, a, &fake{})
-	res, err := r.Run(context.Background(), Request{Service: svc, Inputs: []string{in1}})
+	var told []string
+	res, err := r.Run(context.Background(), Request{Service: svc, Inputs: []string{in1},
+		OnHandle: func(o *registry.Offer, h sources.Handle) { told = append(told, o.ID+" "+h.String()) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if h := res.Attempts[0].Handles; !slices.Equal(h, []string{"run:r1/dataset:d1"}) || res.Attempts[0].Outcome != sources.OutcomeRunFailed {
 		t.Errorf("attempt %+v, want the run's handle recorded", res.Attempts[0])
+	}
+	if !slices.Equal(told, []string{headID + " run:r1/dataset:d1"}) {
+		t.Errorf("Request.OnHandle told %v, want the head offer's run as soon as it started", told)
 	}
 }
 
