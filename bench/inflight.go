@@ -340,7 +340,7 @@ func holdCalls(ctx context.Context, t *target, n int, ramp, latency time.Duratio
 				if res.firstErr == "" {
 					res.firstErr = err.Error()
 				}
-			case status != http.StatusOK:
+			case status/100 != 2: // 201: an actor's sync answer
 				res.failed++
 				if res.firstErr == "" {
 					res.firstErr = fmt.Sprintf("HTTP %d", status)

@@ -70,6 +70,8 @@ type config struct {
 	signinAttack, signinIdle         time.Duration
 	signinAddrs                      []int
 	signinHashSlots                  int
+	longJobCalls                     int
+	longJobSeconds, longJobScale     float64
 }
 
 var started = time.Now()
@@ -96,7 +98,7 @@ func main() {
 	flag.DurationVar(&cfg.profile, "profile", 5*time.Second, "CPU profile length under load (0: no profile)")
 	flag.IntVar(&cfg.profileItems, "profile-items", 10, "records per answer (N) under the profiled end-to-end load")
 	flag.StringVar(&cfg.profileDir, "profile-dir", "", "keep the raw profiles in this directory (default: deleted)")
-	flag.StringVar(&phases, "phases", "provision,settle,e2e,pg-e2e,lookup,profile,inflight,signin", "phases to run, comma-separated (pg-e2e: the N = 1 call through a gateway on PostgreSQL, when SDR_TEST_POSTGRES_URL is set; signin: bad sign-ins and invitation posts while /v1 is measured)")
+	flag.StringVar(&phases, "phases", "provision,settle,e2e,pg-e2e,lookup,profile,inflight,signin,longjob", "phases to run, comma-separated (pg-e2e: the N = 1 call through a gateway on PostgreSQL, when SDR_TEST_POSTGRES_URL is set; signin: bad sign-ins and invitation posts while /v1 is measured; longjob: calls each waiting on a minute-long upstream job)")
 	flag.DurationVar(&cfg.signinAttack, "signin-attack", 20*time.Second, "sign-in phase: length of each attack")
 	flag.DurationVar(&cfg.signinIdle, "signin-idle", 5*time.Second, "sign-in phase: length of the idle /v1 measurement")
 	flag.IntVar(&cfg.signinHashSlots, "signin-hash-slots", 0, "sign-in phase: the gateway's hash_slots (0: its default, one per core)")
@@ -107,6 +109,9 @@ func main() {
 	flag.DurationVar(&cfg.inflightRamp, "inflight-ramp", 3*time.Second, "in-flight phase: the calls of a level start evenly over this long (below the latency, so all are in flight at once)")
 	flag.IntVar(&cfg.inflightItems, "inflight-items", 1, "in-flight phase: records per answer (N)")
 	flag.StringVar(&cfg.inflightProto, "inflight-proto", "auto", "in-flight phase: the callers' protocol to Caddy: h1 (a connection per call), h2c (HTTP/2 cleartext, many calls per connection), or auto (h1 where the file limit allows 2 descriptors per call, else h2c)")
+	flag.IntVar(&cfg.longJobCalls, "longjob-calls", 10000, "long-job phase: calls held at once, each on its own upstream job")
+	flag.Float64Var(&cfg.longJobSeconds, "longjob-seconds", 60, "long-job phase: each job's length in upstream seconds")
+	flag.Float64Var(&cfg.longJobScale, "longjob-scale", 0.1, "long-job phase: the simulator's -time-scale (0.1: a 60 s job takes 6 s)")
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of this program (the in-process settle and provision phases) to this file")
 	flag.Parse()
 	if cfg.rounds < 3 || cfg.e2eRounds < 3 {
@@ -246,6 +251,11 @@ func run(ctx context.Context, cfg *config) error {
 	if cfg.phases["inflight"] {
 		if err := rep.inflight(ctx, tmp, cfg); err != nil {
 			return fmt.Errorf("in flight: %w", err)
+		}
+	}
+	if cfg.phases["longjob"] {
+		if err := rep.longJob(ctx, tmp, cfg); err != nil {
+			return fmt.Errorf("long jobs: %w", err)
 		}
 	}
 	rep.summary()

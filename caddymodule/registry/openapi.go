@@ -168,7 +168,8 @@ func errorResponses() obj {
 			"`invalid_option` (with `valid_options`), `unknown_offer` (with `available_offers`), " +
 			"`wrong_endpoint`, `missing_queries`, `missing_provider`, `unknown_provider` (with `valid_providers`), " +
 			"`invalid_cursor`, `invalid_days`: refused before routing and billing. " +
-			"`upstream_rejected_input`: the upstream itself refused the input; no failover, no charge."),
+			"`upstream_rejected_input`: the upstream itself refused the input (e.g. a `validation_errors` answer, " +
+			"whose messages the error message quotes); no failover, no charge."),
 		"Unauthorized": resp("Authentication error (type `authentication`): `missing_api_key`, " +
 			"`invalid_api_key`, `revoked_api_key`."),
 		"PaymentRequired": resp("Billing error (type `billing`): `insufficient_credits`."),

@@ -61,7 +61,9 @@ type batchOut struct {
 	perInput   [][]json.RawMessage
 	items      int
 	errorItems int
-	status     int
+	// deadItems are the error items saying the input's page is gone.
+	deadItems int
+	status    int
 	// skipped counts items the normalize program failed on; skipErr is the
 	// first such error.
 	skipped int
@@ -82,6 +84,15 @@ type run struct {
 	failure *batchFailure
 	handles []string
 	outs    []batchOut
+}
+
+// started records the handle of upstream work as soon as a client reports
+// it (sources.Call.OnHandle), so a failed, cancelled or abandoned attempt
+// still names the work it paid for.
+func (rn *run) started(h sources.Handle) {
+	rn.mu.Lock()
+	rn.handles = sources.MergeHandles(rn.handles, h.String())
+	rn.mu.Unlock()
 }
 
 // fail records the first real failure of a batch and cancels its siblings.
@@ -113,15 +124,56 @@ func (rn *run) succeed(i int, out batchOut, handles []string) {
 }
 
 // watchdog cancels an attempt when the upstream shows no activity for the
-// soft timeout. Activity is stored as monotonic nanoseconds since start.
+// soft timeout. Times are monotonic nanoseconds since start. Silence is
+// measured between upstream answers: a wait the upstream documents (a sync
+// wait, waitForFinish, the pause between polls) is announced by the batch's
+// client and does not count until that batch hears from the upstream again.
 type watchdog struct {
 	start time.Time
 	last  atomic.Int64
+	// quiet holds, per batch, the end of the documented wait it announced:
+	// silence before it is expected. A batch's own activity ends it (the
+	// answer it waited for began); another batch's does not.
+	quiet []atomic.Int64
 	soft  time.Duration
 }
 
+func newWatchdog(soft time.Duration, batches int) *watchdog {
+	return &watchdog{start: time.Now(), soft: soft, quiet: make([]atomic.Int64, batches)}
+}
+
+func (w *watchdog) now() int64 { return int64(time.Since(w.start)) }
+
 // touch records upstream activity; called concurrently by the clients.
-func (w *watchdog) touch() { w.last.Store(int64(time.Since(w.start))) }
+func (w *watchdog) touch() { w.last.Store(w.now()) }
+
+// batch returns the activity and waiting callbacks of batch i
+// (sources.Call.Activity and Waiting).
+func (w *watchdog) batch(i int) (activity func(), waiting func(time.Duration)) {
+	q := &w.quiet[i]
+	activity = func() {
+		now := w.now()
+		w.last.Store(now)
+		if q.Load() > now {
+			q.Store(now)
+		}
+	}
+	waiting = func(d time.Duration) {
+		now := w.now()
+		w.last.Store(now)
+		q.Store(now + int64(d))
+	}
+	return activity, waiting
+}
+
+// idle is how long the upstream has been silent beyond what was announced.
+func (w *watchdog) idle() time.Duration {
+	until := w.last.Load()
+	for i := range w.quiet {
+		until = max(until, w.quiet[i].Load())
+	}
+	return time.Duration(w.now() - until)
+}
 
 // watch cancels with errSoftTimeout once idle for the soft timeout, until
 // stop is called. It runs on a timer, not a goroutine of its own: a call
@@ -140,7 +192,7 @@ func (w *watchdog) watch(cancel context.CancelCauseFunc) (stop func()) {
 		if stopped {
 			return
 		}
-		idle := time.Since(w.start) - time.Duration(w.last.Load())
+		idle := w.idle()
 		if idle >= w.soft {
 			cancel(errSoftTimeout)
 			return
@@ -177,7 +229,7 @@ func (r *Router) attempt(ctx context.Context, o *registry.Offer, req Request, no
 	defer cancel(nil)
 	rn := &run{actx: actx, cancel: cancel, outs: make([]batchOut, len(batches))}
 
-	wd := &watchdog{start: time.Now(), soft: r.cfg.SoftTimeout}
+	wd := newWatchdog(r.cfg.SoftTimeout, len(batches))
 	defer wd.watch(cancel)()
 
 	sem := make(chan struct{}, r.cfg.MaxParallelBatches)
@@ -301,13 +353,14 @@ func offerOptions(o *registry.Offer, options map[string]any) map[string]any {
 // assemble turns the batches' outputs into the attempt's records, or an
 // error_records failure when every item was an error record.
 func (r *Router) assemble(a *attempt, outs []batchOut, req Request) {
-	var items, errItems, skipped, invalid, records int
+	var items, errItems, dead, skipped, invalid, records int
 	var skipErr error
 	var invalidMsg string
 	var perInput [][]json.RawMessage
 	for _, out := range outs {
 		items += out.items
 		errItems += out.errorItems
+		dead += out.deadItems
 		skipped += out.skipped
 		if skipErr == nil {
 			skipErr = out.skipErr
@@ -324,7 +377,7 @@ func (r *Router) assemble(a *attempt, outs []batchOut, req Request) {
 			a.rec.Status = out.status
 		}
 	}
-	if items > 0 && errItems >= items {
+	if items > 0 && errItems >= items && dead < errItems {
 		a.rec.Outcome, a.retryable, a.verdict = OutcomeErrorRecords, true, failure
 		a.rec.Message = fmt.Sprintf("all %d items were error records", items)
 		return
@@ -339,6 +392,12 @@ func (r *Router) assemble(a *attempt, outs []batchOut, req Request) {
 	a.records, a.total, a.more = applyLimit(perInput, req.Limit, req.Skip, req.scope())
 	a.rec.Records = a.total
 	var notes []string
+	if dead > 0 {
+		// A page that is gone is an answer, not a failure: no record for
+		// that input, no charge, nothing against the breaker.
+		notes = append(notes, fmt.Sprintf("%d inputs name pages that are gone (dead_page)", dead))
+		errItems -= dead
+	}
 	if errItems > 0 {
 		notes = append(notes, fmt.Sprintf("%d of %d items were error records", errItems, items))
 	}

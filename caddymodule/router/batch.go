@@ -14,7 +14,7 @@ import (
 // batch runs one upstream call and normalizes its items.
 func (r *Router) batch(rn *run, wd *watchdog, client sources.Client, o *registry.Offer, req Request,
 	inputs []string, limit int, opts map[string]any, nowISO string, i int) {
-	res := r.call(rn, wd, client, o, req, inputs, limit, opts, nowISO)
+	res := r.call(rn, wd, client, o, req, inputs, limit, opts, nowISO, i)
 	if res != nil {
 		r.collect(rn, o, inputs, nowISO, i, res)
 	}
@@ -27,7 +27,7 @@ func (r *Router) batch(rn *run, wd *watchdog, client sources.Client, o *registry
 // (buildBody, failCall, collect), and a call held by a slow upstream fits
 // the stack size that Caddy's own reverse_proxy needs.
 func (r *Router) call(rn *run, wd *watchdog, client sources.Client, o *registry.Offer, req Request,
-	inputs []string, limit int, opts map[string]any, nowISO string) *sources.Result {
+	inputs []string, limit int, opts map[string]any, nowISO string, i int) *sources.Result {
 	ctx := rn.actx
 	wd.touch()
 	body, err := buildBody(ctx, o, inputs, opts, limit, nowISO)
@@ -39,11 +39,18 @@ func (r *Router) call(rn *run, wd *watchdog, client sources.Client, o *registry.
 	if callLimit > 0 && req.scope() == registry.ScopePerInput {
 		callLimit *= max(1, len(inputs))
 	}
-	c := sources.Call{Target: o.Target, Params: o.Params, Body: body, Limit: callLimit, Activity: wd.touch}
+	c := sources.Call{Target: o.Target, Params: o.Params, Body: body, Limit: callLimit, PerInput: limit, OnHandle: rn.started}
+	if req.OnHandle != nil {
+		c.OnHandle = func(h sources.Handle) {
+			rn.started(h)
+			req.OnHandle(o, h)
+		}
+	}
+	c.Activity, c.Waiting = wd.batch(i)
 	if dl, ok := ctx.Deadline(); ok {
 		c.Timeout = time.Until(dl)
 	}
-	res, err := client.Do(ctx, c)
+	res, err := r.do(ctx, client, c)
 	if err != nil || res == nil {
 		failCall(rn, err)
 		return nil
@@ -72,7 +79,7 @@ func failCall(rn *run, err error) {
 // collect normalizes the items of a batch's answer into records per input.
 func (r *Router) collect(rn *run, o *registry.Offer, inputs []string, nowISO string, i int, res *sources.Result) {
 	ctx := rn.actx
-	out := batchOut{items: len(res.Items), errorItems: res.ErrorItems, status: res.Status,
+	out := batchOut{items: len(res.Items), errorItems: res.ErrorItems, deadItems: res.DeadItems, status: res.Status,
 		perInput: make([][]json.RawMessage, max(1, len(inputs)))}
 	m := newInputMatcher(inputs)
 	normalizeItem := o.Normalize.NormalizeItem

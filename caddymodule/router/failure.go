@@ -195,6 +195,8 @@ func describe(a *attempt, cfg Config) string {
 		return "was rate-limited upstream" + status
 	case sources.OutcomeSnapshot:
 		return "reported its snapshot failed"
+	case sources.OutcomeRunFailed:
+		return "reported its run failed"
 	case sources.OutcomeTimeout:
 		if a.rec.Status != 0 {
 			return "timed out upstream" + status

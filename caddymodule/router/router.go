@@ -160,6 +160,13 @@ type Request struct {
 	// Budget, if set, holds the call's money before each offer attempt
 	// and caps the records the attempt asks for (see Budget).
 	Budget Budget
+	// OnHandle, if set, is called as soon as an upstream has started paid
+	// work for an attempt of offer o (h.String() is what the attempt's
+	// handles record), before the work ends: a durable caller stores it
+	// there, so a restarted gateway can resume or abort the work
+	// (sources.Resumer) instead of starting it again. It may be called
+	// concurrently by the attempt's batches and must not block.
+	OnHandle func(o *registry.Offer, h sources.Handle)
 }
 
 // scope is the limit scope in force for the request.

@@ -389,7 +389,8 @@ func TestRunBatching(t *testing.T) {
 	t.Run("one failing batch fails the attempt", func(t *testing.T) {
 		a := &fake{do: func(ctx context.Context, c sources.Call) (*sources.Result, error) {
 			if bodyInputs(c.Body)[0] == inputs[2] {
-				return nil, &sources.Error{Outcome: sources.OutcomeUpstream5xx, Status: 502, Retryable: true}
+				// A 404 is not retried on the offer: the attempt fails at once.
+				return nil, &sources.Error{Outcome: sources.OutcomeUpstream4xx, Status: 404, Retryable: true}
 			}
 			select {
 			case <-ctx.Done():
@@ -407,7 +408,7 @@ func TestRunBatching(t *testing.T) {
 		if time.Since(start) > 500*time.Millisecond {
 			t.Error("siblings of a failed batch were not cancelled")
 		}
-		if res.Attempts[0].Outcome != "upstream_5xx" || res.Attempts[0].Status != 502 || res.Offer.ID != secondID {
+		if res.Attempts[0].Outcome != "upstream_4xx" || res.Attempts[0].Status != 404 || res.Offer.ID != secondID {
 			t.Errorf("attempts %+v", res.Attempts)
 		}
 	})

@@ -2,30 +2,50 @@ package sources
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 // ProtocolActorRun is the name actor_run sources declare in their config.
 const ProtocolActorRun = "actor_run"
 
-// MaxActorSyncWait is the upstream's own cap on a synchronous run; asking for
-// more is pointless, the run would answer 408 anyway.
-const MaxActorSyncWait = 300 * time.Second
+// MaxWaitForFinish is the longest waitForFinish the run API honours: a
+// run poll is answered within it, so every poll is a sign of life.
+const MaxWaitForFinish = 60 * time.Second
+
+// itemsPage is the page size of dataset item reads.
+const itemsPage = 1000
+
+// ChargePerItemParam is an offer param (not sent upstream) giving the
+// upstream's charge per item in USD of a pay-per-event actor: the run is
+// started with maxTotalChargeUsd = it × maxItems, so the upstream charges
+// no more than the reserved items cost.
+const ChargePerItemParam = "charge_per_item_usd"
 
 func init() {
 	Register(ProtocolActorRun, func(cfg Config) (Client, error) { return NewActorRun(cfg) })
 }
 
-// ActorRun speaks the actor-run protocol: one synchronous
-// run-sync-get-dataset-items request per call, answered with the run's
-// dataset items. It is safe for concurrent use.
+// ActorRun speaks the actor platform's run API: start a run
+// (POST /v2/acts/{actor}/runs with timeout and maxItems), wait for it with
+// GET /v2/actor-runs/{id}?waitForFinish= (each answer within a minute),
+// read its dataset (GET /v2/datasets/{id}/items, paginated), and abort it
+// (POST /v2/actor-runs/{id}/abort) whenever the call stops waiting first.
+// The synchronous endpoint is not used: it holds a silent connection for
+// up to 300 s and its run cannot be aborted (its id is unknown until the
+// end). It is safe for concurrent use.
 type ActorRun struct {
 	base
 }
+
+var _ Resumer = (*ActorRun)(nil)
 
 // NewActorRun builds an actor_run client; the base URL is required.
 func NewActorRun(cfg Config) (*ActorRun, error) {
@@ -36,8 +56,9 @@ func NewActorRun(cfg Config) (*ActorRun, error) {
 	return &ActorRun{base: b}, nil
 }
 
-// Do runs the actor c.Target synchronously with c.Body as its input and
-// returns its dataset items. Failures are *Error.
+// Do starts the actor c.Target with c.Body as its input, waits for the run
+// and returns its dataset items. Failures are *Error; a run the call
+// stops waiting for is aborted.
 func (a *ActorRun) Do(ctx context.Context, c Call) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, transportError(ctx, "before upstream request", err)
@@ -49,47 +70,212 @@ func (a *ActorRun) Do(ctx context.Context, c Call) (*Result, error) {
 	if string(body) == "null" {
 		body = []byte("{}")
 	}
-	ans, err := a.exchange(ctx, http.MethodPost, a.runURL(ctx, c), body, c.Activity)
+	h, err := a.start(ctx, c, body)
 	if err != nil {
 		return nil, err
 	}
-	return ranSync(ans)
+	c.started(h)
+	return a.Resume(ctx, c, h)
 }
 
-// runURL is the synchronous run endpoint of call c.
-func (a *ActorRun) runURL(ctx context.Context, c Call) string {
+// start starts the run and returns its handle.
+func (a *ActorRun) start(ctx context.Context, c Call, body []byte) (Handle, error) {
+	ans, err := a.exchange(ctx, http.MethodPost, a.startURL(ctx, c), body, c.Activity)
+	if err != nil {
+		return Handle{}, err
+	}
+	if ans.status != http.StatusCreated && ans.status != http.StatusOK {
+		if ans.status < 300 {
+			return Handle{}, malformed(ans, fmt.Errorf("unexpected status %d starting a run", ans.status))
+		}
+		return Handle{}, statusError(ans)
+	}
+	h := Handle{Protocol: ProtocolActorRun, RunID: gjson.GetBytes(ans.body, "data.id").String(),
+		DatasetID: gjson.GetBytes(ans.body, "data.defaultDatasetId").String()}
+	if h.RunID == "" || h.DatasetID == "" {
+		return Handle{}, malformed(ans, errors.New("run answer without data.id and data.defaultDatasetId"))
+	}
+	return h, nil
+}
+
+// startURL is the run-start endpoint of call c: the offer's params, the
+// run's timeout (the call's remaining time) and its caps.
+func (a *ActorRun) startURL(ctx context.Context, c Call) string {
 	q := url.Values{}
+	perItem := 0.0
 	for k, v := range c.Params {
+		if k == ChargePerItemParam {
+			perItem, _ = strconv.ParseFloat(v, 64)
+			continue
+		}
 		q.Set(k, v)
 	}
-	q.Set("timeout", strconv.Itoa(syncWaitSeconds(ctx, c.Timeout)))
+	if secs := runTimeoutSeconds(ctx, c.Timeout); secs > 0 {
+		q.Set("timeout", strconv.Itoa(secs))
+	}
 	if c.Limit > 0 {
 		q.Set("maxItems", strconv.Itoa(c.Limit))
-	}
-	return a.baseURL + "/v2/acts/" + url.PathEscape(c.Target) + "/run-sync-get-dataset-items?" + q.Encode()
-}
-
-// ranSync reads a synchronous run's answer: its dataset items.
-func ranSync(ans *answer) (*Result, error) {
-	if ans.status != http.StatusOK && ans.status != http.StatusCreated {
-		if ans.status >= 200 && ans.status < 300 {
-			return nil, &Error{Outcome: OutcomeMalformed, Status: ans.status, Retryable: true, Handles: ans.handles,
-				Message: "unexpected success status " + strconv.Itoa(ans.status) + " for a synchronous run"}
+		if perItem > 0 {
+			q.Set("maxTotalChargeUsd", strconv.FormatFloat(perItem*float64(c.Limit), 'f', -1, 64))
 		}
-		return nil, statusError(ans)
 	}
-	return itemsResult(ans)
+	return a.baseURL + "/v2/acts/" + url.PathEscape(c.Target) + "/runs?" + q.Encode()
 }
 
-// syncWaitSeconds is the upstream's sync wait: the call's timeout, else the
-// context's remaining time, capped at MaxActorSyncWait, at least 1 s.
-func syncWaitSeconds(ctx context.Context, timeout time.Duration) int {
+// Resume waits for run h to end and reads its dataset (at most c.Limit
+// items). When it stops waiting first (ctx done, a failure), it aborts
+// the run from a detached context.
+func (a *ActorRun) Resume(ctx context.Context, c Call, h Handle) (*Result, error) {
+	res, err := a.wait(ctx, c, h)
+	if err != nil {
+		var e *Error
+		if !errors.As(err, &e) || e.Outcome != OutcomeRunFailed {
+			a.abortDetached(ctx, h, a.Abort)
+		}
+		return nil, withHandles(err, []string{h.String()})
+	}
+	res.Handles = MergeHandles([]string{h.String()}, res.Handles...)
+	return res, nil
+}
+
+// wait polls the run until it ends, then reads its items.
+func (a *ActorRun) wait(ctx context.Context, c Call, h Handle) (*Result, error) {
+	runURL := a.baseURL + "/v2/actor-runs/" + url.PathEscape(h.RunID)
+	errs := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, transportError(ctx, "waiting for run "+h.RunID, err)
+		}
+		w := waitForFinish(ctx)
+		c.waiting(w)
+		ans, err := a.exchange(ctx, http.MethodGet, runURL+"?waitForFinish="+strconv.Itoa(int(w/time.Second)), nil, c.Activity)
+		if err == nil && ans.status != http.StatusOK {
+			err = statusError(ans)
+		}
+		if err != nil {
+			if transient(err) && ctx.Err() == nil && errs < maxPollErrors {
+				errs++
+				continue
+			}
+			return nil, err
+		}
+		errs = 0
+		switch st := gjson.GetBytes(ans.body, "data.status").String(); st {
+		case "SUCCEEDED":
+			return a.items(ctx, c, h)
+		case "TIMED-OUT":
+			// A run that timed out upstream keeps (and was charged for)
+			// what it collected: serve that; without any it is a timeout.
+			res, err := a.items(ctx, c, h)
+			if err == nil && len(res.Items) == 0 {
+				return nil, &Error{Outcome: OutcomeTimeout, Status: ans.status, Retryable: true,
+					Message: fmt.Sprintf("run %s timed out upstream before collecting anything", h.RunID)}
+			}
+			return res, err
+		case "FAILED", "ABORTED":
+			return nil, &Error{Outcome: OutcomeRunFailed, Status: ans.status, Retryable: true,
+				Message: fmt.Sprintf("run %s ended %s upstream", h.RunID, st)}
+		case "READY", "RUNNING", "ABORTING", "TIMING-OUT":
+		default:
+			return nil, malformed(ans, fmt.Errorf("run %s has status %q", h.RunID, st))
+		}
+	}
+}
+
+// items reads the run's dataset, page by page, up to c.Limit items.
+func (a *ActorRun) items(ctx context.Context, c Call, h Handle) (*Result, error) {
+	itemsURL := a.baseURL + "/v2/datasets/" + url.PathEscape(h.DatasetID) + "/items?format=json&clean=true"
+	var out *Result
+	for offset := 0; ; {
+		page := itemsPage
+		if c.Limit > 0 {
+			page = min(page, c.Limit-offset)
+		}
+		ans, err := a.exchange(ctx, http.MethodGet, itemsURL+"&offset="+strconv.Itoa(offset)+"&limit="+strconv.Itoa(page), nil, c.Activity)
+		if err != nil {
+			return nil, err
+		}
+		if ans.status != http.StatusOK {
+			return nil, statusError(ans)
+		}
+		r, err := itemsResult(ans)
+		if err != nil {
+			return nil, err
+		}
+		n := len(r.Items)
+		if out == nil {
+			out = r
+		} else {
+			out.merge(r)
+		}
+		offset += n
+		if n < page || (c.Limit > 0 && offset >= c.Limit) {
+			return out, nil
+		}
+	}
+}
+
+// merge appends r's items to res; the buffer of r stays with the garbage
+// collector (res keeps only its first page's pooled buffer).
+func (res *Result) merge(r *Result) {
+	res.Items = append(res.Items, r.Items...)
+	res.ErrorItems += r.ErrorItems
+	res.DeadItems += r.DeadItems
+	res.Checked = res.Checked && r.Checked
+	res.Handles = MergeHandles(res.Handles, r.Handles...)
+}
+
+// Abort stops run h (POST /v2/actor-runs/{id}/abort); a run that already
+// ended is left as it is, as the API documents.
+func (a *ActorRun) Abort(ctx context.Context, h Handle) error {
+	if h.RunID == "" {
+		return errors.New("abort: handle has no run id")
+	}
+	ans, err := a.exchange(ctx, http.MethodPost, a.baseURL+"/v2/actor-runs/"+url.PathEscape(h.RunID)+"/abort", nil, nil)
+	if err != nil {
+		return err
+	}
+	if ans.status != http.StatusOK {
+		return statusError(ans)
+	}
+	return nil
+}
+
+// waitForFinish is the wait of one run poll: a minute, or the call's
+// remaining time (at least a second).
+func waitForFinish(ctx context.Context) time.Duration {
+	w := MaxWaitForFinish
+	if dl, ok := ctx.Deadline(); ok {
+		w = min(w, time.Until(dl).Truncate(time.Second))
+	}
+	return max(w, time.Second)
+}
+
+// runTimeoutSeconds is the run's own upstream timeout: the call's
+// timeout, else the context's remaining time, at least 1 s; 0 (the actor's
+// default) when neither is known. A run that outlives its caller is
+// aborted anyway; the timeout also bounds it if the abort is lost.
+func runTimeoutSeconds(ctx context.Context, timeout time.Duration) int {
 	if timeout <= 0 {
-		timeout = MaxActorSyncWait
-		if dl, ok := ctx.Deadline(); ok {
-			timeout = time.Until(dl)
+		dl, ok := ctx.Deadline()
+		if !ok {
+			return 0
 		}
+		timeout = time.Until(dl)
 	}
-	timeout = min(timeout, MaxActorSyncWait)
 	return max(1, int(math.Ceil(timeout.Seconds())))
+}
+
+// transient reports a failed exchange worth repeating while waiting on
+// work that exists: a network error, a 5xx, a 429.
+func transient(err error) bool {
+	var e *Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	switch e.Outcome {
+	case OutcomeNetwork, OutcomeUpstream5xx, OutcomeRateLimited:
+		return true
+	}
+	return false
 }

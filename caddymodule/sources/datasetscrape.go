@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"sync"
+	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -17,33 +17,45 @@ import (
 // ProtocolDatasetScrape is the name dataset_scrape sources declare.
 const ProtocolDatasetScrape = "dataset_scrape"
 
-// MaxScrapeInputs is the most inputs the upstream accepts in one scrape
-// request; larger batches are split into chunks of this size.
+// MaxScrapeInputs is the most inputs the upstream accepts in one
+// synchronous /scrape; larger batches, and every discovery, go to /trigger.
 const MaxScrapeInputs = 20
 
-// scrapeConcurrency bounds the chunks of one call in flight at once, so one
-// large call does not flood the upstream.
-const scrapeConcurrency = 4
+// MaxScrapeWait is how long /scrape holds its connection (silent) before
+// it answers 202 with a snapshot id: a minute, as documented.
+const MaxScrapeWait = time.Minute
 
 // maxPollErrors is how many consecutive transient poll failures (network,
-// 5xx, 429) are tolerated before a snapshot is given up: the collection is
-// paid for, one blip should not throw it away.
+// 5xx, 429) are tolerated before waiting on paid work is given up: the
+// collection is paid for, one blip should not throw it away.
 const maxPollErrors = 3
 
-// DefaultPollInterval is the wait between progress polls when Config has none.
-const DefaultPollInterval = 2 * time.Second
+// DefaultPollInterval is the first wait between progress polls when
+// Config has none; MaxPollFactor times it is the longest (10 s by default,
+// the wait the upstream's not-ready answers suggest).
+const (
+	DefaultPollInterval = 2 * time.Second
+	MaxPollFactor       = 5
+)
 
 func init() {
 	Register(ProtocolDatasetScrape, func(cfg Config) (Client, error) { return NewDatasetScrape(cfg) })
 }
 
-// DatasetScrape speaks the dataset-scrape protocol: a synchronous scrape of
-// up to 20 inputs that may turn into an asynchronous snapshot (202), then
-// progress polls and a snapshot download. It is safe for concurrent use.
+// DatasetScrape speaks the datasets API: up to 20 URL inputs go to the
+// synchronous /scrape (answered with the rows, or after a minute with 202
+// and a snapshot id); discovery and larger batches to /trigger (a snapshot
+// id at once). A snapshot is polled (/progress), downloaded (/snapshot,
+// where a not-ready answer in either documented form means "still
+// building") and cancelled (/snapshot/{id}/cancel) whenever the call stops
+// waiting first. The call's caps go upstream as limit_per_input and
+// limit_multiple_results. It is safe for concurrent use.
 type DatasetScrape struct {
 	base
 	poll time.Duration
 }
+
+var _ Resumer = (*DatasetScrape)(nil)
 
 // NewDatasetScrape builds a dataset_scrape client; the base URL is required.
 func NewDatasetScrape(cfg Config) (*DatasetScrape, error) {
@@ -58,33 +70,76 @@ func NewDatasetScrape(cfg Config) (*DatasetScrape, error) {
 	return d, nil
 }
 
-// Do scrapes dataset c.Target for the inputs in c.Body ({"input": [...]},
-// other keys kept; a bare array is taken as the inputs), in chunks of at
-// most 20, and returns the records in input order. Failures are *Error; a
-// failed chunk fails the call, with every snapshot id seen in Handles.
-// Chunks run concurrently, so c.Activity must be safe for concurrent use.
-func (d *DatasetScrape) Do(ctx context.Context, c Call) (*Result, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, transportError(ctx, "before upstream request", err)
-	}
-	bodies, err := scrapeBodies(c.Body)
-	if err != nil {
-		return nil, invalidBody(err)
-	}
-	scrapeURL := d.scrapeURL(c)
-	if len(bodies) == 1 {
-		return d.scrape(ctx, scrapeURL, bodies[0], c.Activity)
-	}
-	return d.scrapeChunks(ctx, scrapeURL, bodies, c.Activity)
-}
-
 // invalidBody is the error of a request body a protocol cannot send.
 func invalidBody(err error) *Error {
 	return &Error{Outcome: OutcomeInvalidInput, Message: err.Error()}
 }
 
-// scrapeURL is the scrape endpoint of call c.
-func (d *DatasetScrape) scrapeURL(c Call) string {
+// Do collects dataset c.Target for the inputs in c.Body ({"input": [...]},
+// other keys kept; a bare array is taken as the inputs) and returns the
+// rows. Failures are *Error; a snapshot the call stops waiting for is
+// cancelled.
+func (d *DatasetScrape) Do(ctx context.Context, c Call) (*Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, transportError(ctx, "before upstream request", err)
+	}
+	body, n, err := scrapeBody(c.Body)
+	if err != nil {
+		return nil, invalidBody(err)
+	}
+	if c.Params["type"] == "discover_new" || n > MaxScrapeInputs {
+		return d.trigger(ctx, c, body)
+	}
+	c.waiting(MaxScrapeWait)
+	ans, err := d.exchange(ctx, http.MethodPost, d.endpoint("scrape", c), body, c.Activity)
+	if err != nil {
+		return nil, err
+	}
+	switch ans.status {
+	case http.StatusOK:
+		return itemsResult(ans)
+	case http.StatusAccepted:
+		return d.snapshotFrom(ctx, c, ans)
+	}
+	if ans.status < 300 {
+		return nil, malformed(ans, fmt.Errorf("unexpected status %d for a scrape", ans.status))
+	}
+	return nil, statusError(ans)
+}
+
+// trigger starts an asynchronous collection and waits for it.
+func (d *DatasetScrape) trigger(ctx context.Context, c Call, body []byte) (*Result, error) {
+	if in := gjson.GetBytes(body, "input"); in.IsArray() && len(gjson.ParseBytes(body).Map()) == 1 {
+		body = []byte(in.Raw) // the documented /trigger body: the inputs array
+	}
+	ans, err := d.exchange(ctx, http.MethodPost, d.endpoint("trigger", c), body, c.Activity)
+	if err != nil {
+		return nil, err
+	}
+	if ans.status != http.StatusOK && ans.status != http.StatusAccepted {
+		if ans.status < 300 {
+			return nil, malformed(ans, fmt.Errorf("unexpected status %d for a trigger", ans.status))
+		}
+		return nil, statusError(ans)
+	}
+	return d.snapshotFrom(ctx, c, ans)
+}
+
+// snapshotFrom reads the snapshot id of a 202 scrape or a trigger answer
+// and waits for the snapshot.
+func (d *DatasetScrape) snapshotFrom(ctx context.Context, c Call, ans *answer) (*Result, error) {
+	id := gjson.GetBytes(ans.body, "snapshot_id").String()
+	if id == "" {
+		return nil, malformed(ans, errors.New("answer without snapshot_id"))
+	}
+	h := Handle{Protocol: ProtocolDatasetScrape, SnapshotID: id}
+	c.started(h)
+	return d.Resume(ctx, c, h)
+}
+
+// endpoint is the URL of /scrape or /trigger for call c: the offer's
+// params, the dataset, and the caps (never more records than reserved).
+func (d *DatasetScrape) endpoint(path string, c Call) string {
 	q := url.Values{}
 	for k, v := range c.Params {
 		q.Set(k, v)
@@ -92,138 +147,55 @@ func (d *DatasetScrape) scrapeURL(c Call) string {
 	q.Set("dataset_id", c.Target)
 	q.Set("format", "json")
 	q.Set("include_errors", "true")
-	return d.baseURL + "/datasets/v3/scrape?" + q.Encode()
+	if c.PerInput > 0 && c.Params["type"] == "discover_new" {
+		q.Set("limit_per_input", strconv.Itoa(c.PerInput))
+	}
+	if c.Limit > 0 {
+		q.Set("limit_multiple_results", strconv.Itoa(c.Limit))
+	}
+	return d.baseURL + "/datasets/v3/" + path + "?" + q.Encode()
 }
 
-// scrapeChunks runs the chunks of a call of more than one concurrently
-// and joins their records in input order.
-func (d *DatasetScrape) scrapeChunks(ctx context.Context, scrapeURL string, bodies [][]byte, activity func()) (*Result, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	results := make([]*Result, len(bodies))
-	var (
-		mu       sync.Mutex
-		firstErr error
-		handles  = make([][]string, len(bodies))
-		wg       sync.WaitGroup
-		sem      = make(chan struct{}, scrapeConcurrency)
-	)
-	for i, body := range bodies {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var (
-				r   *Result
-				err error
-			)
-			select {
-			case sem <- struct{}{}:
-				if err = ctx.Err(); err == nil {
-					r, err = d.safeScrape(ctx, scrapeURL, body, activity)
-				} else {
-					err = transportError(ctx, "before upstream request", err)
-				}
-				<-sem
-			case <-ctx.Done():
-				err = transportError(ctx, "before upstream request", ctx.Err())
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				var e *Error
-				if errors.As(err, &e) {
-					handles[i] = e.Handles
-				}
-				if firstErr == nil {
-					firstErr = err
-					cancel()
-				}
-				return
-			}
-			results[i] = r
-			handles[i] = r.Handles
-		}()
-	}
-	wg.Wait()
-
-	var all []string
-	for _, h := range handles {
-		all = MergeHandles(all, h...)
-	}
-	if firstErr != nil {
-		var e *Error
-		if errors.As(firstErr, &e) {
-			e.Handles = all
-		}
-		return nil, firstErr
-	}
-	out := &Result{Handles: all}
-	n := 0
-	for _, r := range results {
-		n += len(r.Items)
-	}
-	out.Items = make([]json.RawMessage, 0, n)
-	for _, r := range results {
-		out.Items = append(out.Items, r.Items...)
-		out.ErrorItems += r.ErrorItems
-		out.Status = r.Status
-	}
-	return out, nil
-}
-
-// safeScrape is scrape in a chunk's own goroutine: a panic there would
-// kill the process, so it becomes the chunk's failure.
-func (d *DatasetScrape) safeScrape(ctx context.Context, scrapeURL string, body []byte, activity func()) (r *Result, err error) {
-	defer func() {
-		if e := Recovered(recover()); e != nil {
-			r, err = nil, e
-		}
-	}()
-	return d.scrape(ctx, scrapeURL, body, activity)
-}
-
-// scrape runs one chunk: the scrape request, then, on 202, the snapshot.
-func (d *DatasetScrape) scrape(ctx context.Context, scrapeURL string, body []byte, activity func()) (*Result, error) {
-	ans, err := d.exchange(ctx, http.MethodPost, scrapeURL, body, activity)
+// Resume waits for snapshot h to be ready and downloads it. When it stops
+// waiting first (ctx done, a failure), it cancels the snapshot from a
+// detached context.
+func (d *DatasetScrape) Resume(ctx context.Context, c Call, h Handle) (*Result, error) {
+	res, err := d.snapshot(ctx, c, h.SnapshotID)
 	if err != nil {
-		return nil, err
+		var e *Error
+		if !errors.As(err, &e) || e.Outcome != OutcomeSnapshot {
+			d.abortDetached(ctx, h, d.Abort)
+		}
+		return nil, withHandles(err, []string{h.String()})
 	}
-	return d.scraped(ctx, ans, activity)
+	res.Handles = MergeHandles([]string{h.String()}, res.Handles...)
+	return res, nil
 }
 
-// scraped reads a scrape's answer: its items, or on 202 the snapshot's.
-func (d *DatasetScrape) scraped(ctx context.Context, ans *answer, activity func()) (*Result, error) {
-	switch ans.status {
-	case http.StatusOK:
-		return itemsResult(ans)
-	case http.StatusAccepted:
-		id := gjson.GetBytes(ans.body, "snapshot_id").String()
-		if id == "" {
-			return nil, malformed(ans, errors.New("202 answer without snapshot_id"))
-		}
-		r, err := d.snapshot(ctx, id, activity)
-		if err != nil {
-			return nil, withHandles(err, append([]string{id}, ans.handles...))
-		}
-		r.Handles = MergeHandles(append([]string{id}, ans.handles...), r.Handles...)
-		return r, nil
-	default:
-		if ans.status >= 200 && ans.status < 300 {
-			return nil, &Error{Outcome: OutcomeMalformed, Status: ans.status, Retryable: true, Handles: ans.handles,
-				Message: "unexpected success status " + strconv.Itoa(ans.status) + " for a scrape"}
-		}
-		return nil, statusError(ans)
+// Abort cancels snapshot h (POST /datasets/v3/snapshot/{id}/cancel).
+func (d *DatasetScrape) Abort(ctx context.Context, h Handle) error {
+	if h.SnapshotID == "" {
+		return errors.New("cancel: handle has no snapshot id")
 	}
+	ans, err := d.exchange(ctx, http.MethodPost, d.baseURL+"/datasets/v3/snapshot/"+url.PathEscape(h.SnapshotID)+"/cancel", nil, nil)
+	if err != nil {
+		return err
+	}
+	if ans.status != http.StatusOK {
+		return statusError(ans)
+	}
+	return nil
 }
 
-// snapshot waits for snapshot id to be ready, polling its progress, and
-// downloads it. Expired (400), unknown (404) or failed snapshots are
-// snapshot_failed; the context ending is a timeout.
-func (d *DatasetScrape) snapshot(ctx context.Context, id string, activity func()) (*Result, error) {
+// snapshot polls snapshot id's progress until ready, then downloads it.
+// Polls start at the poll interval and grow to MaxPollFactor times it.
+func (d *DatasetScrape) snapshot(ctx context.Context, c Call, id string) (*Result, error) {
 	progressURL := d.baseURL + "/datasets/v3/progress/" + url.PathEscape(id)
 	snapshotURL := d.baseURL + "/datasets/v3/snapshot/" + url.PathEscape(id) + "?format=json"
-	timer := time.NewTimer(d.poll)
+	delay := d.poll
+	timer := time.NewTimer(delay)
 	defer timer.Stop()
+	c.waiting(delay)
 	ready := false
 	pollErrs := 0
 	for {
@@ -232,113 +204,109 @@ func (d *DatasetScrape) snapshot(ctx context.Context, id string, activity func()
 			return nil, transportError(ctx, "waiting for snapshot "+id, ctx.Err())
 		case <-timer.C:
 		}
-		timer.Reset(d.poll)
-
 		target := progressURL
 		if ready {
 			target = snapshotURL
 		}
 		// exchange reports activity for every answer, so a slow collection
 		// that keeps answering its polls is not mistaken for a stall.
-		ans, err := d.exchange(ctx, http.MethodGet, target, nil, activity)
+		ans, err := d.exchange(ctx, http.MethodGet, target, nil, c.Activity)
+		if err == nil {
+			var done bool
+			var res *Result
+			res, done, ready, err = d.polled(ans, id, ready)
+			if done {
+				return res, err
+			}
+		}
 		if err != nil {
-			if ctx.Err() == nil && pollErrs < maxPollErrors {
-				pollErrs++
-				continue
+			if !transient(err) || ctx.Err() != nil || pollErrs >= maxPollErrors {
+				return nil, err
 			}
-			return nil, err
-		}
-		switch {
-		case ans.status == http.StatusOK && !ready:
-			switch st := gjson.GetBytes(ans.body, "status").String(); st {
-			case "ready":
-				ready = true
-				timer.Reset(0) // download at once: the progress poll already waited
-			case "failed":
-				return nil, &Error{Outcome: OutcomeSnapshot, Status: ans.status, Retryable: true,
-					Message: fmt.Sprintf("snapshot %s failed: %s", id, truncate(string(ans.body)))}
-			case "starting", "running", "building", "collecting", "digesting":
-			default:
-				if !gjson.ValidBytes(ans.body) {
-					return nil, malformed(ans, fmt.Errorf("progress of snapshot %s: %s", id, snippet(ans.body)))
-				}
-			}
+			pollErrs++
+		} else {
 			pollErrs = 0
-		case ans.status == http.StatusOK:
-			return itemsResult(ans)
-		case ans.status == http.StatusAccepted:
-			pollErrs = 0 // snapshot not ready yet: keep polling it
-		case ans.status == http.StatusBadRequest || ans.status == http.StatusNotFound:
-			e := statusError(ans)
-			e.Outcome, e.Retryable = OutcomeSnapshot, true
-			e.Message = fmt.Sprintf("snapshot %s: %s", id, e.Message)
-			return nil, e
-		default:
-			e := statusError(ans)
-			transient := ans.status >= 500 || ans.status == http.StatusTooManyRequests
-			if transient && pollErrs < maxPollErrors {
-				pollErrs++
-				continue
-			}
-			return nil, e
 		}
+		if !ready {
+			delay = min(delay*3/2, d.poll*MaxPollFactor)
+		}
+		next := delay
+		if ready && pollErrs == 0 && target == progressURL {
+			next = 0 // download at once: the progress poll already waited
+		}
+		c.waiting(next)
+		timer.Reset(next)
 	}
 }
 
-// scrapeBodies builds the request bodies of a call: the call body with its
-// "input" array split into chunks of at most MaxScrapeInputs, every other
-// top-level key kept in each chunk.
-func scrapeBodies(body any) ([][]byte, error) {
+// polled reads one poll answer: done with a result or a final error, or
+// not done (ready says whether to download next); err is a transient
+// failure to retry.
+func (d *DatasetScrape) polled(ans *answer, id string, ready bool) (res *Result, done, nowReady bool, err error) {
+	st := gjson.GetBytes(ans.body, "status").String()
+	switch {
+	case ans.status == http.StatusOK && !ready: // progress
+		switch st {
+		case "ready":
+			return nil, false, true, nil
+		case "failed", "cancelled", "canceled":
+			return nil, true, false, &Error{Outcome: OutcomeSnapshot, Status: ans.status, Retryable: true,
+				Message: fmt.Sprintf("snapshot %s %s: %s", id, st, truncate(string(ans.body)))}
+		case "starting", "running", "building", "collecting", "digesting":
+			return nil, false, false, nil
+		}
+		return nil, true, false, malformed(ans, fmt.Errorf("progress of snapshot %s: %s", id, snippet(ans.body)))
+	case ans.status == http.StatusAccepted || ans.status == http.StatusOK && notReady(ans.body):
+		// The documented not-ready download, as 202 or as 200 with a
+		// status body: still building, poll it again.
+		return nil, false, true, nil
+	case ans.status == http.StatusOK:
+		r, err := itemsResult(ans)
+		return r, true, true, err
+	case ans.status == http.StatusBadRequest && strings.Contains(strings.ToLower(string(ans.body)), "empty"):
+		return &Result{Status: ans.status}, true, true, nil // "snapshot is empty": nothing collected
+	case ans.status == http.StatusBadRequest || ans.status == http.StatusNotFound:
+		e := statusError(ans)
+		e.Outcome, e.Retryable = OutcomeSnapshot, true
+		e.Message = fmt.Sprintf("snapshot %s: %s", id, e.Message)
+		return nil, true, ready, e
+	}
+	e := statusError(ans)
+	return nil, !transient(e), ready, e
+}
+
+// notReady reports a download answer that is a status object instead of
+// the rows: {"status": "building"|"running"|…, "message": …}.
+func notReady(body []byte) bool {
+	r := gjson.ParseBytes(body)
+	return r.IsObject() && r.Get("status").Type == gjson.String
+}
+
+// scrapeBody is the request body of a call and its number of inputs: the
+// call body, or {"input": [...]} around a bare array.
+func scrapeBody(body any) ([]byte, int, error) {
 	raw, err := encodeBody(body)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	root := gjson.ParseBytes(raw)
-	var inputs gjson.Result
 	switch {
 	case root.IsArray():
-		inputs = root
-		raw = nil
-	case root.IsObject():
-		inputs = root.Get("input")
-		if !inputs.IsArray() {
-			return nil, errors.New("scrape body has no \"input\" array")
-		}
-	default:
-		return nil, fmt.Errorf("scrape body must be an object with an \"input\" array, got %s", snippet(raw))
-	}
-	all := inputs.Array()
-	if len(all) == 0 {
-		return nil, errors.New("scrape body has no inputs")
-	}
-	if raw != nil && len(all) <= MaxScrapeInputs {
-		return [][]byte{raw}, nil
-	}
-	var rest map[string]json.RawMessage
-	if raw != nil {
-		if err := json.Unmarshal(raw, &rest); err != nil {
-			return nil, fmt.Errorf("decoding scrape body: %w", err)
-		}
-	} else {
-		rest = map[string]json.RawMessage{}
-	}
-	var out [][]byte
-	for start := 0; start < len(all); start += MaxScrapeInputs {
-		chunk := all[start:min(start+MaxScrapeInputs, len(all))]
-		arr := make([]json.RawMessage, len(chunk))
-		for i, in := range chunk {
-			arr[i] = json.RawMessage(in.Raw)
-		}
-		in, err := json.Marshal(arr)
+		raw, err = json.Marshal(map[string]json.RawMessage{"input": raw})
 		if err != nil {
-			return nil, fmt.Errorf("encoding scrape inputs: %w", err)
+			return nil, 0, fmt.Errorf("encoding scrape body: %w", err)
 		}
-		rest["input"] = in
-		b, err := json.Marshal(rest)
-		if err != nil {
-			return nil, fmt.Errorf("encoding scrape body: %w", err)
-		}
-		out = append(out, b)
+		root = gjson.ParseBytes(raw)
+	case !root.IsObject():
+		return nil, 0, fmt.Errorf("scrape body must be an object with an \"input\" array, got %s", snippet(raw))
 	}
-	return out, nil
+	inputs := root.Get("input")
+	if !inputs.IsArray() {
+		return nil, 0, errors.New("scrape body has no \"input\" array")
+	}
+	n := len(inputs.Array())
+	if n == 0 {
+		return nil, 0, errors.New("scrape body has no inputs")
+	}
+	return raw, n, nil
 }

@@ -26,14 +26,40 @@ type Call struct {
 	// actor input (actor_run), or {"input": [...], ...} (dataset_scrape,
 	// which sends at most 20 inputs per scrape and batches beyond that).
 	Body any
-	// Limit caps the items the upstream collects and charges (maxItems).
+	// Limit caps the items the upstream collects and charges: maxItems of
+	// an actor run, limit_multiple_results of a collection. 0: no cap.
 	Limit int
+	// PerInput caps the records of one input (limit_per_input of a
+	// discovery); 0: no cap.
+	PerInput int
 	// Timeout is the attempt's remaining deadline, passed to the upstream as
-	// its own sync wait where the protocol has one.
+	// the run's own timeout where the protocol has one.
 	Timeout time.Duration
 	// Activity, if set, is called whenever the upstream shows a sign of life
 	// (bytes received, a poll answered); the router's soft timeout uses it.
 	Activity func()
+	// Waiting, if set, is called before a wait the upstream documents (a
+	// sync wait, waitForFinish, the pause between polls) with its longest
+	// length: silence within it is not a stall. Safe for concurrent use.
+	Waiting func(d time.Duration)
+	// OnHandle, if set, is called as soon as the upstream has started paid
+	// work for the call (a run, a snapshot), with its handle, so the caller
+	// can record it before the work ends (and abort or resume it later).
+	OnHandle func(Handle)
+}
+
+// waiting tells c's caller a documented wait of up to d begins.
+func (c *Call) waiting(d time.Duration) {
+	if c.Waiting != nil {
+		c.Waiting(d)
+	}
+}
+
+// started tells c's caller the upstream work h exists.
+func (c *Call) started(h Handle) {
+	if c.OnHandle != nil {
+		c.OnHandle(h)
+	}
 }
 
 // Result is the successful answer of one call.
@@ -43,6 +69,9 @@ type Result struct {
 	// ErrorItems counts items that are per-input error or warning records
 	// (they carry error/error_code or warning_code instead of data).
 	ErrorItems int
+	// DeadItems counts the error items whose code is dead_page: the input
+	// names a page that is gone, an empty answer rather than a failure.
+	DeadItems int
 	// Checked says every item passed jsonvalid (the body was checked as it
 	// was split), so the normalizer need not check them again.
 	Checked bool
@@ -77,6 +106,9 @@ const (
 	OutcomeAuth         = "upstream_auth"
 	OutcomePayment      = "upstream_payment"
 	OutcomeSnapshot     = "snapshot_failed"
+	// OutcomeRunFailed is an actor run that ended FAILED or ABORTED
+	// upstream (not by us).
+	OutcomeRunFailed = "run_failed"
 	// OutcomeInternal is a bug of the gateway (a panic) while calling the
 	// upstream: the attempt fails, retryably, and the process lives on.
 	OutcomeInternal = "internal_error"
@@ -118,6 +150,27 @@ type Client interface {
 	Do(ctx context.Context, c Call) (*Result, error)
 }
 
+// Resumer is a Client whose upstream work outlives one wait: a gateway
+// that recorded a call's Handle (Call.OnHandle) can wait for that same
+// work again, or stop it, without starting paid work twice. Both
+// protocols implement it.
+type Resumer interface {
+	Client
+	// Resume waits for the work h to end and collects its items, as Do
+	// does after starting it (c supplies the caps, Activity and Waiting;
+	// its Body is not sent). When it stops waiting before the work ends
+	// (ctx done, a failure), it aborts the work, from a context detached
+	// from ctx.
+	Resume(ctx context.Context, c Call, h Handle) (*Result, error)
+	// Abort stops the work h upstream (a run abort, a snapshot cancel);
+	// work already ended is left as it is. Callers pass a context that
+	// outlives the call that gave up (see AbortTimeout).
+	Abort(ctx context.Context, h Handle) error
+}
+
+// AbortTimeout bounds an abort sent after a call stopped waiting.
+const AbortTimeout = 10 * time.Second
+
 // ReturnsOnCancel is implemented by a Client whose Do returns as soon as
 // its context ends (every wait selects on it, every exchange is net/http
 // with it). The router runs such a client's lone batch on the caller's
@@ -138,7 +191,9 @@ type Config struct {
 	// HTTPClient defaults to a client with no overall timeout (deadlines
 	// come from the context).
 	HTTPClient *http.Client
-	// PollInterval between progress polls (dataset_scrape); default 2s.
+	// PollInterval is the first wait between snapshot progress polls
+	// (dataset_scrape); later waits grow to MaxPollFactor times it. Default
+	// 2s.
 	PollInterval time.Duration
 	Logger       *zap.Logger
 }

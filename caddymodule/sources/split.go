@@ -21,36 +21,37 @@ import (
 // (splitChecked). A body that does not pass (a duplicated key, invalid
 // UTF-8, or invalid JSON) is read the lenient way: gjson validates it and
 // jsonscan walks it, and the normalizer checks each item on its own.
-func splitItems(body []byte) (items []json.RawMessage, errorItems int, checked bool, err error) {
-	if items, errorItems, ok := splitChecked(body); ok {
-		return items, errorItems, true, nil
+func splitItems(body []byte) (items []json.RawMessage, errorItems, deadItems int, checked bool, err error) {
+	if items, errorItems, deadItems, ok := splitChecked(body); ok {
+		return items, errorItems, deadItems, true, nil
 	}
-	items, errorItems, err = splitLenient(body)
-	return items, errorItems, false, err
+	items, errorItems, deadItems, err = splitLenient(body)
+	return items, errorItems, deadItems, false, err
 }
 
 // splitChecked is splitItems for a body that is a JSON array of items
 // jsonvalid accepts, checking them as it splits; ok=false otherwise.
-func splitChecked(body []byte) (items []json.RawMessage, errorItems int, ok bool) {
+func splitChecked(body []byte) (items []json.RawMessage, errorItems, deadItems int, ok bool) {
 	c := jsonvalid.Get()
 	defer jsonvalid.Put(c)
 	s := jsonscan.Bytes(body)
 	i := jsonscan.SkipSpace(s, 0)
 	if i >= len(s) || s[i] != '[' {
-		return nil, 0, false
+		return nil, 0, 0, false
 	}
 	items = make([]json.RawMessage, 0, 16)
 	if i = jsonscan.SkipSpace(s, i+1); i < len(s) && s[i] == ']' {
-		return items, 0, jsonscan.SkipSpace(s, i+1) == len(s)
+		return items, 0, 0, jsonscan.SkipSpace(s, i+1) == len(s)
 	}
-	isErr := false
+	isErr, isDead := false, false
 	member := func(k, v string) {
 		if isErrorKey(k) && v != "null" {
 			isErr = true
+			isDead = isDead || isDeadCode(k, v)
 		}
 	}
 	for {
-		isErr = false
+		isErr, isDead = false, false
 		var end int
 		if i < len(s) && s[i] == '{' {
 			end = c.Object(s, i, member)
@@ -58,22 +59,25 @@ func splitChecked(body []byte) (items []json.RawMessage, errorItems int, ok bool
 			end = c.Value(s, i)
 		}
 		if end < 0 {
-			return nil, 0, false
+			return nil, 0, 0, false
 		}
 		items = append(items, body[i:end:end])
 		if isErr {
 			errorItems++
+			if isDead {
+				deadItems++
+			}
 		}
 		if i = jsonscan.SkipSpace(s, end); i >= len(s) {
-			return nil, 0, false
+			return nil, 0, 0, false
 		}
 		switch s[i] {
 		case ']':
-			return items, errorItems, jsonscan.SkipSpace(s, i+1) == len(s)
+			return items, errorItems, deadItems, jsonscan.SkipSpace(s, i+1) == len(s)
 		case ',':
 			i = jsonscan.SkipSpace(s, i+1)
 		default:
-			return nil, 0, false
+			return nil, 0, 0, false
 		}
 	}
 }
@@ -82,30 +86,39 @@ func splitChecked(body []byte) (items []json.RawMessage, errorItems int, ok bool
 // item a per-input error or warning record.
 func isErrorKey(k string) bool { return k == "error" || k == "error_code" || k == "warning_code" }
 
+// isDeadCode reports an error member saying the input's page is gone:
+// error_code or warning_code "dead_page" (v is the raw JSON value).
+func isDeadCode(k, v string) bool {
+	return (k == "error_code" || k == "warning_code") && v == `"dead_page"`
+}
+
 // splitLenient is splitItems for any body gjson accepts.
-func splitLenient(body []byte) ([]json.RawMessage, int, error) {
+func splitLenient(body []byte) ([]json.RawMessage, int, int, error) {
 	if !gjson.ValidBytes(body) {
-		return nil, 0, fmt.Errorf("upstream body is not valid JSON (%d bytes): %s", len(body), snippet(body))
+		return nil, 0, 0, fmt.Errorf("upstream body is not valid JSON (%d bytes): %s", len(body), snippet(body))
 	}
 	s := jsonscan.Bytes(body)
 	i := jsonscan.SkipSpace(s, 0)
 	if s[i] != '[' {
-		return nil, 0, fmt.Errorf("upstream body is not a JSON array: %s", snippet(body))
+		return nil, 0, 0, fmt.Errorf("upstream body is not a JSON array: %s", snippet(body))
 	}
 	items := make([]json.RawMessage, 0, 16)
-	errorItems := 0
+	errorItems, deadItems := 0, 0
 	for i++; ; {
 		i = jsonscan.SkipSpace(s, i)
 		if s[i] == ',' {
 			i = jsonscan.SkipSpace(s, i+1)
 		}
 		if s[i] == ']' {
-			return items, errorItems, nil
+			return items, errorItems, deadItems, nil
 		}
-		end, isErr := scanItem(s, i)
+		end, isErr, isDead := scanItem(s, i)
 		items = append(items, body[i:end:end])
 		if isErr {
 			errorItems++
+			if isDead {
+				deadItems++
+			}
 		}
 		i = end
 	}
@@ -114,17 +127,18 @@ func splitLenient(body []byte) ([]json.RawMessage, int, error) {
 // scanItem returns the index after the item starting at s[i], and whether
 // it is a per-input error or warning record: an object whose top level
 // has a non-null error, error_code or warning_code. The item is read once.
-func scanItem(s string, i int) (end int, isErr bool) {
+func scanItem(s string, i int) (end int, isErr, isDead bool) {
 	if s[i] != '{' {
-		return jsonscan.SkipValue(s, i), false
+		return jsonscan.SkipValue(s, i), false, false
 	}
 	for i++; ; {
 		k, v, next, ok := jsonscan.NextMember(s, i)
 		if !ok {
-			return next + 1, isErr // next is the closing brace
+			return next + 1, isErr, isDead // next is the closing brace
 		}
 		if isErrorKey(k) && v != "null" {
 			isErr = true
+			isDead = isDead || isDeadCode(k, v)
 		}
 		i = next
 	}
@@ -133,9 +147,9 @@ func scanItem(s string, i int) (end int, isErr bool) {
 // itemsResult is the Result of an answer whose body is the items, for
 // both protocols: split (and checked) once, or malformed.
 func itemsResult(ans *answer) (*Result, error) {
-	items, errItems, checked, err := splitItems(ans.body)
+	items, errItems, dead, checked, err := splitItems(ans.body)
 	if err != nil {
 		return nil, malformed(ans, err)
 	}
-	return &Result{Items: items, ErrorItems: errItems, Checked: checked, Handles: ans.handles, Status: ans.status, buf: ans.buf}, nil
+	return &Result{Items: items, ErrorItems: errItems, DeadItems: dead, Checked: checked, Handles: ans.handles, Status: ans.status, buf: ans.buf}, nil
 }

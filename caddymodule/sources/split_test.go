@@ -41,7 +41,7 @@ func TestSplitItems(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			body := []byte(tc.body)
-			items, n, checked, err := splitItems(body)
+			items, n, _, checked, err := splitItems(body)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v, wantErr %v", err, tc.wantErr)
 			}
@@ -112,7 +112,7 @@ func FuzzSplitItems(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		want, wantErrs, ok := splitItemsRef(body)
-		got, gotErrs, checked, err := splitItems(bytes.Clone(body))
+		got, gotErrs, _, checked, err := splitItems(bytes.Clone(body))
 		if (err == nil) != ok {
 			t.Fatalf("splitItems(%q) err = %v, reference ok = %v", body, err, ok)
 		}
@@ -146,7 +146,7 @@ func BenchmarkSplitItems(b *testing.B) {
 	b.Run("split", func(b *testing.B) {
 		b.SetBytes(int64(len(body)))
 		for b.Loop() {
-			if _, _, _, err := splitItems(body); err != nil {
+			if _, _, _, _, err := splitItems(body); err != nil {
 				b.Fatal(err)
 			}
 		}

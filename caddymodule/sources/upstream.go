@@ -233,6 +233,11 @@ var invalidInputTypes = map[string]bool{
 	"validation_error": true,
 }
 
+// validationErrorsType is the error type errorBody gives a
+// {"validation_errors": [...]} body: the request itself is invalid, so
+// another offer or a retry cannot help.
+const validationErrorsType = "validation_errors"
+
 // statusError classifies a non-success upstream answer (section 5 of the
 // design): only a 400 whose error type says the input is invalid is final.
 func statusError(a *answer) *Error {
@@ -242,6 +247,8 @@ func statusError(a *answer) *Error {
 		e.RetryAfter = parseRetryAfter(ra, time.Now())
 	}
 	switch s := a.status; {
+	case s == http.StatusBadRequest && typ == validationErrorsType:
+		e.Outcome, e.Retryable = OutcomeInvalidInput, false
 	case s == http.StatusBadRequest && invalidInputTypes[typ]:
 		e.Outcome, e.Retryable = OutcomeInvalidInput, false
 	case s == http.StatusUnauthorized || s == http.StatusForbidden:
@@ -272,6 +279,14 @@ func errorBody(body []byte) (typ, msg string) {
 		return "", strings.TrimSpace(string(body))
 	}
 	r := gjson.ParseBytes(body)
+	if v := r.Get("validation_errors"); v.IsArray() {
+		// The datasets API's 400: the problems of the request, listed.
+		var msgs []string
+		for _, m := range v.Array() {
+			msgs = append(msgs, m.String())
+		}
+		return validationErrorsType, strings.Join(msgs, "; ")
+	}
 	if e := r.Get("error"); e.IsObject() {
 		typ = e.Get("type").String()
 		msg = e.Get("message").String()

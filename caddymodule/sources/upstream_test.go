@@ -32,6 +32,7 @@ func statusCases() []statusCase {
 	return []statusCase{
 		{name: "400 invalid-input", status: 400, body: apiErr("invalid-input"), outcome: OutcomeInvalidInput, retryable: false},
 		{name: "400 validation_error code", status: 400, body: `{"error":"bad url","code":"validation_error"}`, outcome: OutcomeInvalidInput, retryable: false},
+		{name: "400 validation_errors", status: 400, body: `{"validation_errors":["url is not a profile","limit too large"]}`, outcome: OutcomeInvalidInput, retryable: false},
 		{name: "400 run-failed", status: 400, body: apiErr("run-failed"), outcome: OutcomeUpstream4xx, retryable: true},
 		{name: "400 no body", status: 400, body: ``, outcome: OutcomeUpstream4xx, retryable: true},
 		{name: "401", status: 401, body: apiErr("user-or-token-not-found"), outcome: OutcomeAuth, retryable: true},
@@ -255,6 +256,14 @@ func TestActivityOnEveryRead(t *testing.T) {
 	for _, p := range protoCases() {
 		t.Run(p.name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch {
+				case strings.HasSuffix(r.URL.Path, "/runs"):
+					_, _ = w.Write([]byte(`{"data":{"id":"r1","defaultDatasetId":"d1","status":"RUNNING"}}`))
+					return
+				case strings.HasPrefix(r.URL.Path, "/v2/actor-runs/"):
+					_, _ = w.Write([]byte(`{"data":{"id":"r1","status":"SUCCEEDED"}}`))
+					return
+				}
 				w.WriteHeader(200)
 				for i, part := range []string{`[{"a":1}`, `,{"a":2}`, `,{"a":3}]`} {
 					if i > 0 {
@@ -347,7 +356,7 @@ func TestResultRelease(t *testing.T) {
 		if err != nil || buf == nil {
 			t.Fatalf("readBody: %v, pooled %v", err, buf != nil)
 		}
-		items, n, _, err := splitItems(b)
+		items, n, _, _, err := splitItems(b)
 		if err != nil {
 			t.Fatal(err)
 		}

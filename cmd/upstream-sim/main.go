@@ -39,6 +39,12 @@ func (f *faultFlags) Set(v string) error {
 	return nil
 }
 
+// stringsFlag collects a repeated string flag.
+type stringsFlag []string
+
+func (f *stringsFlag) String() string     { return fmt.Sprint([]string(*f)) }
+func (f *stringsFlag) Set(v string) error { *f = append(*f, v); return nil }
+
 func main() {
 	var faults faultFlags
 	addrA := flag.String("a", "127.0.0.1:9101", "listen address for source_a (actor_run); empty disables")
@@ -49,10 +55,16 @@ func main() {
 	token := flag.String("token", "", "require this bearer token on protocol endpoints (401 otherwise)")
 	latency := flag.Duration("latency", 0, "latency added before every protocol answer")
 	items := flag.Int("items", 0, "actor_run: items per answer (fixture repeated); dataset_scrape: records per input (0 = as in the fixture)")
+	timeScale := flag.Float64("time-scale", 1, "multiplies every upstream duration: job durations and the documented waits (0.01 turns a 60 s wait into 0.6 s)")
+	var dead stringsFlag
+	flag.Var(&dead, "dead-input", `substring that makes an input unknown (answered with a dead_page row), repeatable; default "does-not-exist"`)
 	flag.Var(&faults, "fault", `initial fault as JSON, repeatable, e.g. '{"target":"*","status":503,"times":2}'`)
 	flag.Parse()
 
-	opts := sim.Options{Token: *token, Latency: *latency, Items: *items}
+	if *timeScale <= 0 {
+		log.Fatalf("upstream-sim: -time-scale %v must be positive", *timeScale)
+	}
+	opts := sim.Options{Token: *token, Latency: *latency, Items: *items, TimeScale: *timeScale, DeadInputs: dead}
 	if *servicesDir != "" {
 		opts.Services = os.DirFS(*servicesDir)
 		if _, _, err := sim.DeclaredRoutes(opts.Services); err != nil {

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -29,8 +28,10 @@ type Fault struct {
 	ErrorType string `json:"error_type,omitempty"`
 	// RetryAfter, in seconds, is sent as Retry-After with any answer.
 	RetryAfter int `json:"retry_after,omitempty"`
-	// LatencyMS is added before answering (on top of Options.Latency). An
-	// actor_run whose latency exceeds its ?timeout answers 408 at timeout.
+	// LatencyMS is added to the job's duration (on top of Options.Latency
+	// and DurationS), scaled; before a Status answer it delays the answer.
+	// An actor run whose duration exceeds its ?timeout ends TIMED-OUT (the
+	// sync endpoint answers 408).
 	LatencyMS int `json:"latency_ms,omitempty"`
 	// Malformed answers 200 with a truncated JSON body.
 	Malformed bool `json:"malformed,omitempty"`
@@ -43,15 +44,47 @@ type Fault struct {
 	// StallMS sends the status and headers, then waits this long before the
 	// body, to trip a client's soft timeout.
 	StallMS int `json:"stall_ms,omitempty"`
-	// Async (dataset_scrape) answers 202 with a snapshot id; the snapshot is
-	// ready at the Polls-th poll of progress or snapshot.
+	// Async (dataset_scrape) makes /scrape answer 202 with a snapshot id at
+	// once; the snapshot is ready at the Polls-th poll of progress or
+	// snapshot (and once its duration has passed).
 	Async bool `json:"async,omitempty"`
 	// Polls needed before an async snapshot is ready; default 2.
 	Polls int `json:"polls,omitempty"`
 	// SnapshotFailed (with Async) makes the snapshot's progress "failed".
 	SnapshotFailed bool `json:"snapshot_failed,omitempty"`
-	// Items overrides Options.Items for this target.
+	// Items overrides Options.Items for this target: actor_run items per
+	// run, dataset_scrape records per input (a discovery's default is
+	// DefaultDiscoverItems).
 	Items int `json:"items,omitempty"`
+	// DurationS is how long the job (an actor run, a collection) takes, in
+	// upstream seconds, scaled by the time scale. A sync wait longer than
+	// the upstream's limit then answers as the upstream does: actor_run's
+	// sync endpoint 408 after 300 s (the run goes on), /scrape 202 with a
+	// snapshot id after 60 s.
+	DurationS float64 `json:"duration_s,omitempty"`
+	// KeepRunning makes the job never end on its own: it runs (and accrues
+	// runtime in the ledger) until aborted, cancelled, or its run timeout.
+	KeepRunning bool `json:"keep_running,omitempty"`
+	// IgnoreMaxItems makes the actor collect more items than maxItems (the
+	// upstream still charges at most maxItems).
+	IgnoreMaxItems bool `json:"ignore_max_items,omitempty"`
+	// RunStatus "FAILED" ends the run FAILED instead of SUCCEEDED.
+	RunStatus string `json:"run_status,omitempty"`
+	// NotReady is the form of a snapshot download before the snapshot is
+	// ready: "202" (default) or "200", both with {"status","message"}.
+	NotReady string `json:"not_ready,omitempty"`
+	// BuildingDownloads answers this many downloads with the not-ready body
+	// even after progress said ready.
+	BuildingDownloads int `json:"building_downloads,omitempty"`
+	// ValidationErrors answers the scrape or trigger 400
+	// {"validation_errors": [...]} with these messages.
+	ValidationErrors []string `json:"validation_errors,omitempty"`
+	// PollStatus answers the next poll (run GET, progress) with this HTTP
+	// status instead; with times it counts polls too.
+	PollStatus int `json:"poll_status,omitempty"`
+	// DeadInputs adds substrings that make an input unknown (to those of
+	// Options.DeadInputs): its answer is a dead_page error row.
+	DeadInputs []string `json:"dead_inputs,omitempty"`
 	// Times limits the fault to the next n calls; 0 means forever. GET
 	// /_sim/faults shows the calls left.
 	Times int `json:"times,omitempty"`
@@ -63,7 +96,14 @@ func (f Fault) validate() error {
 		return errors.New("fault needs a target (an actor or dataset id, or \"*\")")
 	case f.Status != 0 && (f.Status < 100 || f.Status > 599):
 		return fmt.Errorf("fault status %d is not an HTTP status", f.Status)
-	case f.RetryAfter < 0 || f.LatencyMS < 0 || f.StallMS < 0 || f.Polls < 0 || f.Items < 0 || f.Times < 0:
+	case f.PollStatus != 0 && (f.PollStatus < 100 || f.PollStatus > 599):
+		return fmt.Errorf("fault poll_status %d is not an HTTP status", f.PollStatus)
+	case f.NotReady != "" && f.NotReady != "200" && f.NotReady != "202":
+		return fmt.Errorf("fault not_ready %q is neither \"200\" nor \"202\"", f.NotReady)
+	case f.RunStatus != "" && f.RunStatus != "FAILED":
+		return fmt.Errorf("fault run_status %q: only \"FAILED\" is simulated", f.RunStatus)
+	case f.RetryAfter < 0 || f.LatencyMS < 0 || f.StallMS < 0 || f.Polls < 0 || f.Items < 0 || f.Times < 0 ||
+		f.DurationS < 0 || f.BuildingDownloads < 0:
 		return errors.New("fault numbers must not be negative")
 	}
 	return nil
@@ -155,24 +195,27 @@ func (s *Sim) postFaults(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.Faults())
 }
 
-// wait sleeps the configured latency. For actor_run it honours ?timeout
-// like the real sync endpoint: it reports false when the latency would
-// exceed it, after waiting the timeout.
-func (s *Sim) wait(r *http.Request, f Fault) bool {
-	d := s.opts.Latency + time.Duration(f.LatencyMS)*time.Millisecond
-	if d <= 0 {
-		return true
+// peekFault returns the fault for target without using one of its times.
+func (s *Sim) peekFault(target string) (Fault, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.faults[target]
+	if !ok {
+		f, ok = s.faults[AnyTarget]
 	}
-	if strings.HasPrefix(r.URL.Path, "/v2/acts/") {
-		if secs, err := strconv.Atoi(r.URL.Query().Get("timeout")); err == nil && secs > 0 {
-			if limit := time.Duration(secs) * time.Second; d > limit {
-				sleep(r.Context(), limit)
-				return false
-			}
+	return f, ok
+}
+
+// unknown reports whether an input names nothing the upstream can collect:
+// it contains one of the simulator's dead-input markers or the fault's.
+// The real sources answer such an input with a dead_page error row.
+func (s *Sim) unknown(input string, f Fault) bool {
+	for _, m := range append(s.opts.DeadInputs, f.DeadInputs...) {
+		if m != "" && strings.Contains(input, m) {
+			return true
 		}
 	}
-	sleep(r.Context(), d)
-	return true
+	return false
 }
 
 func sleep(ctx context.Context, d time.Duration) {

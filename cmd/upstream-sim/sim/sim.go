@@ -3,19 +3,38 @@
 // per-target fault injection and a call log. It is importable so end-to-end
 // tests and benchmarks can run it in-process; cmd/upstream-sim serves it.
 //
-// Protocol endpoints:
+// Jobs take their time: every actor run and snapshot is a job with a
+// duration (a fault's duration_s, in upstream seconds), scaled by
+// Options.TimeScale (-time-scale 0.01 turns a 60 s wait into 0.6 s), as are
+// the upstreams' documented waits (waitForFinish up to 60 s, the sync
+// actor endpoint's 300 s, /scrape's minute). Each job is in the cost
+// ledger until the simulator stops.
 //
+// Protocol endpoints (the upstreams' documented ones):
+//
+//	POST /v2/acts/{target}/runs?timeout=&maxItems=&maxTotalChargeUsd=  → 201 {"data": run}
+//	GET  /v2/actor-runs/{id}?waitForFinish=                            → {"data": run}
+//	POST /v2/actor-runs/{id}/abort                                     → {"data": run}
+//	GET  /v2/datasets/{id}/items?format=json&clean=&offset=&limit=      → [items]
 //	POST /v2/acts/{target}/run-sync-get-dataset-items?timeout=&maxItems=
-//	POST /datasets/v3/scrape?dataset_id={target}&format=json&include_errors=true
+//	POST /datasets/v3/scrape?dataset_id={target}&format=json&include_errors=true  (≤ 20 inputs, no discovery)
+//	POST /datasets/v3/trigger?dataset_id={target}&type=&discover_by=&limit_per_input=&limit_multiple_results=
 //	GET  /datasets/v3/progress/{snapshot_id}
 //	GET  /datasets/v3/snapshot/{snapshot_id}?format=json
+//	POST /datasets/v3/snapshot/{snapshot_id}/cancel
+//
+// An input that contains one of Options.DeadInputs (default
+// "does-not-exist") is unknown: it is answered with a dead_page error row,
+// as the real sources answer a page that is gone.
 //
 // Control endpoints (never behind the token):
 //
 //	POST   /_sim/faults   body: a Fault or an array of them; replaces the target's fault
 //	GET    /_sim/faults   the active faults
 //	DELETE /_sim/faults   clears all faults (?target=id clears one)
-//	GET    /_sim/calls    the call log, oldest first
+//	GET    /_sim/calls    the call log, oldest first (job starts only)
+//	GET    /_sim/ledger   the upstream cost ledger: every run and snapshot
+//	DELETE /_sim/ledger   aborts every running job and empties the ledger
 //	DELETE /_sim/calls    clears the call log
 //	GET    /_sim/health   200 {"status":"ok"}
 package sim
@@ -71,7 +90,16 @@ type Options struct {
 	Faults []Fault
 	// MaxCalls bounds the call log (oldest dropped); default 10000.
 	MaxCalls int
+	// TimeScale multiplies every upstream duration (job durations, the
+	// documented waits, latencies); 0 means 1.
+	TimeScale float64
+	// DeadInputs are substrings that make an input unknown (a dead_page
+	// row); nil means DefaultDeadInputs.
+	DeadInputs []string
 }
+
+// DefaultDeadInputs marks the inputs the simulator answers as gone.
+var DefaultDeadInputs = []string{"does-not-exist"}
 
 // Sim is the simulator. It is an http.Handler and safe for concurrent use.
 type Sim struct {
@@ -80,11 +108,15 @@ type Sim struct {
 	routes map[string]string
 	mux    *http.ServeMux
 
-	mu        sync.Mutex
-	faults    map[string]Fault
-	calls     []Call
-	snapshots map[string]*snapshot
-	cache     map[string]*fixture
+	scale float64
+
+	mu       sync.Mutex
+	faults   map[string]Fault
+	calls    []Call
+	jobs     map[string]*job
+	datasets map[string]*job
+	order    []string
+	cache    map[string]*fixture
 }
 
 // New builds a simulator. Unusable options (declarations that do not
@@ -94,10 +126,18 @@ type Sim struct {
 // fixtures.
 func New(opts Options) *Sim {
 	s := &Sim{
-		opts:      opts,
-		faults:    map[string]Fault{},
-		snapshots: map[string]*snapshot{},
-		cache:     map[string]*fixture{},
+		opts:     opts,
+		faults:   map[string]Fault{},
+		jobs:     map[string]*job{},
+		datasets: map[string]*job{},
+		cache:    map[string]*fixture{},
+		scale:    opts.TimeScale,
+	}
+	if s.scale <= 0 {
+		s.scale = 1
+	}
+	if s.opts.DeadInputs == nil {
+		s.opts.DeadInputs = DefaultDeadInputs
 	}
 	if s.opts.MaxCalls <= 0 {
 		s.opts.MaxCalls = defaultMaxCalls
@@ -128,12 +168,25 @@ func New(opts Options) *Sim {
 	}
 
 	m := http.NewServeMux()
-	m.HandleFunc("POST /v2/acts/{target}/run-sync-get-dataset-items", s.serve(ProtocolActorRun,
-		func(r *http.Request) string { return r.PathValue("target") }, s.actorRunAnswer))
-	m.HandleFunc("POST /datasets/v3/scrape", s.serve(ProtocolDatasetScrape,
-		func(r *http.Request) string { return r.URL.Query().Get("dataset_id") }, s.scrapeAnswer))
+	actor := func(r *http.Request) string { return r.PathValue("target") }
+	dataset := func(r *http.Request) string { return r.URL.Query().Get("dataset_id") }
+	m.HandleFunc("POST /v2/acts/{target}/run-sync-get-dataset-items", s.serve(ProtocolActorRun, actor, s.runSync))
+	m.HandleFunc("POST /v2/acts/{target}/runs", s.serve(ProtocolActorRun, actor, s.runStart))
+	m.HandleFunc("GET /v2/actor-runs/{id}", s.runGet)
+	m.HandleFunc("POST /v2/actor-runs/{id}/abort", s.runAbort)
+	m.HandleFunc("GET /v2/datasets/{id}/items", s.datasetItems)
+	m.HandleFunc("POST /datasets/v3/scrape", s.serve(ProtocolDatasetScrape, dataset, s.scrapeAnswer))
+	m.HandleFunc("POST /datasets/v3/trigger", s.serve(ProtocolDatasetScrape, dataset, s.triggerAnswer))
 	m.HandleFunc("GET /datasets/v3/progress/{id}", s.progress)
 	m.HandleFunc("GET /datasets/v3/snapshot/{id}", s.snapshotDownload)
+	m.HandleFunc("POST /datasets/v3/snapshot/{id}/cancel", s.snapshotCancel)
+	m.HandleFunc("GET /_sim/ledger", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, s.Ledger())
+	})
+	m.HandleFunc("DELETE /_sim/ledger", func(w http.ResponseWriter, r *http.Request) {
+		s.ClearLedger()
+		w.WriteHeader(http.StatusNoContent)
+	})
 	m.HandleFunc("GET /_sim/health", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

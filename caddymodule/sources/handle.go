@@ -1,0 +1,59 @@
+package sources
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"go.uber.org/zap"
+)
+
+// Handle names paid upstream work: an actor run (its id and default
+// dataset) or a snapshot. Its String form is what a run's attempts
+// record, and ParseHandle reads it back, so a restarted gateway can
+// resume or abort the work (Resumer).
+type Handle struct {
+	// Protocol is ProtocolActorRun or ProtocolDatasetScrape.
+	Protocol string
+	// RunID and DatasetID are an actor run's.
+	RunID, DatasetID string
+	// SnapshotID is a collection's.
+	SnapshotID string
+}
+
+// String is "run:<id>/dataset:<id>" or "snapshot:<id>".
+func (h Handle) String() string {
+	if h.Protocol == ProtocolDatasetScrape {
+		return "snapshot:" + h.SnapshotID
+	}
+	return "run:" + h.RunID + "/dataset:" + h.DatasetID
+}
+
+// ParseHandle reads a Handle's String form.
+func ParseHandle(s string) (Handle, error) {
+	if id, ok := strings.CutPrefix(s, "snapshot:"); ok && id != "" {
+		return Handle{Protocol: ProtocolDatasetScrape, SnapshotID: id}, nil
+	}
+	if rest, ok := strings.CutPrefix(s, "run:"); ok {
+		run, ds, ok := strings.Cut(rest, "/dataset:")
+		if ok && run != "" && ds != "" {
+			return Handle{Protocol: ProtocolActorRun, RunID: run, DatasetID: ds}, nil
+		}
+	}
+	return Handle{}, fmt.Errorf("upstream handle %q is neither run:<id>/dataset:<id> nor snapshot:<id>", s)
+}
+
+// abortDetached stops h after its call gave up waiting: from a context
+// detached from the call's (which has usually ended), bounded by
+// AbortTimeout. A failed abort is logged; the work then ends by its own
+// timeout upstream.
+func (b *base) abortDetached(ctx context.Context, h Handle, abort func(context.Context, Handle) error) {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), AbortTimeout)
+	defer cancel()
+	if err := abort(actx, h); err != nil {
+		b.log.Warn("could not stop upstream work; it runs until its own timeout",
+			zap.String("handle", h.String()), zap.Error(err))
+		return
+	}
+	b.log.Debug("stopped upstream work", zap.String("handle", h.String()))
+}
