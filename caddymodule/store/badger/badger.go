@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	bdb "github.com/dgraph-io/badger/v4"
 	"go.uber.org/zap"
@@ -42,6 +43,10 @@ type Options struct {
 	// no cache.
 	KeyCacheSize     int
 	AccountCacheSize int
+	// ValueLogFileSize is the size of one value log file, the unit in
+	// which value-log GC gives the space of expired records back. Default
+	// 0: badger's, 1 GiB; the tests and the benchmark set smaller ones.
+	ValueLogFileSize int64
 }
 
 // Store is the badger implementation of store.Store.
@@ -53,6 +58,18 @@ type Store struct {
 	keys     *keyCache     // nil: no cache
 	accounts *accountCache // nil: no cache
 	trim     *trimmer      // nil: value log pages left to the kernel
+
+	dir, valueDir string // where the LSM tree and the value log live
+
+	// Retention (retention.go): whether every run holding records is in
+	// the expiry index, the backfill's position until it is, and the
+	// expired bytes since the last compaction.
+	expiryIndexed       atomic.Bool
+	backfillMu          sync.Mutex
+	backfillFrom        []byte
+	gcMu                sync.Mutex
+	expiredSinceCompact atomic.Int64
+	compactEvery        int64
 
 	closeOnce sync.Once
 	closeErr  error
@@ -94,6 +111,9 @@ func badgerOptions(dir string, opts Options) bdb.Options {
 		WithBlockCacheSize(blockCacheSize).
 		WithLogger(nil).
 		WithMetricsEnabled(false)
+	if opts.ValueLogFileSize > 0 {
+		bo = bo.WithValueLogFileSize(opts.ValueLogFileSize)
+	}
 	if opts.Logger != nil {
 		bo = bo.WithLogger(zapLogger{opts.Logger.Sugar()})
 	}
@@ -116,6 +136,7 @@ func open(dir string, opts Options, bo bdb.Options) (*Store, error) {
 		db: db, keySeq: seq, holds: newHolds(),
 		keys:     newKeyCache(cacheSize(opts.KeyCacheSize, DefaultKeyCacheSize)),
 		accounts: newAccountCache(cacheSize(opts.AccountCacheSize, DefaultAccountCacheSize)),
+		dir:      bo.Dir, valueDir: bo.ValueDir, compactEvery: bo.ValueLogFileSize,
 	}
 	if !bo.InMemory {
 		s.trim = newTrimmer(bo.ValueDir, bo.ValueLogFileSize)

@@ -291,6 +291,9 @@ func (b *batch) settle(p *settle.Prepared, pd settle.Packed, held credits.Micros
 	if err := b.txn.Set(rk, pd.Value(records, doc)); err != nil {
 		return res, nil, err
 	}
+	if err := b.txn.Set(expiryKey(runCreated(p), run.AccountID, run.ID), nil); err != nil {
+		return res, nil, err
+	}
 	uk := usageKey(run.AccountID, store.PeriodStart(store.PeriodDay, p.Now).Unix(), p.S.Offer, p.S.Platform)
 	u, err := readUsage(b.txn, uk)
 	if err != nil {
