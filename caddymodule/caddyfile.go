@@ -47,6 +47,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //		soft_timeout <duration>
 //		poll_interval <duration>
 //		max_concurrent_runs <n>
+//		run_retention <duration>   # e.g. 30d; records deleted, billing facts kept
 //	}
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // option name
@@ -108,7 +109,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				}
 			}
 			a.Sources[id] = sc
-		case "attempt_timeout", "soft_timeout", "poll_interval":
+		case "attempt_timeout", "soft_timeout", "poll_interval", "run_retention":
 			name := d.Val()
 			var s string
 			if !d.AllArgs(&s) {
@@ -123,6 +124,11 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				a.AttemptTimeout = caddy.Duration(dur)
 			case "soft_timeout":
 				a.SoftTimeout = caddy.Duration(dur)
+			case "run_retention":
+				if dur <= 0 {
+					return d.Errf("run_retention must be a positive duration, got %q", s)
+				}
+				a.RunRetention = caddy.Duration(dur)
 			default:
 				a.PollInterval = caddy.Duration(dur)
 			}
