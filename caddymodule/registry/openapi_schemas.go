@@ -23,6 +23,13 @@ func (b *openapiBuilder) fixedSchemas() {
 		return props
 	}
 
+	s["RunExpiry"] = obj{"type": "object",
+		"description": "What GET /v1/extractions/{id} adds to a run whose records the gateway's `run_retention` deleted: " +
+			"`data` is then `[]` while the billing facts (`credits_used`, `pagination` counts, `served_by`, timestamps, `attempts`) stay as settled.",
+		"properties": obj{
+			"records_expired": obj{"type": "boolean", "description": "Present (true) once the run's records were deleted."},
+			"expired_at":      obj{"type": "string", "format": "date-time", "description": "When they were deleted."},
+		}}
 	s["Attempt"] = object("One offer attempt of a run, for tracing paid upstream work.", []any{"offer", "outcome", "duration_ms"}, obj{
 		"offer":       str("Offer id `<source>/<name>`."),
 		"outcome":     str("Outcome of the attempt, e.g. `ok`, `upstream_5xx`, `timeout`; `circuit_open` and `unpayable` are offers skipped without a call (breaker open; not one record of the offer payable from the balance or the key's credit limit)."),
