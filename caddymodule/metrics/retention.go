@@ -41,6 +41,18 @@ func init() {
 		retentionLastPass, storedBytes)
 }
 
+// startRetentionSeries starts the retention series of a store type at
+// zero, so that alerts see them before the first pass (and a gateway
+// without run_retention shows that nothing expires).
+func startRetentionSeries(kind string) {
+	retentionRuns.WithLabelValues(kind)
+	retentionBytes.WithLabelValues(kind)
+	retentionReclaimed.WithLabelValues(kind)
+	retentionErrors.WithLabelValues(kind)
+	retentionLastPass.WithLabelValues(kind)
+	storedBytes.WithLabelValues(kind)
+}
+
 // expirer is the decorated store as a store.Expirer.
 func (s *Store) expirer() (store.Expirer, error) {
 	e, ok := s.Store.(store.Expirer)

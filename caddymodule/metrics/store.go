@@ -31,6 +31,9 @@ func InstrumentStore(s store.Store, kind string) *Store {
 	settleDuration.WithLabelValues(kind, resultOK)
 	reserveDuration.WithLabelValues(kind, resultOK)
 	openReservations.WithLabelValues(kind)
+	if _, ok := s.(store.Expirer); ok {
+		startRetentionSeries(kind)
+	}
 	return &Store{Store: s, kind: kind}
 }
 
