@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"math"
 	"strconv"
 
 	"github.com/caddyserver/caddy/v2"
@@ -8,6 +9,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/dustin/go-humanize"
 
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/store/backend"
@@ -37,6 +39,9 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //	social_router {
 //		services <dir>
 //		storage badger <dir> | storage postgres <url>
+//		storage badger <dir> {
+//			min_free <size>        # free space kept in reserve (default 256MiB; 0: none)
+//		}
 //		key_prefix <prefix>
 //		source <id> {
 //			base_url <url>
@@ -66,12 +71,34 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 		case "storage":
 			var typ, loc string
-			if !d.AllArgs(&typ, &loc) {
+			if !d.Args(&typ, &loc) || d.NextArg() {
 				return d.ArgErr()
 			}
 			cfg, err := backend.Parse(typ, loc)
 			if err != nil {
 				return d.Err(err.Error())
+			}
+			for nesting := d.Nesting(); d.NextBlock(nesting); {
+				switch d.Val() {
+				case "min_free":
+					var size string
+					if !d.AllArgs(&size) {
+						return d.ArgErr()
+					}
+					n, err := humanize.ParseBytes(size)
+					if err != nil || n > math.MaxInt64 {
+						return d.Errf("parsing min_free %q: want a size such as 512MiB", size)
+					}
+					if typ != backend.Badger {
+						return d.Err("min_free applies to storage badger (PostgreSQL reports its own full disk)")
+					}
+					cfg.MinFree = int64(n)
+					if n == 0 {
+						cfg.MinFree = -1 // 0 written: no reserve
+					}
+				default:
+					return d.Errf("unknown storage subdirective %q", d.Val())
+				}
 			}
 			a.Storage = &cfg
 		case "source":

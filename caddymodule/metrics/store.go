@@ -34,6 +34,9 @@ func InstrumentStore(s store.Store, kind string) *Store {
 	if _, ok := s.(store.Expirer); ok {
 		startRetentionSeries(kind)
 	}
+	if wc, ok := s.(store.WriteChecker); ok {
+		writables.add(kind, wc)
+	}
 	return &Store{Store: s, kind: kind}
 }
 

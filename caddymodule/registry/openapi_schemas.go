@@ -102,6 +102,7 @@ func (b *openapiBuilder) fixedSchemas() {
 				"did_you_mean":        str("Closest service name (`unknown_service`)."),
 				"available_services":  stringArray("Callable services of the platform (`unknown_service`)."),
 				"endpoint":            str("Where the request belongs (`wrong_endpoint`; `unknown_service` of a search type: `/v1/search`)."),
+				"reason":              obj{"type": "string", "enum": []any{"disk_full", "write_failed"}, "description": "Why the store cannot write (`store_unavailable` before any upstream call): its filesystem's free space is below the reserve or its database's disk is full, or a write failed and none has succeeded since."},
 				"valid_providers":     stringArray("The search provider slugs (`missing_provider`, `unknown_provider`)."),
 				"available_platforms": stringArray("The platform identifiers (`unknown_platform`)."),
 				"valid_options": obj{"type": "array", "description": "The options the service declares (`invalid_option`).", "items": object("", []any{"name", "type"}, obj{

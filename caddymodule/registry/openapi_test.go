@@ -702,6 +702,8 @@ func TestOpenAPIResponses(t *testing.T) {
 		{"bare per-IP 429", "POST", "/v1/extract/pro_net/company.info", &http.Response{StatusCode: 429, Header: http.Header{"Retry-After": {"30"}}}, nil, true},
 		{"bare 429 on a public endpoint", "GET", "/v1/services", &http.Response{StatusCode: 429, Header: http.Header{}}, nil, true},
 		{"store unavailable", "GET", "/v1/account/balance", jsonResponse(503), []byte(`{"error": {"code": "store_unavailable", "type": "internal", "message": "m"}}`), true},
+		{"store cannot write", "POST", "/v1/extract/pro_net/company.info", jsonResponse(503), []byte(`{"error": {"code": "store_unavailable", "type": "internal", "message": "m", "reason": "disk_full"}}`), true},
+		{"store cannot write, unknown reason", "POST", "/v1/extract/pro_net/company.info", jsonResponse(503), []byte(`{"error": {"code": "store_unavailable", "type": "internal", "message": "m", "reason": "gremlins"}}`), false},
 		{"undocumented status", "POST", "/v1/extract/pro_net/company.info", jsonResponse(418), []byte(`{"error": {"code": "x", "type": "x", "message": "m"}}`), false},
 		{"not JSON", "POST", "/v1/extract/pro_net/company.info", &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/plain"}}}, []byte("ok"), false},
 		{"undocumented path", "GET", "/v1/nothing", jsonResponse(200), []byte(`{}`), false},

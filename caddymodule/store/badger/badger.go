@@ -47,6 +47,11 @@ type Options struct {
 	// which value-log GC gives the space of expired records back. Default
 	// 0: badger's, 1 GiB; the tests and the benchmark set smaller ones.
 	ValueLogFileSize int64
+	// MinFreeBytes is the free space the store keeps in reserve on its
+	// filesystem: below it Writable refuses, so calls fail before their
+	// upstream work instead of their settle failing after it (writeguard.go).
+	// Default 0: DefaultMinFreeBytes (256 MiB); negative: no reserve.
+	MinFreeBytes int64
 }
 
 // Store is the badger implementation of store.Store.
@@ -60,6 +65,9 @@ type Store struct {
 	trim     *trimmer      // nil: value log pages left to the kernel
 
 	dir, valueDir string // where the LSM tree and the value log live
+
+	guard      *writeGuard           // whether writes can succeed (writeguard.go)
+	writeFault atomic.Pointer[error] // tests: every commit fails with it
 
 	// Retention (retention.go): whether every run holding records is in
 	// the expiry index, the backfill's position until it is, and the
@@ -137,6 +145,7 @@ func open(dir string, opts Options, bo bdb.Options) (*Store, error) {
 		keys:     newKeyCache(cacheSize(opts.KeyCacheSize, DefaultKeyCacheSize)),
 		accounts: newAccountCache(cacheSize(opts.AccountCacheSize, DefaultAccountCacheSize)),
 		dir:      bo.Dir, valueDir: bo.ValueDir, compactEvery: bo.ValueLogFileSize,
+		guard: newWriteGuard(bo.ValueDir, opts.MinFreeBytes),
 	}
 	if !bo.InMemory {
 		s.trim = newTrimmer(bo.ValueDir, bo.ValueLogFileSize)

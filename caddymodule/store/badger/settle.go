@@ -228,6 +228,9 @@ func (s *Store) commitBatch(reqs []*writeReq) {
 				break
 			}
 		}
+		if err == nil {
+			err = s.injected()
+		}
 		captures := err == nil && s.holds.capturing(reqs)
 		if err == nil {
 			s.accounts.lower(b.accounts)
@@ -242,6 +245,7 @@ func (s *Store) commitBatch(reqs []*writeReq) {
 			for _, r := range reqs {
 				s.trim.note(r.size)
 			}
+			s.guard.committed(nil)
 			return
 		}
 		s.accounts.failed(b.accounts)
@@ -253,6 +257,7 @@ func (s *Store) commitBatch(reqs []*writeReq) {
 		case errors.Is(err, bdb.ErrConflict) && attempt < maxRetries:
 			continue
 		}
+		s.guard.committed(err)
 		for _, r := range reqs {
 			r.err = err
 		}
