@@ -21,6 +21,10 @@ const (
 	DefaultBatch    = 256
 	DefaultPause    = 50 * time.Millisecond
 	DefaultInterval = 10 * time.Minute
+	// DefaultReclaimEvery is how many bytes of records a pass deletes
+	// between two reclaims, so a long pass (a large backlog) gives space
+	// back as it goes rather than only at its end.
+	DefaultReclaimEvery = 256 << 20
 )
 
 // passObserver is told when a complete pass ended (the metrics decorator).
@@ -38,7 +42,10 @@ type Runner struct {
 	Batch    int
 	Pause    time.Duration
 	Interval time.Duration
-	Logger   *zap.Logger
+	// ReclaimEvery is the bytes of records deleted between reclaims
+	// within a pass; zero: DefaultReclaimEvery.
+	ReclaimEvery int64
+	Logger       *zap.Logger
 	// Now is the clock (tests); nil: time.Now.
 	Now func() time.Time
 
@@ -63,6 +70,9 @@ func (r *Runner) defaults() {
 	if r.Interval <= 0 {
 		r.Interval = min(max(r.Window/10, time.Second), DefaultInterval)
 	}
+	if r.ReclaimEvery <= 0 {
+		r.ReclaimEvery = DefaultReclaimEvery
+	}
 	if r.Logger == nil {
 		r.Logger = zap.NewNop()
 	}
@@ -77,6 +87,7 @@ func (r *Runner) defaults() {
 func (r *Runner) Pass(ctx context.Context) (PassResult, error) {
 	r.defaults()
 	var res PassResult
+	var unreclaimed int64
 	for {
 		now := r.Now().UTC()
 		b, err := r.Store.ExpireRuns(ctx, now.Add(-r.Window), now, r.Batch)
@@ -88,6 +99,14 @@ func (r *Runner) Pass(ctx context.Context) (PassResult, error) {
 		if b.Runs < r.Batch {
 			break
 		}
+		if unreclaimed += b.Bytes; unreclaimed >= r.ReclaimEvery {
+			n, err := r.Store.Reclaim(ctx)
+			res.Reclaimed += n
+			if err != nil {
+				return res, err
+			}
+			unreclaimed = 0
+		}
 		select {
 		case <-ctx.Done():
 			return res, ctx.Err()
@@ -95,7 +114,7 @@ func (r *Runner) Pass(ctx context.Context) (PassResult, error) {
 		}
 	}
 	n, err := r.Store.Reclaim(ctx)
-	res.Reclaimed = n
+	res.Reclaimed += n
 	if err != nil {
 		return res, err
 	}

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	bdb "github.com/dgraph-io/badger/v4"
 	"go.uber.org/zap"
@@ -234,10 +235,15 @@ func sortable(v int64) uint64 { return uint64(v) ^ 1<<63 }
 
 func unsortable(v uint64) int64 { return int64(v ^ 1<<63) }
 
-// update runs fn in a read-write transaction, retrying optimistic conflicts.
+// update runs fn in a read-write transaction, retrying optimistic
+// conflicts, and writes blocked for a moment (blockedWrites).
 func (s *Store) update(ctx context.Context, fn func(txn *bdb.Txn) error) error {
+	var blocked time.Time
 	for attempt := 0; ; attempt++ {
 		err := s.db.Update(fn)
+		if blockedWrites(err, &blocked) {
+			continue
+		}
 		if !errors.Is(err, bdb.ErrConflict) || attempt == maxRetries {
 			return err
 		}
@@ -245,6 +251,32 @@ func (s *Store) update(ctx context.Context, fn func(txn *bdb.Txn) error) error {
 			return err
 		}
 	}
+}
+
+// Badger blocks writes for a moment while it flushes its memtables for
+// DropPrefix, which retention's compaction uses (retention.go): a commit
+// then fails with ErrBlockedWrites. A settle must not fail for that (its
+// upstream work is done), so commits wait for writes to open again,
+// up to blockedWait.
+const (
+	blockedWait  = 10 * time.Second
+	blockedPause = 5 * time.Millisecond
+)
+
+// blockedWrites reports whether err is badger's blocked writes and the
+// write should be tried again after a pause: first records when writes
+// were first found blocked, and the wait ends after blockedWait.
+func blockedWrites(err error, first *time.Time) bool {
+	if !errors.Is(err, bdb.ErrBlockedWrites) {
+		return false
+	}
+	if first.IsZero() {
+		*first = time.Now()
+	} else if time.Since(*first) > blockedWait {
+		return false
+	}
+	time.Sleep(blockedPause)
+	return true
 }
 
 // get returns a copy of the value under key, store.ErrNotFound if absent.

@@ -134,3 +134,40 @@ func TestRetentionBackfill(t *testing.T) {
 		t.Errorf("expired %d of %d runs (indexed: %v)", total, len(ids), s.expiryIndexed.Load())
 	}
 }
+
+// TestSettlesDuringCompaction: the compaction that Reclaim forces blocks
+// badger's writes for a moment (DropPrefix); settles under way wait for
+// it instead of failing.
+func TestSettlesDuringCompaction(t *testing.T) {
+	s, created := openWithAccount(t, Options{ValueLogFileSize: 1 << 20})
+	stop := make(chan struct{})
+	done := make(chan int)
+	go func() {
+		n := 0
+		defer func() { done <- n }()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			r := &runs.Run{ID: fmt.Sprintf("ext_c%06d", i), Status: runs.StatusCompleted, AccountID: "acme",
+				CreatedAt: created, CompletedAt: created, Data: []json.RawMessage{json.RawMessage(`{"a":1}`)}}
+			if _, err := s.Settle(t.Context(), store.Settlement{Run: r, Price: 1, Offer: "o", Platform: "p", Now: created}); err != nil {
+				t.Errorf("settle %d during compaction: %v", i, err)
+				return
+			}
+			n++
+		}
+	}()
+	for range 5 {
+		if err := s.compact(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(stop)
+	if n := <-done; n == 0 {
+		t.Error("no settle ran during the compactions")
+	}
+}

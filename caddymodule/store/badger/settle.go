@@ -220,6 +220,7 @@ func (b *batch) setAccount(a store.Account) error {
 // splitting it if it is too big for one, and keeps the account cache in
 // step with what it commits.
 func (s *Store) commitBatch(reqs []*writeReq) {
+	var blocked time.Time // when writes were first found blocked
 	for attempt := 0; ; attempt++ {
 		b := &batch{txn: s.db.NewTransaction(true), accounts: map[string]*accountWrite{}}
 		var err error
@@ -255,6 +256,8 @@ func (s *Store) commitBatch(reqs []*writeReq) {
 			s.commitBatch(reqs[len(reqs)/2:])
 			return
 		case errors.Is(err, bdb.ErrConflict) && attempt < maxRetries:
+			continue
+		case blockedWrites(err, &blocked):
 			continue
 		}
 		s.guard.committed(err)
