@@ -33,6 +33,7 @@ type Store struct {
 	commitFault func() error
 	// expiredSinceVacuum counts runs expired since Reclaim last vacuumed.
 	expiredSinceVacuum expiredCounter
+	ws                 writeState // whether the database can write (writable.go)
 }
 
 // Option configures Open.
