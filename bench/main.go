@@ -24,6 +24,8 @@
 //   - the time to compile the services/ tree and the gateway's peak RSS
 //     under the end-to-end load;
 //   - a CPU and allocation profile of the gateway under the end-to-end load;
+//   - the stored bytes per run of each store, and its size during a soak
+//     of settles with run_retention on (flat, not growing);
 //   - 1 000 to 10 000 calls held at once by a slow upstream, gateway against
 //     reverse_proxy, each in a fresh process: peak RSS, memory per call,
 //     errors, added latency.
@@ -72,6 +74,7 @@ type config struct {
 	signinHashSlots                  int
 	longJobCalls                     int
 	longJobSeconds, longJobScale     float64
+	soak, retentionWindow            time.Duration
 }
 
 var started = time.Now()
@@ -92,13 +95,15 @@ func main() {
 	flag.DurationVar(&cfg.round, "round", 3*time.Second, "duration of one end-to-end round")
 	flag.DurationVar(&cfg.lookupRound, "lookup-round", 2*time.Second, "duration of one look-up round")
 	flag.DurationVar(&cfg.settleRound, "settle-round", time.Second, "duration of one settle round")
+	flag.DurationVar(&cfg.soak, "soak", 30*time.Second, "duration of the retention soak per store (retention phase)")
+	flag.DurationVar(&cfg.retentionWindow, "retention-window", 3*time.Second, "run_retention window of the soak (retention phase)")
 	flag.DurationVar(&cfg.warm, "warm", 500*time.Millisecond, "unmeasured warm-up before each pair of targets")
 	flag.IntVar(&cfg.conc, "c", 16, "concurrent connections of the load generator")
 	flag.Int64Var(&cfg.max, "max", 200000, "most requests (or settles) of one round")
 	flag.DurationVar(&cfg.profile, "profile", 5*time.Second, "CPU profile length under load (0: no profile)")
 	flag.IntVar(&cfg.profileItems, "profile-items", 10, "records per answer (N) under the profiled end-to-end load")
 	flag.StringVar(&cfg.profileDir, "profile-dir", "", "keep the raw profiles in this directory (default: deleted)")
-	flag.StringVar(&phases, "phases", "provision,settle,e2e,pg-e2e,lookup,profile,inflight,signin,longjob", "phases to run, comma-separated (pg-e2e: the N = 1 call through a gateway on PostgreSQL, when SDR_TEST_POSTGRES_URL is set; signin: bad sign-ins and invitation posts while /v1 is measured; longjob: calls each waiting on a minute-long upstream job)")
+	flag.StringVar(&phases, "phases", "provision,settle,retention,e2e,pg-e2e,lookup,profile,inflight,signin,longjob", "phases to run, comma-separated (pg-e2e: the N = 1 call through a gateway on PostgreSQL, when SDR_TEST_POSTGRES_URL is set; signin: bad sign-ins and invitation posts while /v1 is measured; longjob: calls each waiting on a minute-long upstream job; retention: stored bytes per run and disk after a soak with retention on)")
 	flag.DurationVar(&cfg.signinAttack, "signin-attack", 20*time.Second, "sign-in phase: length of each attack")
 	flag.DurationVar(&cfg.signinIdle, "signin-idle", 5*time.Second, "sign-in phase: length of the idle /v1 measurement")
 	flag.IntVar(&cfg.signinHashSlots, "signin-hash-slots", 0, "sign-in phase: the gateway's hash_slots (0: its default, one per core)")
@@ -196,6 +201,11 @@ func run(ctx context.Context, cfg *config) error {
 	if cfg.phases["settle"] {
 		if err := rep.settles(ctx, tmp, cfg); err != nil {
 			return fmt.Errorf("settle: %w", err)
+		}
+	}
+	if cfg.phases["retention"] {
+		if err := rep.retention(ctx, tmp, cfg); err != nil {
+			return fmt.Errorf("retention: %w", err)
 		}
 	}
 	if cfg.phases["profile"] {

@@ -20,6 +20,7 @@ import (
 	"socialrouter/caddymodule/mcp"
 	"socialrouter/caddymodule/metrics"
 	"socialrouter/caddymodule/registry"
+	"socialrouter/caddymodule/retention"
 	"socialrouter/caddymodule/router"
 	"socialrouter/caddymodule/sources"
 	"socialrouter/caddymodule/store"
@@ -58,6 +59,13 @@ type App struct {
 	// may call /mcp from a browser (such as http://localhost:6274, the MCP
 	// Inspector); any other Origin is refused (mcp.CheckOrigin).
 	MCPOrigins []string `json:"mcp_origins,omitempty"`
+	// RunRetention, when set, deletes a run's records this long after the
+	// run was created, in the background, keeping its billing facts (id,
+	// status, service, served_by, credits_used, counts, timestamps), so
+	// usage and invoices do not change; GET /v1/extractions/{id} then
+	// answers the run with "data": [] and "records_expired": true.
+	// Default 0: runs keep their records for ever.
+	RunRetention caddy.Duration `json:"run_retention,omitempty"`
 	// ServicesDigest is a digest of the service files, set by the Caddyfile
 	// adapter, so that `caddy reload` sees a changed config (and reloads)
 	// when only the declarations changed. It is informational otherwise.
@@ -71,6 +79,7 @@ type App struct {
 	logger   *zap.Logger
 	mcp      *mcp.Endpoint
 	tools    *mcp.Toolset
+	retain   *retention.Runner // nil without run_retention
 }
 
 // SourceConfig is where a source lives and how to authenticate to it.
@@ -228,6 +237,9 @@ func (a *App) Validate() error {
 	if a.MaxConcurrentRuns < 0 {
 		return fmt.Errorf("max_concurrent_runs must not be negative")
 	}
+	if a.RunRetention < 0 {
+		return fmt.Errorf("run_retention must not be negative")
+	}
 	if a.SoftTimeout > a.AttemptTimeout {
 		return fmt.Errorf("soft_timeout (%s) must not exceed attempt_timeout (%s)", time.Duration(a.SoftTimeout), time.Duration(a.AttemptTimeout))
 	}
@@ -241,6 +253,22 @@ func (a *App) Validate() error {
 func (a *App) Start() error {
 	a.startMCP()
 	metrics.PublishStatus(a)
+	return a.startRetention()
+}
+
+// startRetention starts this generation's run_retention passes, if set.
+// Two generations briefly overlap across a reload; their passes then
+// share the work (a run is expired once, whichever takes it).
+func (a *App) startRetention() error {
+	if a.RunRetention <= 0 {
+		return nil
+	}
+	e, ok := a.store.(store.Expirer)
+	if !ok {
+		return fmt.Errorf("run_retention: the %s cannot expire runs", a.Storage)
+	}
+	a.retain = &retention.Runner{Store: e, Window: time.Duration(a.RunRetention), Logger: a.logger.Named("retention")}
+	a.retain.Start()
 	return nil
 }
 
@@ -248,6 +276,9 @@ func (a *App) Start() error {
 // generation from the metrics' state collector if a newer one has not
 // already replaced it; Cleanup releases what Provision took.
 func (a *App) Stop() error {
+	if a.retain != nil {
+		a.retain.Stop()
+	}
 	a.stopMCP()
 	metrics.WithdrawStatus(a)
 	return nil

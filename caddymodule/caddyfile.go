@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"math"
 	"net/url"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/dustin/go-humanize"
 
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/store/backend"
@@ -39,6 +41,9 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //	social_router {
 //		services <dir>
 //		storage badger <dir> | storage postgres <url>
+//		storage badger <dir> {
+//			min_free <size>        # free space kept in reserve (default 256MiB; 0: none)
+//		}
 //		key_prefix <prefix>
 //		source <id> {
 //			base_url <url>
@@ -50,6 +55,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //		poll_interval <duration>
 //		max_concurrent_runs <n>
 //		mcp_origins <origin>...   # web origins allowed to call /mcp from a browser
+//		run_retention <duration>   # e.g. 30d; records deleted, billing facts kept
 //	}
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // option name
@@ -68,12 +74,34 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 		case "storage":
 			var typ, loc string
-			if !d.AllArgs(&typ, &loc) {
+			if !d.Args(&typ, &loc) || d.NextArg() {
 				return d.ArgErr()
 			}
 			cfg, err := backend.Parse(typ, loc)
 			if err != nil {
 				return d.Err(err.Error())
+			}
+			for nesting := d.Nesting(); d.NextBlock(nesting); {
+				switch d.Val() {
+				case "min_free":
+					var size string
+					if !d.AllArgs(&size) {
+						return d.ArgErr()
+					}
+					n, err := humanize.ParseBytes(size)
+					if err != nil || n > math.MaxInt64 {
+						return d.Errf("parsing min_free %q: want a size such as 512MiB", size)
+					}
+					if typ != backend.Badger {
+						return d.Err("min_free applies to storage badger (PostgreSQL reports its own full disk)")
+					}
+					cfg.MinFree = int64(n)
+					if n == 0 {
+						cfg.MinFree = -1 // 0 written: no reserve
+					}
+				default:
+					return d.Errf("unknown storage subdirective %q", d.Val())
+				}
 			}
 			a.Storage = &cfg
 		case "source":
@@ -111,7 +139,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				}
 			}
 			a.Sources[id] = sc
-		case "attempt_timeout", "soft_timeout", "poll_interval":
+		case "attempt_timeout", "soft_timeout", "poll_interval", "run_retention":
 			name := d.Val()
 			var s string
 			if !d.AllArgs(&s) {
@@ -126,6 +154,11 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				a.AttemptTimeout = caddy.Duration(dur)
 			case "soft_timeout":
 				a.SoftTimeout = caddy.Duration(dur)
+			case "run_retention":
+				if dur <= 0 {
+					return d.Errf("run_retention must be a positive duration, got %q", s)
+				}
+				a.RunRetention = caddy.Duration(dur)
 			default:
 				a.PollInterval = caddy.Duration(dur)
 			}

@@ -21,7 +21,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "sdr",
-		Usage: "account|key|member|check|try|openapi|export|import …",
+		Usage: "account|key|member|check|try|openapi|export|import|backup|restore …",
 		Short: "Manages Social Data Router accounts, keys and service declarations",
 		Long: `
 Account and key commands talk to a running gateway through Caddy's admin
@@ -40,6 +40,8 @@ check, try and openapi work offline on a services directory.
   caddy sdr openapi [dir]
   caddy sdr export --storage badger <dir>|postgres <url> [--output file]
   caddy sdr import --storage badger <dir>|postgres <url> [--input file]
+  caddy sdr backup --output <file> [--since <version>]   (badger, online)
+  caddy sdr restore --dir <new dir> --input <file> […]   (badger, offline)
 `,
 		CobraFunc: buildSDRCommand,
 	})
@@ -156,6 +158,7 @@ func buildSDRCommand(cmd *cobra.Command) {
 	}
 	try := servicecheck.TryCommand(func(dir string) (*registry.Registry, error) { return loadDir([]string{dir}) })
 	cmd.AddCommand(account, key, check, openapi, try, memberCommand())
+	cmd.AddCommand(backupCommands()...)
 	transfer.AddCommands(cmd)
 	refuseUnknownSubcommands(cmd)
 }

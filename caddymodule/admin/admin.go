@@ -65,6 +65,7 @@ func New(c Config) *Handler {
 	h.route("/sdr/accounts/{id}/members", h.inviteMember, http.MethodPost)
 	h.route("/sdr/keys/{id}", h.key, http.MethodPatch, http.MethodDelete)
 	h.route("/sdr/sources/{id}/status", h.setSourceStatus, http.MethodPut)
+	h.route("/sdr/backup", h.backup, http.MethodGet)
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		errOf(r).err = apiErr(http.StatusNotFound, "no admin route %s %s", r.Method, pathOf(r))
 	})

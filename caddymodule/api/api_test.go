@@ -29,7 +29,13 @@ type testAPI struct {
 
 func newTestAPI(t *testing.T, balance credits.Micros) *testAPI {
 	t.Helper()
-	s, err := badgerstore.Open(t.TempDir(), badgerstore.Options{})
+	return newTestAPIOn(t, balance, badgerstore.Options{})
+}
+
+// newTestAPIOn is newTestAPI on a badger store opened with opts.
+func newTestAPIOn(t *testing.T, balance credits.Micros, opts badgerstore.Options) *testAPI {
+	t.Helper()
+	s, err := badgerstore.Open(t.TempDir(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

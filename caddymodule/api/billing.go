@@ -11,12 +11,16 @@ import (
 	"socialrouter/caddymodule/store"
 )
 
-// precheck takes the account's in-flight slot before any upstream call
+// precheck refuses a call while the store cannot write (writable), takes
+// the account's in-flight slot before any upstream call
 // (429 too_many_concurrent_runs at the cap) and returns its release. The
 // balance and the key's credit limit are not checked here: the call's
 // billing.Call reserves before each offer attempt and refuses a call no
 // offer of which can be paid one record (refusedForMoney).
 func (a *API) precheck(key store.Key) (func(), *Error) {
+	if apiErr := a.writable(); apiErr != nil {
+		return nil, apiErr
+	}
 	release, ok := a.InFlight.Acquire(key.AccountID, a.MaxConcurrentRuns)
 	if !ok {
 		e := newError(http.StatusTooManyRequests, "too_many_concurrent_runs", typeRateLimit,

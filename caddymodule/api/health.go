@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"socialrouter/caddymodule/metrics"
+	"socialrouter/caddymodule/store"
 )
 
 // readyTimeout bounds the store ping of a readiness check, so a load
@@ -16,8 +17,8 @@ import (
 const readyTimeout = 2 * time.Second
 
 // health serves GET /v1/health/live (the process serves HTTP) and
-// GET /v1/health/ready (the registry is loaded and the store answers a ping
-// within readyTimeout; 503 not_ready otherwise). Both are public.
+// GET /v1/health/ready (the registry is loaded, the store answers a ping
+// within readyTimeout and can write; 503 not_ready otherwise). Both are public.
 func (a *API) health(w http.ResponseWriter, r *http.Request) {
 	switch probe := r.PathValue("probe"); probe {
 	case "live":
@@ -29,6 +30,10 @@ func (a *API) health(w http.ResponseWriter, r *http.Request) {
 		}
 		if err := a.pingStore(r.Context()); err != nil {
 			checks["store"] = "unavailable"
+		} else if wc, ok := a.Store.(store.WriteChecker); ok {
+			if reason := metrics.Unwritable(wc.Writable()); reason != "" {
+				checks["store"] = reason // disk_full or write_failed: calls would be refused
+			}
 		}
 		if checks["registry"] != "ok" || checks["store"] != "ok" {
 			newError(http.StatusServiceUnavailable, "not_ready", typeInternal,

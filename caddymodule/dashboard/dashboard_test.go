@@ -383,6 +383,16 @@ func TestRunsOverviewAndScope(t *testing.T) {
 	if k, _ := e.store.GetKey(t.Context(), "key_o"); k.RevokedAt != nil || k.CreditLimit != nil {
 		t.Errorf("another account's key changed: %+v", k)
 	}
+	// A run whose records run_retention deleted says so, with its charge.
+	expiredAt := e.clock.now().Add(31 * 24 * time.Hour)
+	if res, err := e.store.(store.Expirer).ExpireRuns(t.Context(), expiredAt, expiredAt, 10); err != nil || res.Runs == 0 {
+		t.Fatalf("ExpireRuns: %+v, %v", res, err)
+	}
+	p = b.get("/dashboard/runs/" + mine.ID)
+	want(t, p, http.StatusOK, `id="records-expired"`, "Records deleted on "+expiredAt.UTC().Format("2006-01-02 15:04 UTC"), "3 of 3 (deleted)", `id="run-credits">0.005175<`)
+	if strings.Contains(p.body, "Record 2") || strings.Contains(p.body, "No records.") {
+		t.Error("the expired run's page shows records or calls it empty")
+	}
 	want(t, b.get("/dashboard/services"), http.StatusOK, "company.info", "Offers")
 	want(t, b.get("/dashboard/reference"), http.StatusOK, "static/redoc/redoc.standalone.js")
 	if p := b.get("/dashboard/openapi.json"); p.status != http.StatusOK || !strings.HasPrefix(p.body, "{") {

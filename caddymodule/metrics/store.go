@@ -31,6 +31,12 @@ func InstrumentStore(s store.Store, kind string) *Store {
 	settleDuration.WithLabelValues(kind, resultOK)
 	reserveDuration.WithLabelValues(kind, resultOK)
 	openReservations.WithLabelValues(kind)
+	if _, ok := s.(store.Expirer); ok {
+		startRetentionSeries(kind)
+	}
+	if wc, ok := s.(store.WriteChecker); ok {
+		writables.add(kind, wc)
+	}
 	return &Store{Store: s, kind: kind}
 }
 

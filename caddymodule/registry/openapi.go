@@ -182,12 +182,14 @@ func errorResponses() obj {
 			"upstream; carries `run_id` and `attempts`). The per-IP refusal carries no JSON body."),
 		"BadGateway": resp("`provider_error` (type `provider`): every offer tried failed; carries `run_id` " +
 			"and `attempts`. The failed run is stored with no charge."),
-		"ServiceUnavailable": resp("`store_unavailable` (type `internal`): the account store could not be reached; " +
-			"nothing was charged. Retry shortly."),
+		"ServiceUnavailable": resp("`store_unavailable` (type `internal`): the account store could not be reached, " +
+			"or cannot write now (`reason` `disk_full` or `write_failed`: the call is refused before any upstream call, " +
+			"with `Retry-After`); nothing was charged. Retry shortly."),
 		"GatewayTimeout": resp("`request_timeout` or `request_soft_timeout` (type `timeout`): the last " +
 			"offer attempt timed out; carries `run_id` and `attempts`."),
 	}
 	r["Unauthorized"].(obj)["headers"] = obj{"WWW-Authenticate": headerRef("WWW-Authenticate")}
 	r["TooManyRequests"].(obj)["headers"] = obj{"Retry-After": headerRef("Retry-After")}
+	r["ServiceUnavailable"].(obj)["headers"] = obj{"Retry-After": headerRef("Retry-After")}
 	return r
 }

@@ -292,12 +292,13 @@ func (b *openapiBuilder) runsAndAccount(paths obj) {
 		return obj{"get": op}
 	}
 	paths["/v1/extractions/{id}"] = get("get_run", "Get a run",
-		"Returns a run of the authenticated account (extract or search). A run id of another account behaves as nonexistent: 404 `not_found`.",
+		"Returns a run of the authenticated account (extract or search). A run id of another account behaves as nonexistent: 404 `not_found`. "+
+			"Where the gateway sets `run_retention`, a run older than it answers 200 with `data: []`, `records_expired: true` and `expired_at` (`RunExpiry`): its records were deleted, its billing facts kept.",
 		"runs", []any{obj{
 			"name": "id", "in": "path", "required": true,
 			"schema": obj{"type": "string", "pattern": "^ext_"}, "description": "Run id `ext_<id>`.",
 		}},
-		obj{"description": "The run.", "content": jsonContent(obj{"oneOf": []any{ref("Run"), ref("SearchRun")}})},
+		obj{"description": "The run.", "content": jsonContent(obj{"allOf": []any{obj{"oneOf": []any{ref("Run"), ref("SearchRun")}}, ref("RunExpiry")}})},
 		obj{"404": respRef("NotFound")})
 	paths["/v1/account/usage"] = get("get_usage", "Usage summary",
 		"Usage of the authenticated account over the look-back; `by_provider` is keyed by the offer that actually served each run.",

@@ -46,8 +46,9 @@ func operations(doc obj) {
 		}
 		if notReady {
 			responses["503"] = obj{
-				"description": "`not_ready` (type `internal`): the declarations are not loaded or the store did not " +
-					"answer; `checks` names the failing check (`not_loaded`, `unavailable`).",
+				"description": "`not_ready` (type `internal`): the declarations are not loaded, the store did not " +
+					"answer, or the store cannot write (its disk is full or failing, so calls would be refused); `checks` names " +
+					"the failing check (`not_loaded`, `unavailable`, `disk_full`, `write_failed`).",
 				"content": jsonContent(ref("Error")),
 			}
 		}
@@ -59,7 +60,7 @@ func operations(doc obj) {
 	paths["/v1/health/live"] = probe("health_live", "Liveness probe",
 		"200 while the process serves HTTP. Public, no key.", false)
 	paths["/v1/health/ready"] = probe("health_ready", "Readiness probe",
-		"200 when the service declarations are loaded and the account store answers a ping within 2 s; "+
+		"200 when the service declarations are loaded and the account store answers a ping within 2 s and can write; "+
 			"503 `not_ready` otherwise, so a load balancer takes the node out. Public, no key.", true)
 	doc["tags"] = append(doc["tags"].([]any), obj{"name": "health", "description": "Probes for load balancers."})
 }

@@ -23,6 +23,13 @@ func (b *openapiBuilder) fixedSchemas() {
 		return props
 	}
 
+	s["RunExpiry"] = obj{"type": "object",
+		"description": "What GET /v1/extractions/{id} adds to a run whose records the gateway's `run_retention` deleted: " +
+			"`data` is then `[]` while the billing facts (`credits_used`, `pagination` counts, `served_by`, timestamps, `attempts`) stay as settled.",
+		"properties": obj{
+			"records_expired": obj{"type": "boolean", "description": "Present (true) once the run's records were deleted."},
+			"expired_at":      obj{"type": "string", "format": "date-time", "description": "When they were deleted."},
+		}}
 	s["Attempt"] = object("One offer attempt of a run, for tracing paid upstream work.", []any{"offer", "outcome", "duration_ms"}, obj{
 		"offer":       str("Offer id `<source>/<name>`."),
 		"outcome":     str("Outcome of the attempt, e.g. `ok`, `upstream_5xx`, `timeout`; `circuit_open` and `unpayable` are offers skipped without a call (breaker open; not one record of the offer payable from the balance or the key's credit limit)."),
@@ -95,6 +102,7 @@ func (b *openapiBuilder) fixedSchemas() {
 				"did_you_mean":        str("Closest service name (`unknown_service`)."),
 				"available_services":  stringArray("Callable services of the platform (`unknown_service`)."),
 				"endpoint":            str("Where the request belongs (`wrong_endpoint`; `unknown_service` of a search type: `/v1/search`)."),
+				"reason":              obj{"type": "string", "enum": []any{"disk_full", "write_failed"}, "description": "Why the store cannot write (`store_unavailable` before any upstream call): its filesystem's free space is below the reserve or its database's disk is full, or a write failed and none has succeeded since."},
 				"valid_providers":     stringArray("The search provider slugs (`missing_provider`, `unknown_provider`)."),
 				"available_platforms": stringArray("The platform identifiers (`unknown_platform`)."),
 				"valid_options": obj{"type": "array", "description": "The options the service declares (`invalid_option`).", "items": object("", []any{"name", "type"}, obj{

@@ -653,6 +653,10 @@ func TestOpenAPIResponses(t *testing.T) {
 	badID := sampleRun(company, companyRec)
 	badID.ID = "run_1"
 	badTime := sampleRun(company, companyRec)
+	expired := sampleRun(company)
+	expiredAt := time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)
+	expired.CreditsUsed, expired.Pagination = 3450, runs.Pagination{Total: 2, Returned: 2}
+	expired.RecordsExpired, expired.ExpiredAt = true, &expiredAt
 
 	cases := []struct {
 		name, method, path string
@@ -677,6 +681,9 @@ func TestOpenAPIResponses(t *testing.T) {
 		{"failed run fetched", "GET", "/v1/extractions/ext_01HX", jsonResponse(200), mustMarshal(t, failed), true},
 		{"failed run without error", "GET", "/v1/extractions/ext_01HX", jsonResponse(200), mustMarshal(t, failedNoError), false},
 		{"search run fetched", "GET", "/v1/extractions/ext_01HX", jsonResponse(200), mustMarshal(t, sampleSearchRun(places)), true},
+		{"expired run fetched", "GET", "/v1/extractions/ext_01HX", jsonResponse(200), mustMarshal(t, expired), true},
+		{"expired run with a bad expired_at", "GET", "/v1/extractions/ext_01HX", jsonResponse(200),
+			[]byte(strings.Replace(string(mustMarshal(t, expired)), `"expired_at":"2024-06-01T00:00:00Z"`, `"expired_at":"last June"`, 1)), false},
 		{"search run", "POST", "/v1/search", jsonResponse(200), mustMarshal(t, sampleSearchRun(places, json.RawMessage(`{"name": "Da Mario", "lat": 41.9, "rank": 1, "is_advertisement": false, "hours": {"Mo": ["9-5"]}}`))), true},
 		{"search-only type run", "POST", "/v1/search", jsonResponse(200), mustMarshal(t, sampleSearchRun(videos, json.RawMessage(`{"post_id": "v1"}`))), true},
 		{"search run with a url", "POST", "/v1/search", jsonResponse(200), bytes.Replace(mustMarshal(t, sampleSearchRun(places)), []byte(`"url":""`), []byte(`"url":"x"`), 1), false},
@@ -695,6 +702,8 @@ func TestOpenAPIResponses(t *testing.T) {
 		{"bare per-IP 429", "POST", "/v1/extract/pro_net/company.info", &http.Response{StatusCode: 429, Header: http.Header{"Retry-After": {"30"}}}, nil, true},
 		{"bare 429 on a public endpoint", "GET", "/v1/services", &http.Response{StatusCode: 429, Header: http.Header{}}, nil, true},
 		{"store unavailable", "GET", "/v1/account/balance", jsonResponse(503), []byte(`{"error": {"code": "store_unavailable", "type": "internal", "message": "m"}}`), true},
+		{"store cannot write", "POST", "/v1/extract/pro_net/company.info", jsonResponse(503), []byte(`{"error": {"code": "store_unavailable", "type": "internal", "message": "m", "reason": "disk_full"}}`), true},
+		{"store cannot write, unknown reason", "POST", "/v1/extract/pro_net/company.info", jsonResponse(503), []byte(`{"error": {"code": "store_unavailable", "type": "internal", "message": "m", "reason": "gremlins"}}`), false},
 		{"undocumented status", "POST", "/v1/extract/pro_net/company.info", jsonResponse(418), []byte(`{"error": {"code": "x", "type": "x", "message": "m"}}`), false},
 		{"not JSON", "POST", "/v1/extract/pro_net/company.info", &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/plain"}}}, []byte("ok"), false},
 		{"undocumented path", "GET", "/v1/nothing", jsonResponse(200), []byte(`{}`), false},

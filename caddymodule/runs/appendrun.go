@@ -81,6 +81,16 @@ func AppendRun(dst []byte, run *Run, records []json.RawMessage, scoped bool, acc
 		b = append(b, ']')
 	}
 	b = appendOpt(b, `,"capped_by":`, run.CappedBy)
+	if run.RecordsExpired {
+		b = append(b, `,"records_expired":true`...)
+	}
+	if run.ExpiredAt != nil {
+		at, err := run.ExpiredAt.MarshalJSON()
+		if err != nil {
+			return dst, false
+		}
+		b = append(append(b, `,"expired_at":`...), at...)
+	}
 	if scoped {
 		b = append(b, `,"account_id":`...)
 		b = appendString(b, accountID)

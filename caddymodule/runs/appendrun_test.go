@@ -61,6 +61,8 @@ func TestAppendRunMatchesEncodingJSON(t *testing.T) {
 			Queries: []string{"q1", odd}, Provider: "p", CreditsUsed: credits.Micros(-5)}, records: recs[:1]},
 		{name: "empty queries and handles are omitted", run: Run{ID: "x", Queries: []string{}, Attempts: []Attempt{{Handles: []string{}}}}},
 		{name: "scoped with key", run: Run{ID: "ext_3", Status: StatusCompleted, CreatedAt: now}, records: recs, scoped: true, account: "acme", key: "key_1"},
+		{name: "expired records", run: Run{ID: "ext_6", Status: StatusCompleted, CreditsUsed: 3450, CreatedAt: now,
+			Pagination: Pagination{Total: 2, Returned: 2}, RecordsExpired: true, ExpiredAt: &east}, scoped: true, account: "acme"},
 		{name: "scoped without key", run: Run{ID: "ext_4"}, scoped: true, account: odd},
 	}
 	for _, tc := range tests {

@@ -74,6 +74,11 @@ type Run struct {
 	// below the call's limit: store.CappedBalance or
 	// store.CappedCreditLimit; empty when money did not cap the call.
 	CappedBy string `json:"capped_by,omitempty"`
+	// RecordsExpired is set once run_retention deleted the run's records:
+	// Data is then empty while CreditsUsed, Pagination and the rest, the
+	// billing facts, stay as settled. ExpiredAt is when they were deleted.
+	RecordsExpired bool       `json:"records_expired,omitempty"`
+	ExpiredAt      *time.Time `json:"expired_at,omitempty"`
 
 	// AccountID and KeyID scope the run; they are stored but never rendered.
 	AccountID string `json:"-"`

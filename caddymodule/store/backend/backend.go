@@ -27,6 +27,11 @@ type Config struct {
 	Type string `json:"type"`
 	Dir  string `json:"dir,omitempty"`
 	URL  string `json:"url,omitempty"`
+	// MinFree, badger only, is the free space in bytes the store keeps in
+	// reserve on its filesystem: below it, calls are refused with 503
+	// store_unavailable before any upstream work. Default 0: 256 MiB;
+	// negative: no reserve.
+	MinFree int64 `json:"min_free,omitempty"`
 	// Schema, postgres only, is the schema holding the tables (default: the
 	// URL's search_path). The offline commands set it; the app does not.
 	Schema string `json:"-"`
@@ -68,7 +73,7 @@ func (c Config) Open(ctx context.Context) (store.Store, error) {
 		if c.Dir == "" {
 			return nil, fmt.Errorf("opening badger store: storage badger needs a directory")
 		}
-		s, err := badgerstore.Open(c.Dir, badgerstore.Options{})
+		s, err := badgerstore.Open(c.Dir, badgerstore.Options{MinFreeBytes: c.MinFree})
 		if err != nil {
 			return nil, fmt.Errorf("opening badger store: %v", err)
 		}

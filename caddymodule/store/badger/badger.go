@@ -20,6 +20,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	bdb "github.com/dgraph-io/badger/v4"
 	"go.uber.org/zap"
@@ -42,6 +44,15 @@ type Options struct {
 	// no cache.
 	KeyCacheSize     int
 	AccountCacheSize int
+	// ValueLogFileSize is the size of one value log file, the unit in
+	// which value-log GC gives the space of expired records back. Default
+	// 0: badger's, 1 GiB; the tests and the benchmark set smaller ones.
+	ValueLogFileSize int64
+	// MinFreeBytes is the free space the store keeps in reserve on its
+	// filesystem: below it Writable refuses, so calls fail before their
+	// upstream work instead of their settle failing after it (writeguard.go).
+	// Default 0: DefaultMinFreeBytes (256 MiB); negative: no reserve.
+	MinFreeBytes int64
 }
 
 // Store is the badger implementation of store.Store.
@@ -55,6 +66,21 @@ type Store struct {
 	trim          *trimmer      // nil: value log pages left to the kernel
 	throttle      sync.Mutex    // serializes ThrottleAttempt (throttle.go)
 	throttleCache throttleCache // the counters in memory; under throttle
+
+	dir, valueDir string // where the LSM tree and the value log live
+
+	guard      *writeGuard           // whether writes can succeed (writeguard.go)
+	writeFault atomic.Pointer[error] // tests: every commit fails with it
+
+	// Retention (retention.go): whether every run holding records is in
+	// the expiry index, the backfill's position until it is, and the
+	// expired bytes since the last compaction.
+	expiryIndexed       atomic.Bool
+	backfillMu          sync.Mutex
+	backfillFrom        []byte
+	gcMu                sync.Mutex
+	expiredSinceCompact atomic.Int64
+	compactEvery        int64
 
 	closeOnce sync.Once
 	closeErr  error
@@ -96,6 +122,9 @@ func badgerOptions(dir string, opts Options) bdb.Options {
 		WithBlockCacheSize(blockCacheSize).
 		WithLogger(nil).
 		WithMetricsEnabled(false)
+	if opts.ValueLogFileSize > 0 {
+		bo = bo.WithValueLogFileSize(opts.ValueLogFileSize)
+	}
 	if opts.Logger != nil {
 		bo = bo.WithLogger(zapLogger{opts.Logger.Sugar()})
 	}
@@ -118,6 +147,8 @@ func open(dir string, opts Options, bo bdb.Options) (*Store, error) {
 		db: db, keySeq: seq, holds: newHolds(),
 		keys:     newKeyCache(cacheSize(opts.KeyCacheSize, DefaultKeyCacheSize)),
 		accounts: newAccountCache(cacheSize(opts.AccountCacheSize, DefaultAccountCacheSize)),
+		dir:      bo.Dir, valueDir: bo.ValueDir, compactEvery: bo.ValueLogFileSize,
+		guard: newWriteGuard(bo.ValueDir, opts.MinFreeBytes),
 	}
 	if !bo.InMemory {
 		s.trim = newTrimmer(bo.ValueDir, bo.ValueLogFileSize)
@@ -206,10 +237,15 @@ func sortable(v int64) uint64 { return uint64(v) ^ 1<<63 }
 
 func unsortable(v uint64) int64 { return int64(v ^ 1<<63) }
 
-// update runs fn in a read-write transaction, retrying optimistic conflicts.
+// update runs fn in a read-write transaction, retrying optimistic
+// conflicts, and writes blocked for a moment (blockedWrites).
 func (s *Store) update(ctx context.Context, fn func(txn *bdb.Txn) error) error {
+	var blocked time.Time
 	for attempt := 0; ; attempt++ {
 		err := s.db.Update(fn)
+		if blockedWrites(err, &blocked) {
+			continue
+		}
 		if !errors.Is(err, bdb.ErrConflict) || attempt == maxRetries {
 			return err
 		}
@@ -217,6 +253,32 @@ func (s *Store) update(ctx context.Context, fn func(txn *bdb.Txn) error) error {
 			return err
 		}
 	}
+}
+
+// Badger blocks writes for a moment while it flushes its memtables for
+// DropPrefix, which retention's compaction uses (retention.go): a commit
+// then fails with ErrBlockedWrites. A settle must not fail for that (its
+// upstream work is done), so commits wait for writes to open again,
+// up to blockedWait.
+const (
+	blockedWait  = 10 * time.Second
+	blockedPause = 5 * time.Millisecond
+)
+
+// blockedWrites reports whether err is badger's blocked writes and the
+// write should be tried again after a pause: first records when writes
+// were first found blocked, and the wait ends after blockedWait.
+func blockedWrites(err error, first *time.Time) bool {
+	if !errors.Is(err, bdb.ErrBlockedWrites) {
+		return false
+	}
+	if first.IsZero() {
+		*first = time.Now()
+	} else if time.Since(*first) > blockedWait {
+		return false
+	}
+	time.Sleep(blockedPause)
+	return true
 }
 
 // get returns a copy of the value under key, store.ErrNotFound if absent.

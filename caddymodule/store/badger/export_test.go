@@ -7,3 +7,13 @@ import bdb "github.com/dgraph-io/badger/v4"
 func OpenTuned(dir string, opts Options, tune func(bdb.Options) bdb.Options) (*Store, error) {
 	return open(dir, opts, tune(badgerOptions(dir, opts)))
 }
+
+// SetWriteFault makes every commit and probe write of s fail with err
+// (nil: succeed again), as the file layer would on a full or failing disk.
+func SetWriteFault(s *Store, err error) {
+	if err == nil {
+		s.writeFault.Store(nil)
+		return
+	}
+	s.writeFault.Store(&err)
+}

@@ -220,6 +220,7 @@ func (b *batch) setAccount(a store.Account) error {
 // splitting it if it is too big for one, and keeps the account cache in
 // step with what it commits.
 func (s *Store) commitBatch(reqs []*writeReq) {
+	var blocked time.Time // when writes were first found blocked
 	for attempt := 0; ; attempt++ {
 		b := &batch{txn: s.db.NewTransaction(true), accounts: map[string]*accountWrite{}}
 		var err error
@@ -227,6 +228,9 @@ func (s *Store) commitBatch(reqs []*writeReq) {
 			if r.err, err = r.apply(b); err != nil {
 				break
 			}
+		}
+		if err == nil {
+			err = s.injected()
 		}
 		captures := err == nil && s.holds.capturing(reqs)
 		if err == nil {
@@ -242,6 +246,7 @@ func (s *Store) commitBatch(reqs []*writeReq) {
 			for _, r := range reqs {
 				s.trim.note(r.size)
 			}
+			s.guard.committed(nil)
 			return
 		}
 		s.accounts.failed(b.accounts)
@@ -252,7 +257,10 @@ func (s *Store) commitBatch(reqs []*writeReq) {
 			return
 		case errors.Is(err, bdb.ErrConflict) && attempt < maxRetries:
 			continue
+		case blockedWrites(err, &blocked):
+			continue
 		}
+		s.guard.committed(err)
 		for _, r := range reqs {
 			r.err = err
 		}
@@ -289,6 +297,9 @@ func (b *batch) settle(p *settle.Prepared, pd settle.Packed, held credits.Micros
 		return res, nil, err
 	}
 	if err := b.txn.Set(rk, pd.Value(records, doc)); err != nil {
+		return res, nil, err
+	}
+	if err := b.txn.Set(expiryKey(runCreated(p), run.AccountID, run.ID), nil); err != nil {
 		return res, nil, err
 	}
 	uk := usageKey(run.AccountID, store.PeriodStart(store.PeriodDay, p.Now).Unix(), p.S.Offer, p.S.Platform)

@@ -91,6 +91,17 @@ func (t *trimmer) trim() bool {
 	return true
 }
 
+// exclusive runs fn while no trim is under way (value log GC, which
+// unmaps and deletes files); on a nil or stopped trimmer it just runs fn.
+func (t *trimmer) exclusive(fn func() error) error {
+	if t == nil {
+		return fn()
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return fn()
+}
+
 // stop waits for a trim in progress and stops the trimmer; it must return
 // before badger closes its files.
 func (t *trimmer) stop() {

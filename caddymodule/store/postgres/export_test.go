@@ -49,3 +49,14 @@ func ReserveInOrder(s *Store, ctx context.Context, holds []store.Hold, grouped b
 	}
 	return res, errs, together
 }
+
+// SetWriteFault makes every reservation, settle and probe write of s fail
+// with err (nil: succeed again): what the database answers when its disk
+// is full.
+func SetWriteFault(s *Store, err error) {
+	if err == nil {
+		s.ws.fault.Store(nil)
+		return
+	}
+	s.ws.fault.Store(&err)
+}

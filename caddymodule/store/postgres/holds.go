@@ -45,7 +45,12 @@ func (s *Store) Reserve(ctx context.Context, h store.Hold) (store.HoldResult, er
 	for i, per := range store.Periods {
 		w.buckets[i] = store.PeriodStart(per, now)
 	}
+	if err := s.injected(); err != nil {
+		s.noteWrite(err)
+		return store.HoldResult{}, fmt.Errorf("reserving for %s: %w", h.ID, err)
+	}
 	s.reserves.do(w, s.reserveGroup)
+	s.noteWrite(w.err)
 	return w.res, w.err
 }
 

@@ -31,6 +31,9 @@ type Store struct {
 	// commitFault, set by tests, turns a settle's successful commit into
 	// an ambiguous one (the error a broken connection gives).
 	commitFault func() error
+	// expiredSinceVacuum counts runs expired since Reclaim last vacuumed.
+	expiredSinceVacuum expiredCounter
+	ws                 writeState // whether the database can write (writable.go)
 }
 
 // Option configures Open.

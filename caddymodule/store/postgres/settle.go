@@ -32,8 +32,13 @@ func (s *Store) Settle(ctx context.Context, st store.Settlement) (store.SettleRe
 	}
 	// Compressed here, in parallel with the other callers, not by the
 	// group's leader inside its transaction.
+	if err := s.injected(); err != nil {
+		s.noteWrite(err)
+		return store.SettleResult{}, fmt.Errorf("settling run %s: %w", st.Run.ID, err)
+	}
 	w := &waiter{ctx: ctx, p: p, pk: settle.Pack(p)}
 	s.settles.do(w, s.settleGroup)
+	s.noteWrite(w.err)
 	if w.err == nil {
 		p.Release()
 	}

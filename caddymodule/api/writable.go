@@ -1,0 +1,34 @@
+package api
+
+import (
+	"net/http"
+	"time"
+
+	"socialrouter/caddymodule/metrics"
+	"socialrouter/caddymodule/store"
+)
+
+// unwritableRetry is the Retry-After of a call refused because the store
+// cannot write: the store checks again every second or so, but space
+// rarely comes back sooner than an operator can act.
+const unwritableRetry = 30 * time.Second
+
+// writable refuses a call while the store cannot write (a full or failing
+// disk): 503 store_unavailable with the reason and a Retry-After, before
+// any upstream call, since a run whose settle cannot be stored would be
+// upstream spend nobody pays for. The store recovers by itself.
+func (a *API) writable() *Error {
+	wc, ok := a.Store.(store.WriteChecker)
+	if !ok {
+		return nil
+	}
+	reason := metrics.Unwritable(wc.Writable())
+	if reason == "" {
+		return nil
+	}
+	e := newError(http.StatusServiceUnavailable, "store_unavailable", typeInternal,
+		"the account store cannot record runs now ("+reason+"), so no upstream was called and nothing was charged; retry later").
+		with("reason", reason)
+	e.RetryAfter = unwritableRetry
+	return e
+}
