@@ -21,7 +21,8 @@ import (
 // while the database is open: a file is mapped at twice that size,
 // shrunk only when it is sealed, past ValueLogFileSize (or at Close, which
 // stops the trimmer first), and grown only by a single write larger than
-// ValueLogFileSize; the store never runs value log GC, which deletes files.
+// ValueLogFileSize; value log GC (run retention), which rewrites, unmaps
+// and deletes files, runs only under the trimmer's lock (exclusive).
 const trimEvery = 8 << 20
 
 // trimmer trims the value log mappings in the background.
