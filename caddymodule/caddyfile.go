@@ -47,6 +47,8 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //		soft_timeout <duration>
 //		poll_interval <duration>
 //		max_concurrent_runs <n>
+//		hsts off | [<max_age>] [include_subdomains] [preload]
+//		watch_services [<debounce>]
 //	}
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // option name
@@ -136,6 +138,24 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("max_concurrent_runs must be a positive integer, got %q", s)
 			}
 			a.MaxConcurrentRuns = n
+		case "watch_services":
+			a.WatchServices = true
+			if d.NextArg() {
+				dur, err := caddy.ParseDuration(d.Val())
+				if err != nil || dur <= 0 {
+					return d.Errf("watch_services: the debounce must be a positive duration, got %q", d.Val())
+				}
+				a.WatchDebounce = caddy.Duration(dur)
+			}
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+		case "hsts":
+			h, err := unmarshalHSTS(d)
+			if err != nil {
+				return err
+			}
+			a.HSTS = h
 		default:
 			return d.Errf("unknown social_router option %q", d.Val())
 		}

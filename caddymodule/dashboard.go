@@ -12,7 +12,6 @@ import (
 
 	"socialrouter/caddymodule/dashboard"
 	"socialrouter/caddymodule/oauth"
-	"socialrouter/caddymodule/registry"
 )
 
 func init() {
@@ -33,6 +32,7 @@ type Dashboard struct {
 
 	h     *dashboard.Handler
 	oauth *oauth.Server
+	hsts  string
 }
 
 // CaddyModule returns the Caddy module information.
@@ -61,11 +61,12 @@ func (d *Dashboard) Provision(ctx caddy.Context) error {
 		return err
 	}
 	app := v.(*App)
+	d.hsts = app.HSTS.value()
 	d.oauth = app.oauthServer(ctx.Logger().Named("oauth"))
 	d.h = dashboard.New(dashboard.Config{
 		OAuth:     d.oauth,
 		Store:     app.store,
-		Registry:  func() *registry.Registry { return app.reg },
+		Registry:  app.Registry,
 		KeyPrefix: app.KeyPrefix,
 		Path:      d.Path,
 		Logger:    ctx.Logger(),
@@ -77,6 +78,7 @@ func (d *Dashboard) Provision(ctx caddy.Context) error {
 // one with a slash) and the OAuth endpoints, and hands anything else to
 // the next handler.
 func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	setHSTS(w, r, d.hsts)
 	switch p := r.URL.Path; {
 	case p == strings.TrimSuffix(d.Path, "/"):
 		http.Redirect(w, r, d.Path, http.StatusMovedPermanently)

@@ -105,6 +105,25 @@ func (e *Endpoint) Swap(owner any, ts *Toolset, b Backend) {
 	e.apply(ts, b)
 }
 
+// Replace gives owner's config new tools and backend in place: its
+// services were recompiled without a config reload (a registry swap).
+// Sessions are sent one tools/list_changed if the tools changed, as by
+// Swap; a tool call in flight finishes on the backend it started with.
+// When owner is not the config serving (a reload is under way), only its
+// remembered generation changes, for Release to bring back.
+func (e *Endpoint) Replace(owner any, ts *Toolset, b Backend) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	g := &generation{owner: owner, tools: ts, backend: b}
+	switch {
+	case e.cur != nil && e.cur.owner == owner:
+		e.cur = g
+		e.apply(ts, b)
+	case e.prev != nil && e.prev.owner == owner:
+		e.prev = g
+	}
+}
+
 // Release tells the endpoint that owner's config stopped. When it is the
 // config the current one replaced, that is the end of a reload; when it is
 // the current one while the replaced one still runs (a reload whose start
