@@ -8,9 +8,12 @@ CADDY     := $(BIN)/caddy
 SIM       := $(BIN)/upstream-sim
 CUE       := $(BIN)/cue
 CUE_VER   := v0.17.1
+PEBBLE_VER := v2.10.3
+PEBBLE    := $(BIN)/pebble-$(PEBBLE_VER)/pebble
+CHALLTEST := $(BIN)/pebble-$(PEBBLE_VER)/pebble-challtestsrv
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build chromium mcpclient test test-unit test-e2e check fmt run demo bench print-xcaddy clean
+.PHONY: all build release pebble chromium mcpclient test test-unit test-e2e check fmt run demo bench print-xcaddy clean
 
 all: build
 
@@ -24,8 +27,36 @@ $(SIM): FORCE
 
 FORCE:
 
+## release: the binary to ship, bin/release/caddy: -trimpath (no build
+## machine paths), stripped (-s -w: no symbol table or DWARF; panics still
+## print stack traces), with VCS stamping on so that `caddy build-info`
+## names this module's version (`mod socialrouter <version>`: the tag, or a
+## pseudo-version of the commit), and `caddy version` starts with
+## socialrouter <VERSION> (caddy.CustomVersion). VERSION defaults to git
+## describe; `make release VERSION=v1.4.0` names another.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
+RELEASE := $(BIN)/release/caddy
+release:
+	GOFLAGS=-buildvcs=auto $(GO) build -trimpath \
+		-ldflags '-s -w -X "github.com/caddyserver/caddy/v2.CustomVersion=socialrouter $(VERSION)"' \
+		-o $(RELEASE) ./cmd/caddy
+	@echo "size:     $$(du -h $(RELEASE) | cut -f1) ($$(stat -c %s $(RELEASE)) bytes)"
+	@echo "version:  $$($(RELEASE) version)"
+	@echo "build-info: $$($(RELEASE) build-info | grep -m1 '^mod')"
+
 $(CUE):
 	GOBIN=$(abspath $(BIN)) $(GO) install cuelang.org/go/cmd/cue@$(CUE_VER)
+
+## pebble: Let's Encrypt's ACME test server and its challenge test server
+## (DNS for the test domain), which tests/acme_test.go issues certificates
+## from; installed from the Go module proxy, pinned, into a directory named
+## after the version (a new pin installs afresh).
+pebble: $(PEBBLE) $(CHALLTEST)
+
+$(PEBBLE) $(CHALLTEST) &:
+	GOBIN=$(abspath $(BIN))/pebble-$(PEBBLE_VER) $(GO) install \
+		github.com/letsencrypt/pebble/v2/cmd/pebble@$(PEBBLE_VER) \
+		github.com/letsencrypt/pebble/v2/cmd/pebble-challtestsrv@$(PEBBLE_VER)
 
 ## test: unit tests (race detector for router and store), then the
 ## end-to-end suite against the real binary. A `--- SKIP` in tests/ fails
@@ -41,8 +72,9 @@ test: build
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /tests -e /caddymodule/router -e /caddymodule/store)
 	$(MAKE) test-e2e
 
-test-e2e: build chromium mcpclient
+test-e2e: build chromium mcpclient pebble
 	@set -o pipefail; SDR_BIN=$(abspath $(CADDY)) SDR_SIM_BIN=$(abspath $(SIM)) \
+		SDR_PEBBLE_BIN=$(abspath $(PEBBLE)) SDR_CHALLTESTSRV_BIN=$(abspath $(CHALLTEST)) \
 		$(GO) test -count=1 -p 1 -v -timeout 15m ./tests/ 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|SKIP' ; \
 	status=$${PIPESTATUS[0]}; \
 	if ! bash scripts/check-skips.sh $(BIN)/e2e.log; then exit 1; fi; \

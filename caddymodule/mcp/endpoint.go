@@ -60,7 +60,15 @@ func NewEndpoint(version string, logger *slog.Logger) *Endpoint {
 			Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}},
 		})
 	e.handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return e.server },
-		&sdk.StreamableHTTPOptions{Logger: logger, SessionTimeout: SessionTimeout})
+		&sdk.StreamableHTTPOptions{Logger: logger, SessionTimeout: SessionTimeout,
+			// The SDK refuses a request that arrived on a loopback address
+			// with a Host that is not loopback (DNS rebinding of a local
+			// MCP server). The gateway is a public server: a connection on
+			// loopback comes from a proxy or TLS terminator on the same
+			// host, whose Host is the public name, and every /mcp call
+			// carries a bearer (no ambient credential for a rebinding page
+			// to borrow).
+			DisableLocalhostProtection: true})
 	return e
 }
 
