@@ -2,6 +2,8 @@ package caddymodule
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -184,4 +186,43 @@ func TestWatchServices(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(false, "removing the file")
+}
+
+// TestRegistryReloadRoute: POST /sdr/registry/reload answers the swap's
+// result, 400 for a directory that does not compile, 405 for another
+// method and 503 without the app.
+func TestRegistryReloadRoute(t *testing.T) {
+	dir := declarationsDir(t)
+	a := provisionSwapApp(t, dir, 0)
+	m := &Admin{app: a, h: a.admin(), built: new(atomic.Pointer[builtAdmin])}
+	call := func(m *Admin, method string) (*httptest.ResponseRecorder, error) {
+		w := httptest.NewRecorder()
+		return w, m.reloadRegistry(w, httptest.NewRequest(method, "/sdr/registry/reload", nil))
+	}
+	status := func(err error) int {
+		var e caddy.APIError
+		if !errors.As(err, &e) {
+			return 0
+		}
+		return e.HTTPStatus
+	}
+
+	addSwapService(t, dir)
+	w, err := call(m, "POST")
+	var res SwapResult
+	if err != nil || json.Unmarshal(w.Body.Bytes(), &res) != nil || !slices.Equal(res.Added, []string{swapService}) {
+		t.Fatalf("POST: %v %s", err, w.Body)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "open_net.cue"), []byte("package sdr\nservices: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := call(m, "POST"); status(err) != 400 || !strings.HasPrefix(err.Error(), filepath.Join(dir, "open_net.cue")+":") {
+		t.Errorf("broken file: %v", err)
+	}
+	if _, err := call(m, "GET"); status(err) != 405 {
+		t.Errorf("GET: %v", err)
+	}
+	if _, err := call(&Admin{}, "POST"); status(err) != 503 {
+		t.Errorf("no app: %v", err)
+	}
 }
