@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"socialrouter/caddymodule/store/backend"
@@ -224,5 +225,36 @@ func TestRegistryReloadRoute(t *testing.T) {
 	}
 	if _, err := call(&Admin{}, "POST"); status(err) != 503 {
 		t.Errorf("no app: %v", err)
+	}
+}
+
+// TestWatchServicesCaddyfile: the watch_services option's forms.
+func TestWatchServicesCaddyfile(t *testing.T) {
+	for _, tt := range []struct {
+		name, input string
+		watch       bool
+		debounce    time.Duration
+		err         string
+	}{
+		{"absent", "social_router {\n}", false, 0, ""},
+		{"on", "social_router {\n watch_services\n}", true, 0, ""},
+		{"debounce", "social_router {\n watch_services 2s\n}", true, 2 * time.Second, ""},
+		{"bad debounce", "social_router {\n watch_services soon\n}", false, 0, "positive duration"},
+		{"zero debounce", "social_router {\n watch_services 0s\n}", false, 0, "positive duration"},
+		{"two arguments", "social_router {\n watch_services 1s 2s\n}", false, 0, "wrong argument count"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a := new(App)
+			err := a.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tt.input))
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil || a.WatchServices != tt.watch || time.Duration(a.WatchDebounce) != tt.debounce {
+				t.Fatalf("%v: watch %v debounce %v", err, a.WatchServices, time.Duration(a.WatchDebounce))
+			}
+		})
 	}
 }

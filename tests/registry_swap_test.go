@@ -239,3 +239,41 @@ func writeFile(t *testing.T, path string, b []byte) {
 		t.Fatal(err)
 	}
 }
+
+// TestWatchServicesOption: with `watch_services 200ms`, a file added to
+// the services directory is served without any call, and removing it
+// removes the service.
+func TestWatchServicesOption(t *testing.T) {
+	svcDir := copyServicesTree(t)
+	c := defaultConfig(t, nil)
+	c.Services = svcDir
+	c.AppExtra = "watch_services 200ms"
+	g := startGateway(t, c)
+	status := func() int {
+		r, err := http.Get(g.URL + "/v1/services/open_net/swaptest.info")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		return r.StatusCode
+	}
+	if st := status(); st != 404 {
+		t.Fatalf("before: %d", st)
+	}
+	writeFile(t, filepath.Join(svcDir, "examples", "source_b", filepath.Base(swapExample)), readRepo(t, swapExample))
+	writeFile(t, filepath.Join(svcDir, "open_net.cue"), readRepo(t, swapCUE))
+	waitUntilFor(t, 20*time.Second, func() bool { return status() == 200 })
+	if err := os.Remove(filepath.Join(svcDir, "open_net.cue")); err != nil {
+		t.Fatal(err)
+	}
+	waitUntilFor(t, 20*time.Second, func() bool { return status() == 404 })
+}
+
+func waitUntilFor(t *testing.T, d time.Duration, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(d); !ok(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not reached in %s", d)
+		}
+	}
+}
