@@ -27,22 +27,29 @@ $(SIM): FORCE
 
 FORCE:
 
-## release: the binary to ship, bin/release/caddy: -trimpath (no build
-## machine paths), stripped (-s -w: no symbol table or DWARF; panics still
-## print stack traces), with VCS stamping on so that `caddy build-info`
-## names this module's version (`mod socialrouter <version>`: the tag, or a
-## pseudo-version of the commit), and `caddy version` starts with
-## socialrouter <VERSION> (caddy.CustomVersion). VERSION defaults to git
-## describe; `make release VERSION=v1.4.0` names another.
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
+## release: the binary to ship, bin/release/caddy, built from a fresh clone
+## of the committed HEAD (uncommitted changes are not shipped; a git
+## worktree's .git file is not a repository to `go build`, so its binary
+## would carry no version): -trimpath (no build machine paths), stripped
+## (-s -w: no symbol table or DWARF; panics still print stack traces), with
+## VCS stamping so that `caddy build-info` names this module's version
+## (`mod socialrouter <tag or pseudo-version of the commit>`), and
+## caddy.CustomVersion so that `caddy version` starts with
+## `socialrouter <VERSION>` (default: git describe; make release
+## VERSION=v1.4.0 names another). Prints the size and both versions.
+VERSION ?= $(shell git describe --tags --always 2>/dev/null || echo unknown)
 RELEASE := $(BIN)/release/caddy
+RELEASE_SRC := $(BIN)/release/src
 release:
-	GOFLAGS=-buildvcs=auto $(GO) build -trimpath \
+	@git diff --quiet HEAD 2>/dev/null || echo "release: uncommitted changes are not in the release (it builds HEAD)"
+	rm -rf $(RELEASE_SRC) && git clone -q . $(RELEASE_SRC) && git -C $(RELEASE_SRC) checkout -q $$(git rev-parse HEAD)
+	cd $(RELEASE_SRC) && GOFLAGS=-buildvcs=true $(GO) build -trimpath \
 		-ldflags '-s -w -X "github.com/caddyserver/caddy/v2.CustomVersion=socialrouter $(VERSION)"' \
-		-o $(RELEASE) ./cmd/caddy
-	@echo "size:     $$(du -h $(RELEASE) | cut -f1) ($$(stat -c %s $(RELEASE)) bytes)"
-	@echo "version:  $$($(RELEASE) version)"
-	@echo "build-info: $$($(RELEASE) build-info | grep -m1 '^mod')"
+		-o $(abspath $(RELEASE)) ./cmd/caddy
+	rm -rf $(RELEASE_SRC)
+	@echo "size:       $$(du -h $(RELEASE) | cut -f1) ($$(stat -c %s $(RELEASE)) bytes)"
+	@echo "version:    $$($(RELEASE) version)"
+	@echo "build-info: $$($(RELEASE) build-info | grep -m1 '^mod' | tr '\t' ' ')"
 
 $(CUE):
 	GOBIN=$(abspath $(BIN)) $(GO) install cuelang.org/go/cmd/cue@$(CUE_VER)
