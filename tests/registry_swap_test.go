@@ -13,11 +13,16 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"socialrouter/internal/mcptest"
 )
 
 // swapCUE and swapExample are the test-only service open_net/swaptest.info
@@ -276,4 +281,45 @@ func waitUntilFor(t *testing.T, d time.Duration, ok func() bool) {
 			t.Fatalf("condition not reached in %s", d)
 		}
 	}
+}
+
+// TestRegistrySwapMCP: an MCP session connected to the real binary is
+// sent tools/list_changed by a registry swap that adds a service, lists
+// its tool, and keeps calling tools on the same session; removing the
+// service removes the tool.
+func TestRegistrySwapMCP(t *testing.T) {
+	s := startSim(t)
+	svcDir := copyServicesTree(t)
+	c := defaultConfig(t, s)
+	c.Services = svcDir
+	g := startGateway(t, c)
+	key := g.account("acme", 10)
+	changed := make(chan struct{}, 10)
+	cs := mcptest.Connect(t, g.URL+"/mcp", key, &sdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	swap := func(what string, wantTool bool) {
+		t.Helper()
+		if st, b := g.admin("POST", "/sdr/registry/reload", nil); st != 200 {
+			t.Fatalf("%s: %d %s", what, st, b)
+		}
+		select {
+		case <-changed:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: no tools/list_changed", what)
+		}
+		if got := slices.Contains(mcptest.ToolNames(t, cs), "open_net_swaptest_info"); got != wantTool {
+			t.Fatalf("%s: tool listed %v", what, got)
+		}
+		if isErr, bal := mcpCall(t, cs, "get_balance", nil); isErr || num(bal["balance"]) != 10 {
+			t.Fatalf("%s: get_balance on the same session: %v", what, bal)
+		}
+	}
+	writeFile(t, filepath.Join(svcDir, "examples", "source_b", filepath.Base(swapExample)), readRepo(t, swapExample))
+	writeFile(t, filepath.Join(svcDir, "open_net.cue"), readRepo(t, swapCUE))
+	swap("adding a service", true)
+	if err := os.Remove(filepath.Join(svcDir, "open_net.cue")); err != nil {
+		t.Fatal(err)
+	}
+	swap("removing it", false)
 }
