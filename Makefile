@@ -8,9 +8,12 @@ CADDY     := $(BIN)/caddy
 SIM       := $(BIN)/upstream-sim
 CUE       := $(BIN)/cue
 CUE_VER   := v0.17.1
+PEBBLE_VER := v2.10.3
+PEBBLE    := $(BIN)/pebble-$(PEBBLE_VER)/pebble
+CHALLTEST := $(BIN)/pebble-$(PEBBLE_VER)/pebble-challtestsrv
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build chromium mcpclient test test-unit test-e2e check fmt run demo bench print-xcaddy clean
+.PHONY: all build release pebble chromium mcpclient test test-unit test-e2e check fmt run demo bench print-xcaddy clean
 
 all: build
 
@@ -24,8 +27,43 @@ $(SIM): FORCE
 
 FORCE:
 
+## release: the binary to ship, bin/release/caddy, built from a fresh clone
+## of the committed HEAD (uncommitted changes are not shipped; a git
+## worktree's .git file is not a repository to `go build`, so its binary
+## would carry no version): -trimpath (no build machine paths), stripped
+## (-s -w: no symbol table or DWARF; panics still print stack traces), with
+## VCS stamping so that `caddy build-info` names this module's version
+## (`mod socialrouter <tag or pseudo-version of the commit>`), and
+## caddy.CustomVersion so that `caddy version` starts with
+## `socialrouter <VERSION>` (default: git describe; make release
+## VERSION=v1.4.0 names another). Prints the size and both versions.
+VERSION ?= $(shell git describe --tags --always 2>/dev/null || echo unknown)
+RELEASE := $(BIN)/release/caddy
+RELEASE_SRC := $(BIN)/release/src
+release:
+	@git diff --quiet HEAD 2>/dev/null || echo "release: uncommitted changes are not in the release (it builds HEAD)"
+	rm -rf $(RELEASE_SRC) && git clone -q . $(RELEASE_SRC) && git -C $(RELEASE_SRC) checkout -q $$(git rev-parse HEAD)
+	cd $(RELEASE_SRC) && GOFLAGS=-buildvcs=true $(GO) build -trimpath \
+		-ldflags '-s -w -X "github.com/caddyserver/caddy/v2.CustomVersion=socialrouter $(VERSION)"' \
+		-o $(abspath $(RELEASE)) ./cmd/caddy
+	rm -rf $(RELEASE_SRC)
+	@echo "size:       $$(du -h $(RELEASE) | cut -f1) ($$(stat -c %s $(RELEASE)) bytes)"
+	@echo "version:    $$($(RELEASE) version)"
+	@echo "build-info: $$($(RELEASE) build-info | grep -m1 '^mod' | tr '\t' ' ')"
+
 $(CUE):
 	GOBIN=$(abspath $(BIN)) $(GO) install cuelang.org/go/cmd/cue@$(CUE_VER)
+
+## pebble: Let's Encrypt's ACME test server and its challenge test server
+## (DNS for the test domain), which tests/acme_test.go issues certificates
+## from; installed from the Go module proxy, pinned, into a directory named
+## after the version (a new pin installs afresh).
+pebble: $(PEBBLE) $(CHALLTEST)
+
+$(PEBBLE) $(CHALLTEST) &:
+	GOBIN=$(abspath $(BIN))/pebble-$(PEBBLE_VER) $(GO) install \
+		github.com/letsencrypt/pebble/v2/cmd/pebble@$(PEBBLE_VER) \
+		github.com/letsencrypt/pebble/v2/cmd/pebble-challtestsrv@$(PEBBLE_VER)
 
 ## test: unit tests (race detector for router and store), then the
 ## end-to-end suite against the real binary. A `--- SKIP` in tests/ fails
@@ -41,8 +79,9 @@ test: build
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /tests -e /caddymodule/router -e /caddymodule/store)
 	$(MAKE) test-e2e
 
-test-e2e: build chromium mcpclient
+test-e2e: build chromium mcpclient pebble
 	@set -o pipefail; SDR_BIN=$(abspath $(CADDY)) SDR_SIM_BIN=$(abspath $(SIM)) \
+		SDR_PEBBLE_BIN=$(abspath $(PEBBLE)) SDR_CHALLTESTSRV_BIN=$(abspath $(CHALLTEST)) \
 		$(GO) test -count=1 -p 1 -v -timeout 15m ./tests/ 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|SKIP' ; \
 	status=$${PIPESTATUS[0]}; \
 	if ! bash scripts/check-skips.sh $(BIN)/e2e.log; then exit 1; fi; \

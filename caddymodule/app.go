@@ -22,7 +22,6 @@ import (
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/retention"
 	"socialrouter/caddymodule/router"
-	"socialrouter/caddymodule/sources"
 	"socialrouter/caddymodule/store"
 	"socialrouter/caddymodule/store/backend"
 )
@@ -70,6 +69,17 @@ type App struct {
 	// adapter, so that `caddy reload` sees a changed config (and reloads)
 	// when only the declarations changed. It is informational otherwise.
 	ServicesDigest string `json:"services_digest,omitempty"`
+	// HSTS is the Strict-Transport-Security header of TLS responses
+	// (hsts.go). Default: max-age of a year, no includeSubDomains.
+	HSTS *HSTS `json:"hsts,omitempty"`
+	// WatchServices recompiles the services directory when a file in it
+	// changes and swaps the registry in place (services.go), as
+	// POST /sdr/registry/reload does. Default: off.
+	WatchServices bool `json:"watch_services,omitempty"`
+	// WatchDebounce is how long the directory must stay unchanged before
+	// a change is compiled (an editor or a deploy writes several files).
+	// Default: 1s.
+	WatchDebounce caddy.Duration `json:"watch_debounce,omitempty"`
 
 	reg      *registry.Registry
 	store    store.Store
@@ -80,6 +90,11 @@ type App struct {
 	mcp      *mcp.Endpoint
 	tools    *mcp.Toolset
 	retain   *retention.Runner // nil without run_retention
+
+	// swap holds the services serving now (reg, router and tools as
+	// Provision compiled them, until a registry swap replaces them) and
+	// what serializes swaps; see services.go.
+	swap *swapState
 }
 
 // SourceConfig is where a source lives and how to authenticate to it.
@@ -161,48 +176,15 @@ func (a *App) Provision(ctx caddy.Context) error {
 	})
 	a.shared = v.(*shared)
 
-	start := time.Now()
-	reg, err := registry.Load(a.Services)
-	metrics.RegistryLoaded(time.Since(start), err)
+	c, err := a.compile()
 	if err != nil {
-		return fmt.Errorf("%w (loading services from %s)", err, a.Services) // the operator's file:line:column first
+		return err
 	}
-	a.reg = reg
+	a.reg, a.router, a.tools = c.reg, c.router, c.tools
+	a.swap = &swapState{}
+	a.swap.live.Store(c)
 	metrics.Offers(a.offerSources())
-	a.logger.Info("services compiled", zap.Int("services", len(reg.Services)), zap.Duration("took", time.Since(start)))
-
-	clients := map[string]sources.Client{}
-	for _, src := range reg.Sources {
-		cfg := a.Sources[src.ID]
-		if cfg == nil {
-			cfg = &SourceConfig{}
-		}
-		tok, err := cfg.token()
-		if err != nil {
-			return fmt.Errorf("configuring source %s: %v", src.ID, err)
-		}
-		c, err := sources.New(src.Protocol, sources.Config{
-			BaseURL:      cfg.BaseURL,
-			Token:        tok,
-			HTTPClient:   metrics.UpstreamClient(src.ID),
-			PollInterval: time.Duration(a.PollInterval),
-			Logger:       a.logger.Named("sources." + src.ID),
-		})
-		if err != nil {
-			return fmt.Errorf("configuring source %s: %v", src.ID, err)
-		}
-		clients[src.ID] = c
-	}
-	for id := range a.Sources {
-		if _, ok := reg.Source(id); !ok {
-			return fmt.Errorf("configuring source %s: no such source is declared in %s", id, a.Services)
-		}
-	}
-	a.router = router.New(router.Config{
-		AttemptTimeout: time.Duration(a.AttemptTimeout),
-		SoftTimeout:    time.Duration(a.SoftTimeout),
-		Observer:       metrics.Router{},
-	}, clients, a.shared.breakers, a.logger.Named("router"))
+	a.noteServicesOnly()
 
 	if err := a.openStore(); err != nil {
 		return err
@@ -243,7 +225,7 @@ func (a *App) Validate() error {
 	if a.SoftTimeout > a.AttemptTimeout {
 		return fmt.Errorf("soft_timeout (%s) must not exceed attempt_timeout (%s)", time.Duration(a.SoftTimeout), time.Duration(a.AttemptTimeout))
 	}
-	return nil
+	return a.HSTS.validate()
 }
 
 // Start gives this config's tools to the MCP endpoint and makes this
@@ -253,6 +235,8 @@ func (a *App) Validate() error {
 func (a *App) Start() error {
 	a.startMCP()
 	metrics.PublishStatus(a)
+	running.note(a, a.current().digest)
+	a.startWatch()
 	return a.startRetention()
 }
 
@@ -276,6 +260,7 @@ func (a *App) startRetention() error {
 // generation from the metrics' state collector if a newer one has not
 // already replaced it; Cleanup releases what Provision took.
 func (a *App) Stop() error {
+	a.stopWatch()
 	if a.retain != nil {
 		a.retain.Stop()
 	}
@@ -300,17 +285,18 @@ func (a *App) Cleanup() error {
 }
 
 // Registry returns the compiled registry of this config.
-func (a *App) Registry() *registry.Registry { return a.reg }
+func (a *App) Registry() *registry.Registry { return a.current().reg }
 
 // sourceStatus is the live status of a source: the admin override, the
 // declared coming_soon, or what the breakers compute.
 func (a *App) sourceStatus(id string) string {
-	src, ok := a.reg.Source(id)
+	reg := a.current().reg
+	src, ok := reg.Source(id)
 	if !ok {
 		return ""
 	}
 	var offers []*registry.Offer
-	for _, s := range a.reg.Services {
+	for _, s := range reg.Services {
 		for _, o := range s.LiveOffers() {
 			if o.Source == src {
 				offers = append(offers, o)
@@ -320,12 +306,17 @@ func (a *App) sourceStatus(id string) string {
 	return a.shared.breakers.SourceStatus(id, offers, src.Status)
 }
 
-// API builds the /v1 API of this config generation.
-func (a *App) API(logger *zap.Logger) *api.API {
+// API builds the /v1 API of this config generation over the services
+// serving now.
+func (a *App) API(logger *zap.Logger) *api.API { return a.apiFor(a.current(), logger) }
+
+// apiFor builds the /v1 API over the services c: a call served by it keeps
+// c's registry and router to its end, whatever swap happens meanwhile.
+func (a *App) apiFor(c *compiled, logger *zap.Logger) *api.API {
 	return api.New(api.Config{
-		Registry:          a.reg,
+		Registry:          c.reg,
 		Store:             a.store,
-		Router:            a.router,
+		Router:            c.router,
 		KeyPrefix:         a.KeyPrefix,
 		MaxConcurrentRuns: a.MaxConcurrentRuns,
 		InFlight:          a.shared.inflight,
@@ -338,7 +329,7 @@ func (a *App) API(logger *zap.Logger) *api.API {
 func (a *App) admin() *admin.Handler {
 	return admin.New(admin.Config{
 		Store:             a.store,
-		Registry:          a.reg,
+		Registry:          a.current().reg,
 		KeyPrefix:         a.KeyPrefix,
 		SetSourceOverride: a.shared.breakers.SetOverride,
 		SourceStatus:      a.sourceStatus,

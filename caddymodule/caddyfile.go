@@ -56,6 +56,8 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //		max_concurrent_runs <n>
 //		mcp_origins <origin>...   # web origins allowed to call /mcp from a browser
 //		run_retention <duration>   # e.g. 30d; records deleted, billing facts kept
+//		hsts off | [<max_age>] [include_subdomains] [preload]
+//		watch_services [<debounce>]
 //	}
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // option name
@@ -183,6 +185,24 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				}
 			}
 			a.MCPOrigins = append(a.MCPOrigins, origins...)
+		case "watch_services":
+			a.WatchServices = true
+			if d.NextArg() {
+				dur, err := caddy.ParseDuration(d.Val())
+				if err != nil || dur <= 0 {
+					return d.Errf("watch_services: the debounce must be a positive duration, got %q", d.Val())
+				}
+				a.WatchDebounce = caddy.Duration(dur)
+			}
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+		case "hsts":
+			h, err := unmarshalHSTS(d)
+			if err != nil {
+				return err
+			}
+			a.HSTS = h
 		default:
 			return d.Errf("unknown social_router option %q", d.Val())
 		}

@@ -21,7 +21,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "sdr",
-		Usage: "account|key|member|check|try|openapi|export|import|backup|restore …",
+		Usage: "account|key|member|services|check|try|openapi|export|import|backup|restore …",
 		Short: "Manages Social Data Router accounts, keys and service declarations",
 		Long: `
 Account and key commands talk to a running gateway through Caddy's admin
@@ -35,6 +35,7 @@ check, try and openapi work offline on a services directory.
   caddy sdr key limit <key_id> (--period <p> --credits <n> | --clear)
   caddy sdr key revoke <key_id>
   caddy sdr member invite <account> <email> [--dashboard <url>]
+  caddy sdr services reload                  (swap the services in place)
   caddy sdr check [dir]
   caddy sdr try <platform>/<service> --payload FILE [--offer ID] [--input URL] [--services DIR]
   caddy sdr openapi [dir]
@@ -157,7 +158,7 @@ func buildSDRCommand(cmd *cobra.Command) {
 		},
 	}
 	try := servicecheck.TryCommand(func(dir string) (*registry.Registry, error) { return loadDir([]string{dir}) })
-	cmd.AddCommand(account, key, check, openapi, try, memberCommand())
+	cmd.AddCommand(account, key, check, openapi, try, memberCommand(), servicesCommand())
 	cmd.AddCommand(backupCommands()...)
 	transfer.AddCommands(cmd)
 	refuseUnknownSubcommands(cmd)

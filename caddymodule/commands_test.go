@@ -60,6 +60,8 @@ func TestSDRAdminCommands(t *testing.T) {
 		{"unknown account subcommand", []string{"account", "delete", "acme"}, nil, `unknown command "delete" for "caddy sdr account"`},
 		{"unknown key subcommand", []string{"key", "show", "key_1"}, nil, `unknown command "show" for "caddy sdr key"`},
 		{"group alone prints help", []string{"key"}, nil, ""},
+		{"services reload", []string{"services", "reload"}, &sent{"POST", "/sdr/registry/reload", ""}, ""},
+		{"services reload takes no argument", []string{"services", "reload", "x"}, nil, `unknown command "x"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -89,5 +91,31 @@ func TestSDRAdminCommands(t *testing.T) {
 				t.Fatalf("sent %q, want %q", got, *tt.want)
 			}
 		})
+	}
+}
+
+// TestServicesReloadRefused: a swap the gateway refuses prints the
+// compiler's message, its file:line:column first, and fails.
+func TestServicesReloadRefused(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		w.Write([]byte(`{"error":"/srv/services/x.cue:3:7: field not allowed\n(schema: schemas/service.cue:1:1)"}`))
+	}))
+	defer srv.Close()
+	root := &cobra.Command{Use: "caddy", SilenceUsage: true, SilenceErrors: true}
+	sdr := &cobra.Command{Use: "sdr"}
+	buildSDRCommand(sdr)
+	root.AddCommand(sdr)
+	var out, errOut bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs([]string{"sdr", "--address", strings.TrimPrefix(srv.URL, "http://"), "services", "reload"})
+	err := root.Execute()
+	if err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("error %v", err)
+	}
+	if first, _, _ := strings.Cut(errOut.String(), "\n"); first != "/srv/services/x.cue:3:7: field not allowed" {
+		t.Fatalf("stderr starts %q", first)
 	}
 }

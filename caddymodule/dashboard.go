@@ -16,7 +16,6 @@ import (
 	"socialrouter/caddymodule/dashboard"
 	"socialrouter/caddymodule/oauth"
 	"socialrouter/caddymodule/passhash"
-	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/store"
 )
 
@@ -47,6 +46,7 @@ type Dashboard struct {
 
 	h     *dashboard.Handler
 	oauth *oauth.Server
+	hsts  string
 }
 
 // CaddyModule returns the Caddy module information.
@@ -82,11 +82,12 @@ func (d *Dashboard) Provision(ctx caddy.Context) error {
 	if d.Limits != nil {
 		limits = *d.Limits
 	}
+	d.hsts = app.HSTS.value()
 	d.oauth = app.oauthServer(ctx.Logger().Named("oauth"))
 	d.h = dashboard.New(dashboard.Config{
 		OAuth:     d.oauth,
 		Store:     app.store,
-		Registry:  func() *registry.Registry { return app.reg },
+		Registry:  app.Registry,
 		KeyPrefix: app.KeyPrefix,
 		Path:      d.Path,
 		Logger:    ctx.Logger(),
@@ -99,6 +100,7 @@ func (d *Dashboard) Provision(ctx caddy.Context) error {
 // one with a slash) and the OAuth endpoints, and hands anything else to
 // the next handler.
 func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	setHSTS(w, r, d.hsts)
 	switch p := r.URL.Path; {
 	case p == strings.TrimSuffix(d.Path, "/"):
 		http.Redirect(w, r, d.Path, http.StatusMovedPermanently)

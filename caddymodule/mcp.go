@@ -34,14 +34,9 @@ type mcpHandle struct{ *mcp.Endpoint }
 
 func (h mcpHandle) Destruct() error { return h.Close() }
 
-// provisionMCP generates this config's tools and takes a reference to the
-// shared endpoint.
+// provisionMCP takes a reference to the shared endpoint (compile made
+// this config's tools).
 func (a *App) provisionMCP() error {
-	ts, err := mcp.NewToolset(a.reg)
-	if err != nil {
-		return err
-	}
-	a.tools = ts
 	v, _, err := mcpEndpoints.LoadOrNew(mcpKey, func() (caddy.Destructor, error) {
 		_, version := caddy.Version()
 		return mcpHandle{mcp.NewEndpoint(version, slog.New(zapslog.NewHandler(a.logger.Named("mcp").Core())))}, nil
@@ -57,7 +52,13 @@ func (a *App) provisionMCP() error {
 // API of this config; connected clients are notified when the tool set
 // changed.
 func (a *App) startMCP() {
-	a.mcp.Swap(a, a.tools, toolBackend{api: a.API(a.logger.Named("mcp")), oauth: a.oauthServer(a.logger.Named("oauth"))})
+	c := a.current()
+	a.mcp.Swap(a, c.tools, a.toolBackend(c))
+}
+
+// toolBackend is the backend of the tools of the services c.
+func (a *App) toolBackend(c *compiled) toolBackend {
+	return toolBackend{api: a.apiFor(c, a.logger.Named("mcp")), oauth: a.oauthServer(a.logger.Named("oauth"))}
 }
 
 // stopMCP tells the endpoint this config stopped: the end of a reload, or

@@ -9,7 +9,7 @@ import (
 // series.
 func (a *App) offerSources() map[string]string {
 	m := map[string]string{}
-	for _, s := range a.reg.Services {
+	for _, s := range a.current().reg.Services {
 		for _, o := range s.LiveOffers() {
 			m[o.ID] = o.Source.ID
 		}
@@ -36,8 +36,9 @@ func (a *App) OfferStates() []metrics.OfferState {
 // SourceStatuses reports every source's status as /v1/providers shows it
 // (metrics.StatusSource).
 func (a *App) SourceStatuses() []metrics.SourceState {
-	out := make([]metrics.SourceState, 0, len(a.reg.Sources))
-	for _, src := range a.reg.Sources {
+	reg := a.current().reg
+	out := make([]metrics.SourceState, 0, len(reg.Sources))
+	for _, src := range reg.Sources {
 		out = append(out, metrics.SourceState{Source: src.ID, Status: a.sourceStatus(src.ID)})
 	}
 	return out

@@ -214,13 +214,32 @@ func TestConcurrentRunsCap(t *testing.T) {
 }
 
 // TestTLSInternal serves the API with `tls internal` and calls it over
-// HTTPS trusting Caddy's local CA.
+// HTTPS trusting Caddy's local CA; the answer carries the default HSTS
+// header.
 func TestTLSInternal(t *testing.T) {
-	c := defaultConfig(t, nil)
+	cl, base := startTLSInternal(t, defaultConfig(t, nil))
+	resp, err := cl.Get(base + "/v1/services")
+	if err != nil {
+		t.Fatalf("HTTPS request: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || resp.TLS == nil || resp.Header.Get("RateLimit-Policy") == "" {
+		t.Fatalf("HTTPS: %d tls=%v", resp.StatusCode, resp.TLS != nil)
+	}
+	if got := resp.Header.Get("Strict-Transport-Security"); got != "max-age=31536000" {
+		t.Errorf("Strict-Transport-Security %q, want the default max-age=31536000", got)
+	}
+}
+
+// startTLSInternal starts a gateway whose site is localhost on a fresh
+// HTTPS port with `tls internal`, and returns a client that trusts only
+// Caddy's local CA and the site's base URL, once the site answers.
+func startTLSInternal(t *testing.T, c gwConfig) (*http.Client, string) {
+	t.Helper()
 	httpsPort := freePort(t)
 	c.Site = fmt.Sprintf("localhost:%d", httpsPort)
-	c.SiteExtra = "tls internal"
-	c.Global = fmt.Sprintf("http_port %d\n\thttps_port %d", freePort(t), httpsPort)
+	c.SiteExtra = "tls internal\n\t" + c.SiteExtra
+	c.Global = fmt.Sprintf("http_port %d\n\thttps_port %d\n\t", freePort(t), httpsPort) + c.Global
 	g := startGateway(t, c)
 	root := filepath.Join(g.Dir, "xdg-data", "caddy", "pki", "authorities", "local", "root.crt")
 	var pemBytes []byte
@@ -234,20 +253,16 @@ func TestTLSInternal(t *testing.T) {
 		t.Fatal("reading Caddy's local root certificate")
 	}
 	cl := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	var resp *http.Response
+	base := fmt.Sprintf("https://localhost:%d", httpsPort)
 	var err error
 	for range 100 {
-		resp, err = cl.Get(fmt.Sprintf("https://localhost:%d/v1/services", httpsPort))
-		if err == nil {
-			break
+		var resp *http.Response
+		if resp, err = cl.Get(base + "/v1/health/live"); err == nil {
+			resp.Body.Close()
+			return cl, base
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if err != nil {
-		t.Fatalf("HTTPS request: %v", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != 200 || resp.TLS == nil || resp.Header.Get("RateLimit-Policy") == "" {
-		t.Fatalf("HTTPS: %d tls=%v", resp.StatusCode, resp.TLS != nil)
-	}
+	t.Fatalf("HTTPS request: %v", err)
+	return nil, ""
 }

@@ -60,7 +60,15 @@ func NewEndpoint(version string, logger *slog.Logger) *Endpoint {
 			Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}},
 		})
 	e.handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return e.server },
-		&sdk.StreamableHTTPOptions{Logger: logger, SessionTimeout: SessionTimeout})
+		&sdk.StreamableHTTPOptions{Logger: logger, SessionTimeout: SessionTimeout,
+			// The SDK refuses a request that arrived on a loopback address
+			// with a Host that is not loopback (DNS rebinding of a local
+			// MCP server). The gateway is a public server: a connection on
+			// loopback comes from a proxy or TLS terminator on the same
+			// host, whose Host is the public name, and every /mcp call
+			// carries a bearer (no ambient credential for a rebinding page
+			// to borrow).
+			DisableLocalhostProtection: true})
 	return e
 }
 
@@ -103,6 +111,25 @@ func (e *Endpoint) Swap(owner any, ts *Toolset, b Backend) {
 	defer e.mu.Unlock()
 	e.prev, e.cur = e.cur, &generation{owner: owner, tools: ts, backend: b}
 	e.apply(ts, b)
+}
+
+// Replace gives owner's config new tools and backend in place: its
+// services were recompiled without a config reload (a registry swap).
+// Sessions are sent one tools/list_changed if the tools changed, as by
+// Swap; a tool call in flight finishes on the backend it started with.
+// When owner is not the config serving (a reload is under way), only its
+// remembered generation changes, for Release to bring back.
+func (e *Endpoint) Replace(owner any, ts *Toolset, b Backend) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	g := &generation{owner: owner, tools: ts, backend: b}
+	switch {
+	case e.cur != nil && e.cur.owner == owner:
+		e.cur = g
+		e.apply(ts, b)
+	case e.prev != nil && e.prev.owner == owner:
+		e.prev = g
+	}
 }
 
 // Release tells the endpoint that owner's config stopped. When it is the

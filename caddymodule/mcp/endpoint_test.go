@@ -72,25 +72,9 @@ func TestSwapNotifies(t *testing.T) {
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close) // after the session closes (cleanups run last first)
 
-	changed := make(chan struct{}, 10)
-	cs := mcptest.Connect(t, srv.URL, "", &sdk.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { changed <- struct{}{} },
-	})
+	cs, wait := connectWatching(t, srv.URL)
 	if names := mcptest.ToolNames(t, cs); slices.Contains(names, "pin_net_pin_info") || len(names) != len(base.tools) {
 		t.Fatalf("before the swap: %v", names)
-	}
-	wait := func(want bool, what string) {
-		t.Helper()
-		select {
-		case <-changed:
-			if !want {
-				t.Fatalf("%s: tools/list_changed sent", what)
-			}
-		case <-time.After(500 * time.Millisecond):
-			if want {
-				t.Fatalf("%s: no tools/list_changed within 500ms", what)
-			}
-		}
 	}
 
 	e.Swap("v2", withPin, nil)
@@ -120,6 +104,30 @@ func TestSwapNotifies(t *testing.T) {
 	wait(false, "the last config stopping")
 }
 
+// connectWatching connects a session and returns it with wait, which
+// fails the test unless a tools/list_changed arrives within 500ms (want)
+// or none does (!want).
+func connectWatching(t *testing.T, url string) (*sdk.ClientSession, func(want bool, what string)) {
+	t.Helper()
+	changed := make(chan struct{}, 10)
+	cs := mcptest.Connect(t, url, "", &sdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	return cs, func(want bool, what string) {
+		t.Helper()
+		select {
+		case <-changed:
+			if !want {
+				t.Fatalf("%s: tools/list_changed sent", what)
+			}
+		case <-time.After(500 * time.Millisecond):
+			if want {
+				t.Fatalf("%s: no tools/list_changed within 500ms", what)
+			}
+		}
+	}
+}
+
 func TestLeadingID(t *testing.T) {
 	for doc, want := range map[string]string{
 		`{"id":"ext_01abc","status":"completed","data":[{"id":"x"}]}`: "ext_01abc",
@@ -131,5 +139,44 @@ func TestLeadingID(t *testing.T) {
 		if got := leadingID([]byte(doc)); got != want {
 			t.Errorf("leadingID(%s) = %q, want %q", doc, got, want)
 		}
+	}
+}
+
+// TestReplaceNotifies: a registry swap replaces the serving config's tools
+// in place: sessions are told, and a later reload and its end behave as
+// after a Swap; a replace for a config that is not serving changes what
+// it would bring back, not what is served.
+func TestReplaceNotifies(t *testing.T) {
+	base, withPin := toolset(t, servicesRegistry(t)), toolset(t, registryWithPin(t))
+	e := NewEndpoint("test", nil)
+	t.Cleanup(func() { _ = e.Close() })
+	e.Swap("v1", base, nil)
+	srv := httptest.NewServer(e)
+	t.Cleanup(srv.Close)
+	cs, wait := connectWatching(t, srv.URL)
+	hasPin := func() bool { return slices.Contains(mcptest.ToolNames(t, cs), "pin_net_pin_info") }
+
+	e.Replace("v1", withPin, nil)
+	wait(true, "a swap adding a service")
+	if !hasPin() {
+		t.Fatal("the added tool is not listed")
+	}
+	e.Replace("v1", withPin, nil)
+	wait(false, "a swap changing nothing")
+	e.Replace("v0", base, nil) // a config long gone
+	wait(false, "a swap of a config not serving")
+	if !hasPin() {
+		t.Fatal("a stale config's swap changed the tools")
+	}
+	// A reload to v2 whose start fails brings back v1 as last swapped
+	// (with pin), even though v1 swapped while v2 was starting.
+	e.Swap("v2", base, nil)
+	wait(true, "a reload removing the service")
+	e.Replace("v1", toolset(t, registryWithPin(t)), nil)
+	wait(false, "a swap of the replaced config")
+	e.Release("v2")
+	wait(true, "a failed reload")
+	if !hasPin() {
+		t.Fatal("the failed reload did not bring back v1's swapped tools")
 	}
 }
