@@ -20,6 +20,7 @@ import (
 	"socialrouter/caddymodule/metrics"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/router"
+	"socialrouter/caddymodule/servicecheck"
 	"socialrouter/caddymodule/sources"
 	"socialrouter/caddymodule/store"
 	"socialrouter/caddymodule/store/backend"
@@ -148,7 +149,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.shared = v.(*shared)
 
 	start := time.Now()
-	reg, err := registry.Load(a.Services)
+	// The same loader and checks as `caddy sdr check`: a reload refuses
+	// (and the old config keeps serving) what check refuses.
+	reg, err := servicecheck.Load(ctx, a.Services)
 	metrics.RegistryLoaded(time.Since(start), err)
 	if err != nil {
 		return fmt.Errorf("%w (loading services from %s)", err, a.Services) // the operator's file:line:column first
