@@ -62,11 +62,14 @@ type App struct {
 	reg      *registry.Registry
 	store    store.Store
 	storeKey string
-	shared   *shared
-	router   *router.Router
-	logger   *zap.Logger
-	mcp      *mcp.Endpoint
-	tools    *mcp.Toolset
+	// storeMark is this generation's mark as the running store
+	// (storageswitch.go).
+	storeMark *string
+	shared    *shared
+	router    *router.Router
+	logger    *zap.Logger
+	mcp       *mcp.Endpoint
+	tools     *mcp.Toolset
 }
 
 // SourceConfig is where a source lives and how to authenticate to it.
@@ -204,6 +207,9 @@ func (a *App) openStore() error {
 	if err != nil {
 		return err
 	}
+	if err := a.refuseStorageSwitch(key); err != nil {
+		return err
+	}
 	v, _, err := stores.LoadOrNew(key, func() (caddy.Destructor, error) {
 		s, err := a.Storage.Open(context.Background())
 		if err != nil {
@@ -239,6 +245,7 @@ func (a *App) Validate() error {
 func (a *App) Start() error {
 	a.startMCP()
 	metrics.PublishStatus(a)
+	a.markRunningStore()
 	return nil
 }
 
@@ -248,6 +255,7 @@ func (a *App) Start() error {
 func (a *App) Stop() error {
 	a.stopMCP()
 	metrics.WithdrawStatus(a)
+	a.unmarkRunningStore()
 	return nil
 }
 

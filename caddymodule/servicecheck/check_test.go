@@ -11,7 +11,6 @@ import (
 	"testing/fstest"
 
 	"socialrouter/caddymodule/registry"
-	"socialrouter/services"
 )
 
 const checkBase = `package sdr
@@ -47,11 +46,11 @@ const goodItems = `[{"n": "Ann", "f": 12, "d": "2020-01-02T00:00:00Z"}, {"error"
 // that normalizes to records on its schema, with both engines agreeing,
 // and survives the robustness mutations.
 func TestDeclaredExamplesPass(t *testing.T) {
-	reg, err := registry.LoadFS(services.FS)
+	reg, err := registry.LoadFS(svcFS)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if probs := Check(context.Background(), reg, services.FS); len(probs) != 0 {
+	if probs := Check(context.Background(), reg, svcFS); len(probs) != 0 {
 		t.Fatalf("%d problems: %v", len(probs), probs)
 	}
 }
@@ -59,7 +58,7 @@ func TestDeclaredExamplesPass(t *testing.T) {
 // TestSlowOffers: check notes an offer the compiled plan cannot run, and
 // none of the declared ones.
 func TestSlowOffers(t *testing.T) {
-	reg, err := registry.LoadFS(services.FS)
+	reg, err := registry.LoadFS(svcFS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +78,7 @@ func TestSlowOffers(t *testing.T) {
 
 func TestCheckExamplesRefuses(t *testing.T) {
 	const example = "examples/source_a/pro_net__profile.info.json"
-	good := `"if .error then empty else {name: (.n | if type == \"string\" then . else null end), follower_count: (.f | toint), joined_at: (.d | iso8601)} end"`
+	good := `"if type != \"object\" or .n == null then empty else {name: (.n | if type == \"string\" then . else null end), follower_count: (.f | toint), joined_at: (.d | iso8601)} end"`
 	cases := []struct {
 		name, normalize, file, items string
 		want                         string // "" means no problem
@@ -97,6 +96,8 @@ func TestCheckExamplesRefuses(t *testing.T) {
 			`item 0: a data item gave no record: dropped by if .n == "Ann" then empty`},
 		{"a type mutation breaks the schema", `"{name: .n, follower_count: .f}"`, example, `[{"n": "Ann", "f": 12}]`,
 			`robustness: item 0 with .f = "x": record off #Prof: follower_count: want integer, got a string`},
+		{"an item with no data gives a record", `"{name: .n?}"`, example, `[{"n": "Ann"}]`,
+			`robustness: the item {} (no data) gave the record {}`},
 		{"a type mutation fails the normalizer", `"{name: (.n | ascii_downcase)}"`, example, `[{"n": "Ann"}]`,
 			`robustness: item 0 with .n = null: normalize: ascii_downcase cannot be applied`},
 	}
@@ -236,14 +237,14 @@ func TestLoadRefusesWhatCheckRefuses(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("x.cue", strings.Replace(checkBase, "NORMALIZE", `"{name: .n, follower_count: .f}"`, 1))
+	write("x.cue", strings.Replace(checkBase, "NORMALIZE", `"if type != \"object\" or .n == null then empty else {name: .n, follower_count: .f} end"`, 1))
 	write("examples/source_a/pro_net__profile.info.json", `[{"n": "Ann", "f": 12}]`)
 	_, err := Load(context.Background(), dir)
-	want := filepath.Join(dir, "x.cue") + ":23:26: " + filepath.Join(dir, "examples/source_a/pro_net__profile.info.json") + ": offer pro_net/profile.info source_a/actor_1: robustness: item 0 with .f = \"x\""
+	want := filepath.Join(dir, "x.cue") + ":23:78: " + filepath.Join(dir, "examples/source_a/pro_net__profile.info.json") + ": offer pro_net/profile.info source_a/actor_1: robustness: item 0 with .f = \"x\""
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Fatalf("Load error %v\nwant it to start with %s", err, want)
 	}
-	write("x.cue", strings.Replace(checkBase, "NORMALIZE", `"{name: (.n | if type == \"string\" then . else null end), follower_count: (.f | toint)}"`, 1))
+	write("x.cue", strings.Replace(checkBase, "NORMALIZE", `"if type != \"object\" or .n == null then empty else {name: (.n | if type == \"string\" then . else null end), follower_count: (.f | toint)} end"`, 1))
 	if reg, err := Load(context.Background(), dir); err != nil || len(reg.Services) != 1 {
 		t.Fatalf("Load of a good directory: %v", err)
 	}

@@ -15,7 +15,8 @@ import (
 	"socialrouter/internal/jsonmutate"
 )
 
-// robustness runs o's normalizer over the type mutations of every data item
+// robustness runs o's normalizer over items with no data (emptyItems),
+// which must give no record, and over the type mutations of every data item
 // (jsonmutate: each nested value replaced, one at a time, by null, a
 // string, a number, an object, an array and a boolean), as upstreams do
 // send a field of another type now and then: no mutation may make the
@@ -58,8 +59,22 @@ func robustness(ctx context.Context, reg *registry.Registry, o *registry.Offer, 
 // off the schema, "" for a normalizer failure.
 type robustFinding struct{ field, msg string }
 
+// emptyItems carry no data: a normalizer must neither fail on one nor make
+// a record of it (a record of just source and extracted_at would be billed
+// for nothing).
+var emptyItems = []string{`null`, `1`, `"text"`, `[]`, `{}`}
+
 func robustFindings(ctx context.Context, o *registry.Offer, items []json.RawMessage, input string) []robustFinding {
 	var out []robustFinding
+	for _, item := range emptyItems {
+		rec, ok, err := o.Normalize.NormalizeItem(ctx, []byte(item), input, exampleNow)
+		switch {
+		case err != nil:
+			out = append(out, robustFinding{"", fmt.Sprintf("robustness: the item %s (no data): normalize: %v (drop what is not an object: if type != \"object\" then empty else … end)", item, err)})
+		case ok:
+			out = append(out, robustFinding{"", fmt.Sprintf("robustness: the item %s (no data) gave the record %s: drop an item without the fields that identify it (if .id == null then empty else … end)", item, rec)})
+		}
+	}
 	seen := map[string]bool{} // fields (or "error") already reported
 	records := map[string]bool{}
 	for i, item := range items {
@@ -163,7 +178,7 @@ type cachedFinding struct {
 func robustKey(reg *registry.Registry, o *registry.Offer, items []json.RawMessage, input string) [sha256.Size]byte {
 	h := sha256.New()
 	schema, _ := json.Marshal(reg.RecordSchema(o.Service))
-	fmt.Fprintf(h, "robustness v1\x00%d\x00%s\x00%d\x00%s\x00%d\x00%s\x00", len(o.Normalize.Source), o.Normalize.Source, len(schema), schema, len(input), input)
+	fmt.Fprintf(h, "robustness v2\x00%d\x00%s\x00%d\x00%s\x00%d\x00%s\x00", len(o.Normalize.Source), o.Normalize.Source, len(schema), schema, len(input), input)
 	for _, it := range items {
 		fmt.Fprintf(h, "%d\x00", len(it))
 		h.Write(it)

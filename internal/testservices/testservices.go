@@ -139,3 +139,27 @@ func copyFile(fsys fs.FS, p, to string) error {
 	}
 	return nil
 }
+
+// DirEnv names the environment variable that points the declaration-driven
+// tests (registry, MCP tools, servicecheck) at another services directory
+// than the repository's: the addition test runs them on a copy of
+// services/ with services added, to prove they hold for any valid one.
+const DirEnv = "SDR_TEST_SERVICES_DIR"
+
+// ServicesFS is the services directory the declaration-driven tests read:
+// the one DirEnv names, else def (the embedded services.FS).
+func ServicesFS(def fs.FS) fs.FS {
+	if d := os.Getenv(DirEnv); d != "" {
+		return os.DirFS(d)
+	}
+	return def
+}
+
+// ServicesDir is the services directory path the declaration-driven tests
+// copy: the one DirEnv names, else def.
+func ServicesDir(def string) string {
+	if d := os.Getenv(DirEnv); d != "" {
+		return d
+	}
+	return def
+}
