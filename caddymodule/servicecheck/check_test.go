@@ -249,3 +249,30 @@ func TestLoadRefusesWhatCheckRefuses(t *testing.T) {
 		t.Fatalf("Load of a good directory: %v", err)
 	}
 }
+
+// TestCheckDirLines: each line sdr check prints leads with the CUE
+// position, then the example's path inside the checked directory.
+func TestCheckDirLines(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "x.cue"), []byte(strings.Replace(checkBase, "NORMALIZE", `"{name: .n, followers: .f}"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "examples", "source_a"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "examples", "source_a", "pro_net__profile.info.json"), []byte(goodItems), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := registry.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := CheckDir(&out, reg, dir); err == nil {
+		t.Fatal("CheckDir passed an undeclared field")
+	}
+	want := filepath.Join(dir, "x.cue") + ":23:26: " + filepath.Join(dir, "examples", "source_a", "pro_net__profile.info.json") + ": offer pro_net/profile.info source_a/actor_1: item 0: record off #Prof: followers: undeclared field\n"
+	if !strings.HasPrefix(out.String(), want) {
+		t.Errorf("CheckDir printed\n%s\nwant it to start with\n%s", out.String(), want)
+	}
+}

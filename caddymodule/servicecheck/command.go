@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -165,7 +166,8 @@ func CheckDir(w io.Writer, reg *registry.Registry, dir string) error {
 	}
 	probs := Check(context.Background(), reg, os.DirFS(dir))
 	for _, p := range probs {
-		fmt.Fprintf(w, "%s/%s\n", strings.TrimSuffix(dir, "/"), p)
+		p.File = filepath.Join(dir, p.File)
+		fmt.Fprintln(w, p)
 	}
 	if len(probs) > 0 {
 		return fmt.Errorf("%d problem(s) in the examples of %s", len(probs), dir)
