@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,8 +49,13 @@ func TestAdditionKeepsTheSuiteGreen(t *testing.T) {
 				t.Errorf("GET /v1/services/%s: %d %s", key, r.Status, r.Body)
 			}
 			r := g.do("GET", "/v1/openapi.json", "", nil)
-			paths, _ := r.JSON["paths"].(map[string]any)
-			if _, ok := paths["/v1/extract/"+key]; !ok {
+			var doc struct {
+				Paths map[string]any `json:"paths"`
+			}
+			if err := json.Unmarshal(r.Body, &doc); err != nil {
+				t.Fatalf("GET /v1/openapi.json: %d %v", r.Status, err)
+			}
+			if _, ok := doc.Paths["/v1/extract/"+key]; !ok {
 				t.Errorf("the OpenAPI document has no /v1/extract/%s", key)
 			}
 		}
