@@ -13,7 +13,7 @@ PEBBLE    := $(BIN)/pebble-$(PEBBLE_VER)/pebble
 CHALLTEST := $(BIN)/pebble-$(PEBBLE_VER)/pebble-challtestsrv
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build release pebble chromium mcpclient test test-unit test-e2e check fmt run demo bench print-xcaddy clean
+.PHONY: all build release pebble chromium mcpclient test test-unit test-e2e check fmt run demo demo-reload bench print-xcaddy clean
 
 all: build
 
@@ -119,6 +119,11 @@ run: build
 ## demo: simulator + gateway + a demo account and key + a curl that works.
 demo: build
 	@bash scripts/demo.sh
+
+## demo-reload: while make demo runs, restart its simulator on services/ and
+## reload its gateway with the demo's environment (after adding a service).
+demo-reload:
+	@bash scripts/demo.sh reload
 
 ## bench: load and micro benchmarks; prints figures and ratios.
 bench: build

@@ -84,12 +84,15 @@ type App struct {
 	reg      *registry.Registry
 	store    store.Store
 	storeKey string
-	shared   *shared
-	router   *router.Router
-	logger   *zap.Logger
-	mcp      *mcp.Endpoint
-	tools    *mcp.Toolset
-	retain   *retention.Runner // nil without run_retention
+	// storeMark is this generation's mark as the running store
+	// (storageswitch.go).
+	storeMark *string
+	shared    *shared
+	router    *router.Router
+	logger    *zap.Logger
+	mcp       *mcp.Endpoint
+	tools     *mcp.Toolset
+	retain    *retention.Runner // nil without run_retention
 
 	// swap holds the services serving now (reg, router and tools as
 	// Provision compiled them, until a registry swap replaces them) and
@@ -176,7 +179,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	})
 	a.shared = v.(*shared)
 
-	c, err := a.compile()
+	c, err := a.compile(ctx)
 	if err != nil {
 		return err
 	}
@@ -195,6 +198,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 func (a *App) openStore() error {
 	key, err := a.Storage.Key()
 	if err != nil {
+		return err
+	}
+	if err := a.refuseStorageSwitch(key); err != nil {
 		return err
 	}
 	v, _, err := stores.LoadOrNew(key, func() (caddy.Destructor, error) {
@@ -235,6 +241,7 @@ func (a *App) Validate() error {
 func (a *App) Start() error {
 	a.startMCP()
 	metrics.PublishStatus(a)
+	a.markRunningStore()
 	running.note(a, a.current().digest)
 	a.startWatch()
 	return a.startRetention()
@@ -266,6 +273,7 @@ func (a *App) Stop() error {
 	}
 	a.stopMCP()
 	metrics.WithdrawStatus(a)
+	a.unmarkRunningStore()
 	return nil
 }
 

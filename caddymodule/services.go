@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -14,6 +15,7 @@ import (
 	"socialrouter/caddymodule/metrics"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/router"
+	"socialrouter/caddymodule/servicecheck"
 	"socialrouter/caddymodule/sources"
 )
 
@@ -58,10 +60,12 @@ func (a *App) current() *compiled {
 // compile loads the services directory as Provision does and builds the
 // source clients, the router and the MCP tools over it. It changes
 // nothing: Provision and a swap install what it returns.
-func (a *App) compile() (*compiled, error) {
+func (a *App) compile(ctx context.Context) (*compiled, error) {
 	digest := registry.Digest(a.Services)
 	start := time.Now()
-	reg, err := registry.Load(a.Services)
+	// The same loader and checks as `caddy sdr check`: a reload or a swap
+	// refuses (and the old services keep serving) what check refuses.
+	reg, err := servicecheck.Load(ctx, a.Services)
 	metrics.RegistryLoaded(time.Since(start), err)
 	if err != nil {
 		return nil, fmt.Errorf("%w (loading services from %s)", err, a.Services) // the operator's file:line:column first
@@ -137,7 +141,7 @@ func (a *App) SwapServices() (*SwapResult, error) {
 	defer a.swap.mu.Unlock()
 	start := time.Now()
 	old := a.current()
-	c, err := a.compile()
+	c, err := a.compile(context.Background())
 	if err != nil {
 		a.logger.Error("registry swap refused; the running services keep serving", zap.Error(err))
 		return nil, err

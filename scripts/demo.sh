@@ -2,28 +2,76 @@
 # make demo: start the upstream simulator and the gateway, create a demo
 # account, key and dashboard invitation through the admin API, print a curl
 # that works, and stop everything on Ctrl-C.
+#
+# make demo-reload (scripts/demo.sh reload): from another shell, while the
+# demo runs, restart its simulator on the working tree's services/ and
+# reload its gateway with the environment the demo started it with. A
+# plain `bin/caddy reload` from a shell without SDR_DATA_DIR would point
+# the gateway at another store (the gateway refuses that reload).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# ENVFILE holds the running demo's environment, for demo-reload.
+ENVFILE=bin/.demo-env
+
 PORT="${SDR_PORT:-8080}"
 ADMIN="localhost:2019"
-DATA="$(mktemp -d -t sdr-demo-XXXXXX)"
+if [ "${1:-}" = reload ] && [ -f "$ENVFILE" ]; then
+	DATA="$(sed -n 's/^DEMO_DIR=//p' "$ENVFILE")"
+else
+	DATA="$(mktemp -d -t sdr-demo-XXXXXX)"
+fi
 LOG="$DATA/logs"
 mkdir -p "$LOG"
+
+start_sim() {
+	bin/upstream-sim -a 127.0.0.1:9101 -b 127.0.0.1:9102 -services services >>"$LOG/sim.log" 2>&1 &
+	echo $! >"$DATA/sim.pid"
+}
+
+if [ "${1:-}" = reload ]; then
+	if [ ! -f "$ENVFILE" ]; then
+		echo "no demo is running (start it with make demo in another shell)" >&2
+		rm -rf "$DATA"
+		exit 1
+	fi
+	# shellcheck source=/dev/null
+	. "$ENVFILE"
+	export SDR_DATA_DIR SDR_PORT SOURCE_A_URL SOURCE_B_URL
+	kill "$(cat "$DATA/sim.pid")" 2>/dev/null || true
+	sleep 0.2
+	start_sim
+	for _ in $(seq 1 50); do
+		curl -fsS http://127.0.0.1:9101/_sim/health >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	echo "+ SDR_DATA_DIR=$SDR_DATA_DIR SDR_PORT=$SDR_PORT SOURCE_A_URL=$SOURCE_A_URL SOURCE_B_URL=$SOURCE_B_URL bin/caddy reload --config Caddyfile --adapter caddyfile --address $ADMIN"
+	bin/caddy reload --config Caddyfile --adapter caddyfile --address "$ADMIN"
+	echo "reloaded: the simulator serves services/ and the gateway runs its declarations"
+	exit 0
+fi
 
 pids=()
 cleanup() {
 	echo
 	echo "stopping demo…"
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	kill "$(cat "$DATA/sim.pid" 2>/dev/null)" 2>/dev/null || true # demo-reload may have restarted it
 	wait 2>/dev/null || true
+	rm -f "$ENVFILE"
 	rm -rf "$DATA"
 }
 trap cleanup EXIT INT TERM
 
-bin/upstream-sim -a 127.0.0.1:9101 -b 127.0.0.1:9102 >"$LOG/sim.log" 2>&1 &
-pids+=($!)
+start_sim
 
+cat >"$ENVFILE" <<ENV
+DEMO_DIR=$DATA
+SDR_DATA_DIR=$DATA/badger
+SDR_PORT=$PORT
+SOURCE_A_URL=http://127.0.0.1:9101
+SOURCE_B_URL=http://127.0.0.1:9102
+ENV
 SDR_DATA_DIR="$DATA/badger" SDR_PORT="$PORT" \
 	SOURCE_A_URL=http://127.0.0.1:9101 SOURCE_B_URL=http://127.0.0.1:9102 \
 	bin/caddy run --config Caddyfile --adapter caddyfile >"$LOG/caddy.log" 2>&1 &
@@ -74,6 +122,17 @@ curl -sS -X POST http://127.0.0.1:$PORT/v1/extract/pro_net/company.info \\
 
 curl -sS http://127.0.0.1:$PORT/v1/account/balance -H 'Authorization: Bearer $KEY'
 curl -sS http://127.0.0.1:$PORT/v1/services
+
+After changing services/ (docs/add-a-service.md), reload from another shell with
+
+  make demo-reload
+
+or, by hand, with this demo's environment (without it the gateway would
+look for another store, and refuses the reload):
+
+  SDR_DATA_DIR=$DATA/badger SDR_PORT=$PORT \\
+    SOURCE_A_URL=http://127.0.0.1:9101 SOURCE_B_URL=http://127.0.0.1:9102 \\
+    bin/caddy reload --config Caddyfile --adapter caddyfile
 
 Press Ctrl-C to stop.
 MSG

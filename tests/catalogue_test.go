@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"socialrouter/internal/testservices"
 )
 
 // TestDiscovery checks the public endpoints and their documented 404s.
@@ -101,96 +103,98 @@ func TestDiscovery(t *testing.T) {
 	}
 }
 
-// pinNetCUE is a service file that adds pin_net/pin.info (a reload test
-// writes it into a copy of services/).
-const pinNetCUE = `package sdr
-
-services: "pin_net/pin.info": {
-	platform:    "pin_net"
-	service:     "pin.info"
-	description: "One pin by URL."
-	input_kind:  "url"
-	record:      "#PinInfo"
-	accepts: [{
-		format:  "https://www.pinterest.com/pin/<id>"
-		example: "https://www.pinterest.com/pin/123456789/"
-		pattern: "https://(?:www\\.)?pinterest\\.com/pin/[0-9]+/?"
-	}]
-	offers: [{
-		offer:            "source_b/pin_net"
-		price_per_record: 0.001725
-		max_inputs:       1000
-		target:           "gd_pin_example"
-		request:          "{input: [.inputs[] | {url: .}]}"
-		normalize:        "{name: .title, source: \"pin_net\", extracted_at: $now}"
-	}]
+// addProbe adds the test-only probe service (testservices.Probe) to the
+// services directory dir: a service name no operator declares, so reload
+// tests hold whatever services/ declares.
+func addProbe(t *testing.T, dir string) {
+	t.Helper()
+	if _, err := testservices.Add(dir, testservices.Probe); err != nil {
+		t.Fatal(err)
+	}
 }
 
-#PinInfo: {
-	name?:         string
-	source?:       string
-	extracted_at?: string
+// probePath is the probe's declaration file in dir.
+func probePath(dir string) string { return filepath.Join(dir, "sdr_test_probe.cue") }
+
+// editFile replaces old by new in the file at path (exactly once).
+func editFile(t *testing.T, path, old, new string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(string(b), old) != 1 {
+		t.Fatalf("%s: %q is not there exactly once", path, old)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(b), old, new, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
-`
 
 // TestReload adds a service file and reloads: it appears without a
-// restart; a broken file is refused with its file:line and the old
-// catalogue keeps serving.
+// restart; a broken file, or one whose example fails the checks of `sdr
+// check`, is refused with its file:line:column and the old catalogue
+// keeps serving.
 func TestReload(t *testing.T) {
 	svcDir := copyServices(t)
 	c := defaultConfig(t, nil)
 	c.Services = svcDir
 	g := startGateway(t, c)
 	cfgPath := filepath.Join(g.Dir, "Caddyfile")
+	probe := "/v1/services/" + testservices.ProbeKey
 
-	if r := g.do("GET", "/v1/services/pin_net", "", nil); !strings.Contains(string(r.Body), `"data":[]`) {
-		t.Fatalf("pin_net should start empty: %s", r.Body)
+	if r := g.do("GET", probe, "", nil); r.Status != 404 {
+		t.Fatalf("the probe service is declared before the test adds it: %d %s", r.Status, r.Body)
 	}
-	if err := os.WriteFile(filepath.Join(svcDir, "pin_net.cue"), []byte(pinNetCUE), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	addProbe(t, svcDir)
 	reload(t, g, cfgPath, true)
 	forgetOpenAPI(g.URL)
 	waitUntil(t, func() bool {
-		r := g.do("GET", "/v1/services/pin_net/pin.info", "", nil)
+		r := g.do("GET", probe, "", nil)
 		return r.Status == 200
 	})
 
-	broken := strings.Replace(pinNetCUE, `pattern: "https://(?:www\\.)?pinterest\\.com/pin/[0-9]+/?"`, `pattern: "https://(?:www\\.pinterest\\.com/pin/[0-9+/?"`, 1)
-	if err := os.WriteFile(filepath.Join(svcDir, "pin_net.cue"), []byte(broken), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := reload(t, g, cfgPath, false)
-	// After Caddy's own "loading … module: provision …:" prefix, the
-	// message starts with the operator's file:line:column.
 	// Caddy provisions the app either on its own or through the handler
-	// that asks for it, so either chain may stand before our message.
-	leads := regexp.MustCompile(`(provision [a-z_.]+: |loading new config: )(loading social_router app module: )?` + regexp.QuoteMeta(filepath.Join(svcDir, "pin_net.cue")) + `:12:12: service pin_net/pin.info: bad accept pattern`)
-	if !leads.MatchString(out) {
-		t.Errorf("reload error does not start with the file:line:column:\n%s", out)
+	// that asks for it, so either chain may stand before our message,
+	// which starts with the operator's file:line:column.
+	caddyPrefix := `(provision [a-z_.]+: |loading new config: )(loading social_router app module: )?`
+	refused := []struct {
+		name, old, new string
+		leads          string // after Caddy's prefix
+	}{
+		{"a bad pattern", `pattern: "https://probe\\.example/[0-9]+/?"`, `pattern: "https://probe\\.example/[0-9+/?"`,
+			regexp.QuoteMeta(probePath(svcDir)) + `:15:12: service ` + testservices.ProbeKey + `: bad accept pattern`},
+		{"an undeclared record field", `source: \"ephemeral_net\", extracted_at`, `source: \"ephemeral_net\", headline: (.title | str), extracted_at`,
+			regexp.QuoteMeta(probePath(svcDir)) + `:23:\d+: ` + regexp.QuoteMeta(filepath.Join(svcDir, "examples")) + `/source_b/ephemeral_net__sdr_test_probe.info.json: offer ` + testservices.ProbeKey + ` source_b/sdr_test_probe: item 0: record off #SdrTestProbe: headline: undeclared field`},
+		{"a wrong type after a type mutation", `name: (.title | str)`, `name: .title`,
+			regexp.QuoteMeta(probePath(svcDir)) + `:23:\d+: .*robustness: item 0 with .title = 7.5: record off #SdrTestProbe: name: want string`},
 	}
-	if r := g.do("GET", "/v1/services/pin_net/pin.info", "", nil); r.Status != 200 {
-		t.Errorf("old catalogue stopped serving after a refused reload: %d %s", r.Status, r.Body)
-	}
-}
-
-// copyServices copies services/ into a temporary directory a test may
-// change.
-func copyServices(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	entries, err := os.ReadDir(filepath.Join(repoRoot, "services"))
+	good, err := os.ReadFile(probePath(svcDir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range entries {
-		if e.IsDir() { // examples/: payloads, not declarations
-			continue
-		}
-		b, _ := os.ReadFile(filepath.Join(repoRoot, "services", e.Name()))
-		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+	for _, tc := range refused {
+		t.Run(tc.name, func(t *testing.T) {
+			editFile(t, probePath(svcDir), tc.old, tc.new)
+			defer os.WriteFile(probePath(svcDir), good, 0o644)
+			out := reload(t, g, cfgPath, false)
+			if !regexp.MustCompile(caddyPrefix + tc.leads).MatchString(out) {
+				t.Errorf("reload error does not lead with the file:line:column:\n%s", out)
+			}
+			if r := g.do("GET", probe, "", nil); r.Status != 200 {
+				t.Errorf("old catalogue stopped serving after a refused reload: %d %s", r.Status, r.Body)
+			}
+		})
+	}
+}
+
+// copyServices copies services/ (declarations and examples) into a
+// temporary directory a test may change.
+func copyServices(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := testservices.CopyServices(filepath.Join(repoRoot, "services"), dir); err != nil {
+		t.Fatal(err)
 	}
 	return dir
 }

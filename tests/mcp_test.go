@@ -3,7 +3,6 @@ package tests
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"socialrouter/internal/mcptest"
+	"socialrouter/internal/testservices"
 )
 
 // mcpCall calls a tool: whether it answered an error, and its structured
@@ -81,9 +81,7 @@ func TestMCP(t *testing.T) {
 	}
 
 	// A reload that adds a service adds its tool; the session outlives it.
-	if err := os.WriteFile(filepath.Join(svcDir, "pin_net.cue"), []byte(pinNetCUE), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	addProbe(t, svcDir)
 	reload(t, g, filepath.Join(g.Dir, "Caddyfile"), true)
 	forgetOpenAPI(g.URL)
 	select {
@@ -91,7 +89,7 @@ func TestMCP(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no tools/list_changed after the reload")
 	}
-	if names := mcptest.ToolNames(t, cs); !slices.Contains(names, "pin_net_pin_info") {
+	if names := mcptest.ToolNames(t, cs); !slices.Contains(names, testservices.ProbeTool) {
 		t.Errorf("after the reload: %v", names)
 	}
 	if isErr, bal := mcpCall(t, cs, "get_balance", nil); isErr || num(bal["balance"]) != g.balance(key) {

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"socialrouter/internal/testservices"
 )
 
 // tsClient is tests/mcpclient/flow.mjs running under Node: the official
@@ -308,16 +310,14 @@ func TestMCPTypeScriptOAuth(t *testing.T) {
 
 	// A reload with one more service: the client is told and lists it.
 	tc.next("await_reload")
-	if err := os.WriteFile(filepath.Join(svcDir, "pin_net.cue"), []byte(pinNetCUE), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	addProbe(t, svcDir)
 	reload(t, g, filepath.Join(g.Dir, "Caddyfile"), true)
 	forgetOpenAPI(g.URL)
 	if _, err := io.WriteString(tc.stdin, "reloaded\n"); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := sortedStrings(tc.next("list_changed")["tools"]), wantTools(t, g); !reflect.DeepEqual(got, want) || !slices.Contains(got, "pin_net_pin_info") {
-		t.Errorf("tools/list after the reload:\n got %v\nwant %v (with pin_net_pin_info)", got, want)
+	if got, want := sortedStrings(tc.next("list_changed")["tools"]), wantTools(t, g); !reflect.DeepEqual(got, want) || !slices.Contains(got, testservices.ProbeTool) {
+		t.Errorf("tools/list after the reload:\n got %v\nwant %v (with the probe tool)", got, want)
 	}
 
 	// Refresh through the SDK: new tokens that work.

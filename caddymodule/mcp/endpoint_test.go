@@ -3,7 +3,6 @@ package mcp
 import (
 	"context"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -13,35 +12,18 @@ import (
 
 	"socialrouter/caddymodule/registry"
 	"socialrouter/internal/mcptest"
+	"socialrouter/internal/testservices"
 )
 
-// registryWithPin is the repository's services plus pin_net/pin.info
-// (testdata/pin_net.cue).
-func registryWithPin(t *testing.T) *registry.Registry {
+// registryWithProbe is the repository's services plus the test-only probe
+// service (internal/testservices), whose name no operator declares.
+func registryWithProbe(t *testing.T) *registry.Registry {
 	t.Helper()
 	dir := t.TempDir()
-	src := filepath.Join("..", "..", "services")
-	entries, err := os.ReadDir(src)
-	if err != nil {
+	if err := testservices.CopyServices(testservices.ServicesDir(filepath.Join("..", "..", "services")), dir); err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range entries {
-		if e.IsDir() { // examples/: payloads, not declarations
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	pin, err := os.ReadFile(filepath.Join("testdata", "pin_net.cue"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "pin_net.cue"), pin, 0o644); err != nil {
+	if _, err := testservices.Add(dir, testservices.Probe); err != nil {
 		t.Fatal(err)
 	}
 	r, err := registry.Load(dir)
@@ -64,7 +46,7 @@ func toolset(t *testing.T, r *registry.Registry) *Toolset {
 // is sent tools/list_changed when tools are added or removed, and nothing
 // when a swap changes nothing.
 func TestSwapNotifies(t *testing.T) {
-	base, withPin := toolset(t, servicesRegistry(t)), toolset(t, registryWithPin(t))
+	base, withProbe := toolset(t, servicesRegistry(t)), toolset(t, registryWithProbe(t))
 	e := NewEndpoint("test", nil)
 	t.Cleanup(func() { _ = e.Close() })
 	// No tool is called here, so the swaps give no backend.
@@ -73,30 +55,30 @@ func TestSwapNotifies(t *testing.T) {
 	t.Cleanup(srv.Close) // after the session closes (cleanups run last first)
 
 	cs, wait := connectWatching(t, srv.URL)
-	if names := mcptest.ToolNames(t, cs); slices.Contains(names, "pin_net_pin_info") || len(names) != len(base.tools) {
+	if names := mcptest.ToolNames(t, cs); slices.Contains(names, testservices.ProbeTool) || len(names) != len(base.tools) {
 		t.Fatalf("before the swap: %v", names)
 	}
 
-	e.Swap("v2", withPin, nil)
+	e.Swap("v2", withProbe, nil)
 	wait(true, "adding a service")
-	if names := mcptest.ToolNames(t, cs); !slices.Contains(names, "pin_net_pin_info") || len(names) != len(base.tools)+1 {
+	if names := mcptest.ToolNames(t, cs); !slices.Contains(names, testservices.ProbeTool) || len(names) != len(base.tools)+1 {
 		t.Fatalf("after adding: %v", names)
 	}
 	// The end of a reload: the replaced config stops, nothing changes.
 	e.Release("v1")
 	wait(false, "the replaced config stopping")
-	e.Swap("v3", toolset(t, registryWithPin(t)), nil)
+	e.Swap("v3", toolset(t, registryWithProbe(t)), nil)
 	wait(false, "the same tools again")
 	e.Swap("v4", base, nil)
 	wait(true, "removing a service")
-	if names := mcptest.ToolNames(t, cs); slices.Contains(names, "pin_net_pin_info") {
+	if names := mcptest.ToolNames(t, cs); slices.Contains(names, testservices.ProbeTool) {
 		t.Fatalf("after removing: %v", names)
 	}
 	// A reload whose start failed: the new config stops while the one it
 	// replaced still runs, whose tools come back.
 	e.Release("v4")
 	wait(true, "a failed reload")
-	if names := mcptest.ToolNames(t, cs); !slices.Contains(names, "pin_net_pin_info") {
+	if names := mcptest.ToolNames(t, cs); !slices.Contains(names, testservices.ProbeTool) {
 		t.Fatalf("after a failed reload: %v", names)
 	}
 	// The last config stopping (the server exits) changes nothing.
@@ -147,36 +129,36 @@ func TestLeadingID(t *testing.T) {
 // after a Swap; a replace for a config that is not serving changes what
 // it would bring back, not what is served.
 func TestReplaceNotifies(t *testing.T) {
-	base, withPin := toolset(t, servicesRegistry(t)), toolset(t, registryWithPin(t))
+	base, withProbe := toolset(t, servicesRegistry(t)), toolset(t, registryWithProbe(t))
 	e := NewEndpoint("test", nil)
 	t.Cleanup(func() { _ = e.Close() })
 	e.Swap("v1", base, nil)
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 	cs, wait := connectWatching(t, srv.URL)
-	hasPin := func() bool { return slices.Contains(mcptest.ToolNames(t, cs), "pin_net_pin_info") }
+	hasProbe := func() bool { return slices.Contains(mcptest.ToolNames(t, cs), testservices.ProbeTool) }
 
-	e.Replace("v1", withPin, nil)
+	e.Replace("v1", withProbe, nil)
 	wait(true, "a swap adding a service")
-	if !hasPin() {
+	if !hasProbe() {
 		t.Fatal("the added tool is not listed")
 	}
-	e.Replace("v1", withPin, nil)
+	e.Replace("v1", withProbe, nil)
 	wait(false, "a swap changing nothing")
 	e.Replace("v0", base, nil) // a config long gone
 	wait(false, "a swap of a config not serving")
-	if !hasPin() {
+	if !hasProbe() {
 		t.Fatal("a stale config's swap changed the tools")
 	}
 	// A reload to v2 whose start fails brings back v1 as last swapped
 	// (with pin), even though v1 swapped while v2 was starting.
 	e.Swap("v2", base, nil)
 	wait(true, "a reload removing the service")
-	e.Replace("v1", toolset(t, registryWithPin(t)), nil)
+	e.Replace("v1", toolset(t, registryWithProbe(t)), nil)
 	wait(false, "a swap of the replaced config")
 	e.Release("v2")
 	wait(true, "a failed reload")
-	if !hasPin() {
+	if !hasProbe() {
 		t.Fatal("the failed reload did not bring back v1's swapped tools")
 	}
 }

@@ -85,7 +85,8 @@ func (p *Program) Run(ctx context.Context, v any, input, now string) ([]any, err
 
 // NormalizeItem runs a normalize program over one raw upstream item and
 // returns the record as JSON, or ok=false when the program drops the item
-// (it yields nothing, or null). Top-level null fields are removed: a field is
+// (it yields nothing, or null) or the item is an error row (IsErrorItem),
+// which is never a record. Top-level null fields are removed: a field is
 // present only when the platform exposes it.
 //
 // The compiled plan runs the item when the program has one; an item the
@@ -105,6 +106,11 @@ func (p *Program) NormalizeCheckedItem(ctx context.Context, item []byte, input, 
 }
 
 func (p *Program) normalizeItem(ctx context.Context, item []byte, input, now string, checked bool) (rec []byte, ok bool, err error) {
+	// Every caller (the router, sdr check and try) comes through here, so
+	// an error row is dropped whatever the offer's program makes of it.
+	if IsErrorItem(item) {
+		return nil, false, nil
+	}
 	if p.plan != nil && ctx.Err() == nil {
 		if rec, ok, err := p.plan.normalize(item, input, now, checked); err == nil {
 			return rec, ok, nil

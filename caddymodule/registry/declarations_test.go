@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"socialrouter/caddymodule/credits"
-	"socialrouter/services"
 )
 
 // The declarations under services/ are the product: these tests hold them
@@ -25,9 +24,9 @@ var (
 // declared loads services/ once for every test of the package.
 func declared(t *testing.T) *Registry {
 	t.Helper()
-	declOnce.Do(func() { declReg, declErr = LoadFS(services.FS) })
+	declOnce.Do(func() { declReg, declErr = LoadFS(svcFS) })
 	if declErr != nil {
-		t.Fatalf("loading services.FS: %v", declErr)
+		t.Fatalf("loading svcFS: %v", declErr)
 	}
 	return declReg
 }

@@ -15,8 +15,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"socialrouter/services"
 )
 
 // The fixtures are the services' examples, real (or documented) upstream
@@ -30,7 +28,7 @@ import (
 
 // fixturesFS is services/examples as embedded in package services; file
 // names are <source>/<platform>__<service>.json.
-var fixturesFS = mustSub(services.FS, "examples")
+var fixturesFS = mustSub(svcFS, "examples")
 
 func mustSub(fsys fs.FS, dir string) fs.FS {
 	sub, err := fs.Sub(fsys, dir)

@@ -119,6 +119,9 @@ func LoadFiles(files map[string][]byte) (*Registry, error) {
 			return nil, cueError(err, cue.Value{})
 		}
 	}
+	if dups := duplicateServices(inst); len(dups) > 0 {
+		return nil, &Error{Problems: dups}
+	}
 	v := cuecontext.New().BuildInstance(inst)
 	if err := v.Err(); err != nil {
 		return nil, cueError(err, v)
@@ -139,26 +142,30 @@ func LoadFiles(files map[string][]byte) (*Registry, error) {
 // the field.
 func cueError(err error, v cue.Value) error {
 	var problems []string
+	// A value outside a disjunction (a platform typo) comes as one
+	// "empty disjunction" error and one conflict per alternative: they
+	// become one line listing the alternatives.
+	disj := map[string]*disjunction{}
 	for _, e := range cueerrors.Errors(err) {
 		format, args := e.Msg()
-		msg := fmt.Sprintf(format, args...)
 		path := e.Path()
-		if len(path) > 0 {
-			msg = "field " + strings.Join(path, ".") + ": " + msg
+		key := strings.Join(path, ".")
+		if strings.Contains(format, "empty disjunction") {
+			disj[key] = &disjunction{slot: len(problems)}
+			problems = append(problems, "")
+			continue
 		}
-		var lead string
-		var schemaAt []string
-		for _, p := range cueerrors.Positions(e) {
-			at := fmt.Sprintf("%s:%d:%d", p.Filename(), p.Line(), p.Column())
-			switch {
-			case strings.HasPrefix(p.Filename(), "schemas/"):
-				schemaAt = append(schemaAt, at)
-			case lead == "":
-				lead = at
+		lead, schemaAt := errorPositions(e, v, path)
+		if d := disj[key]; d != nil && format == "conflicting values %s and %s" && len(args) == 2 {
+			d.alts = append(d.alts, fmt.Sprint(args[0]))
+			if d.lead == "" {
+				d.got, d.lead = fmt.Sprint(args[1]), lead
 			}
+			continue
 		}
-		if lead == "" {
-			lead = operatorPos(v, path)
+		msg := fmt.Sprintf(format, args...)
+		if len(path) > 0 {
+			msg = "field " + key + ": " + msg
 		}
 		if lead != "" {
 			msg = lead + ": " + msg
@@ -168,10 +175,75 @@ func cueError(err error, v cue.Value) error {
 		}
 		problems = append(problems, msg)
 	}
-	if len(problems) == 0 {
-		problems = []string{err.Error()}
+	for key, d := range disj {
+		problems[d.slot] = d.message(key, v)
 	}
-	return &Error{Problems: problems}
+	out := problems[:0]
+	for _, p := range problems {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		out = []string{err.Error()}
+	}
+	return &Error{Problems: out}
+}
+
+// disjunction gathers the conflicts of one value with each alternative.
+type disjunction struct {
+	slot      int
+	alts      []string
+	got, lead string
+}
+
+func (d *disjunction) message(key string, v cue.Value) string {
+	if len(d.alts) == 0 {
+		return ""
+	}
+	alts := d.alts
+	what := "an allowed value"
+	if strings.HasSuffix(key, ".platform") {
+		var platforms []string
+		if v.LookupPath(cue.ParsePath("platforms")).Decode(&platforms) == nil && len(platforms) > 0 {
+			alts = platforms // in the schema's order
+		}
+		what = "a platform"
+	}
+	msg := fmt.Sprintf("field %s: %s is not %s: want one of %s", key, d.got, what, strings.Join(unquote(alts), ", "))
+	if d.lead != "" {
+		msg = d.lead + ": " + msg
+	}
+	return msg
+}
+
+func unquote(list []string) []string {
+	out := make([]string, len(list))
+	for i, s := range list {
+		if u, err := strconv.Unquote(s); err == nil {
+			s = u
+		}
+		out[i] = s
+	}
+	return out
+}
+
+// errorPositions is the position an error leads with (the first in an
+// operator's file, else the value's) and the schema's positions.
+func errorPositions(e cueerrors.Error, v cue.Value, path []string) (lead string, schemaAt []string) {
+	for _, p := range cueerrors.Positions(e) {
+		at := fmt.Sprintf("%s:%d:%d", p.Filename(), p.Line(), p.Column())
+		switch {
+		case strings.HasPrefix(p.Filename(), "schemas/"):
+			schemaAt = append(schemaAt, at)
+		case lead == "":
+			lead = at
+		}
+	}
+	if lead == "" {
+		lead = operatorPos(v, path)
+	}
+	return lead, schemaAt
 }
 
 // operatorPos is the position, in an operator's file, of the value at path
@@ -440,6 +512,7 @@ func (c *compiler) offer(r *Registry, s *Service, d offerDecl, v cue.Value, seen
 		ID: d.Offer, Source: src, Name: name, Price: price, MaxInputs: d.MaxInputs,
 		Target: d.Target, Params: d.Params, Status: d.Status, Service: s,
 		Implements: map[string]bool{},
+		loc:        c.locator(v, d.Normalize, s.Record),
 	}
 	for i, opt := range d.Implements {
 		if _, ok := s.optionsByName[opt]; !ok {

@@ -4,54 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"regexp"
-	"slices"
 	"sort"
 	"strings"
 	"testing"
+
+	"socialrouter/internal/jsonmutate"
 )
-
-// mutatePaths calls f with a copy of v in which the value at one nested
-// path (objects and the first two elements of arrays, any depth) is
-// replaced by repl, for every such path.
-func mutatePaths(v any, repl any, f func(path string, mutated any)) {
-	var walk func(cur any, path string, set func(any) any)
-	walk = func(cur any, path string, set func(any) any) {
-		switch x := cur.(type) {
-		case map[string]any:
-			for _, k := range slices.Sorted(maps.Keys(x)) {
-				k := k
-				child := x[k]
-				rebuild := func(nv any) any {
-					m := make(map[string]any, len(x))
-					for kk, vv := range x {
-						m[kk] = vv
-					}
-					m[k] = nv
-					return set(m)
-				}
-				f(path+"."+k, rebuild(repl))
-				walk(child, path+"."+k, rebuild)
-			}
-		case []any:
-			for i := 0; i < len(x) && i < 2; i++ {
-				i := i
-				rebuild := func(nv any) any {
-					a := append([]any(nil), x...)
-					a[i] = nv
-					return set(a)
-				}
-				f(fmt.Sprintf("%s[%d]", path, i), rebuild(repl))
-				walk(x[i], fmt.Sprintf("%s[%d]", path, i), rebuild)
-			}
-		}
-	}
-	walk(v, "", func(nv any) any { return nv })
-}
-
-// oddValues are the replacements the mutation tests try: one of each JSON type.
-var oddValues = []any{nil, "x", 7.5, map[string]any{"x": 1}, []any{"a", nil}, true}
 
 // mutationCheck runs mutated items through an offer's normalizer and
 // collects, once per offer and failing schema field, an example of what
@@ -118,8 +77,8 @@ func TestNormalizersSurviveNestedMutations(t *testing.T) {
 			if json.Unmarshal(item, &v) != nil {
 				continue
 			}
-			for _, repl := range oddValues {
-				mutatePaths(v, repl, func(path string, m any) {
+			for _, repl := range jsonmutate.OddValues {
+				jsonmutate.Paths(v, repl, func(path string, m any) {
 					c.check(r, m, fmt.Sprintf("%s = %v", path, repl))
 				})
 			}
@@ -183,7 +142,7 @@ func TestNormalizersSurviveAddedFields(t *testing.T) {
 			}
 			collect(v, func(nv any) any { return nv })
 			for name := range names {
-				for _, repl := range oddValues {
+				for _, repl := range jsonmutate.OddValues {
 					for _, obj := range objects {
 						c.check(r, obj(func(o map[string]any) { o[name] = repl }), fmt.Sprintf("%s = %v", name, repl))
 					}

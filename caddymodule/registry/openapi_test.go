@@ -20,6 +20,7 @@ import (
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/registry/openapitest"
 	"socialrouter/caddymodule/runs"
+	"socialrouter/internal/testservices"
 	"socialrouter/services"
 )
 
@@ -236,9 +237,9 @@ func inlineRegistry(t testing.TB) *registry.Registry {
 func registries(t *testing.T) map[string]*registry.Registry {
 	t.Helper()
 	out := map[string]*registry.Registry{"inline": inlineRegistry(t)}
-	r, err := registry.LoadFS(services.FS)
+	r, err := registry.LoadFS(testservices.ServicesFS(services.FS))
 	if err != nil {
-		t.Logf("services.FS does not load (%v): testing the inline declarations only", err)
+		t.Logf("testservices.ServicesFS(services.FS) does not load (%v): testing the inline declarations only", err)
 		return out
 	}
 	out["services"] = r

@@ -3,6 +3,7 @@ package registry
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -56,8 +57,22 @@ func (c *compiler) programErrf(v cue.Value, src string, err error, format string
 			return
 		}
 	}
+	// An unknown function or variable is found at compile time, with no
+	// offset: point at the word itself.
+	if m := undefinedRE.FindStringSubmatch(err.Error()); m != nil {
+		if off := wordOffset(src, m[1]); off >= 0 {
+			if at, found := c.tokenPos(v, src, off); found {
+				c.problems = append(c.problems, at.String()+": "+msg)
+				return
+			}
+		}
+	}
 	c.errf(v, "%s", msg)
 }
+
+// undefinedRE reads the word out of gojq's "function not defined: f/1" and
+// "variable not defined: $x".
+var undefinedRE = regexp.MustCompile(`(?:function|variable) not defined: (\$?[A-Za-z_][A-Za-z0-9_]*)`)
 
 // tokenPos finds byte off of the program src in the string literals of
 // v's declarations in the operator's files.

@@ -34,6 +34,14 @@ func TestLoadErrorPositions(t *testing.T) {
 			"services/x.cue:4:15: ", `must be keyed "photo_net/company.info"`},
 		{"field of the wrong type", `max_inputs:       1000`, `		max_inputs:       "x"`,
 			"services/x.cue:23:21: ", `field services."pro_net/company.info".offers.0.max_inputs: conflicting values "x" and int`},
+		{"unknown jq function", `normalize:        "{source: \"pro_net\", name: .fullName}"`,
+			`		normalize:        "{source: \"pro_net\", name: .fullName | titlecase}"`,
+			"services/x.cue:33:62: ", "function not defined: titlecase/0"},
+		{"unknown jq variable", `normalize:        "{source: \"pro_net\", name: .fullName}"`,
+			`		normalize:        "{source: \"pro_net\", name: .fullName, at: $nowish}"`,
+			"services/x.cue:33:65: ", "variable not defined: $nowish"},
+		{"platform typo", `platform:    "pro_net"`, `	platform:    "pronet"`,
+			"services/x.cue:4:15: ", `"pronet" is not a platform: want one of pro_net, photo_net, micro_net, forum_net, social_net, shortvideo_net, video_net, pin_net, open_net, ephemeral_net, maps`},
 		{"empty normalize", `normalize:        "{source: \"pro_net\", name: .fullName}"`, `		normalize:        ""`,
 			"services/x.cue:33:21: ", "offer source_a/actor_1: normalize is empty"},
 	}
@@ -50,7 +58,29 @@ func TestLoadErrorPositions(t *testing.T) {
 			if !strings.Contains(msg, tc.says) {
 				t.Errorf("error does not say %q:\n%s", tc.says, msg)
 			}
+			if n := len(err.(*Error).Problems); n != 1 {
+				t.Errorf("%d problems, want 1:\n%s", n, msg)
+			}
 		})
+	}
+}
+
+// TestDuplicateDeclarationNamesBothFiles: a service declared in two files
+// is refused even when both declarations are identical (CUE would merge
+// them silently), naming both files.
+func TestDuplicateDeclarationNamesBothFiles(t *testing.T) {
+	_, err := LoadFiles(map[string][]byte{
+		loadBaseFile:     []byte(loadBase),
+		loadServiceFile:  []byte(loadService),
+		"services/y.cue": []byte(loadService),
+	})
+	if err == nil {
+		t.Fatal("a service declared twice compiled")
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "services/y.cue:3:11: ") || !strings.Contains(msg, "services/x.cue:3:11") ||
+		!strings.Contains(msg, `service pro_net/company.info is declared in two files`) {
+		t.Errorf("duplicate declaration: %s", msg)
 	}
 }
 

@@ -6,8 +6,6 @@ import (
 	"io/fs"
 	"strings"
 	"testing"
-
-	"socialrouter/services"
 )
 
 // TestCheckRecord holds records to pro_net/company.info's declared shape,
@@ -81,7 +79,7 @@ func TestEveryServiceHasACheck(t *testing.T) {
 }
 
 func BenchmarkCheckRecord(b *testing.B) {
-	reg, err := LoadFS(services.FS)
+	reg, err := LoadFS(svcFS)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -103,7 +101,7 @@ func BenchmarkCheckRecord(b *testing.B) {
 func benchCheckFixture(b *testing.B, reg *Registry, platform, service string) {
 	s, _ := reg.Service(platform, service)
 	o := s.Offers[0]
-	body, err := fs.ReadFile(services.FS, "examples/"+o.Source.ID+"/"+platform+"__"+service+".json")
+	body, err := fs.ReadFile(svcFS, "examples/"+o.Source.ID+"/"+platform+"__"+service+".json")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -150,6 +150,8 @@ type Offer struct {
 	Implements map[string]bool
 	Status     string
 	Service    *Service
+
+	loc *locator // where its parts are declared (locate.go)
 }
 
 // Live reports whether the offer takes part in routing.

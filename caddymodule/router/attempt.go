@@ -72,6 +72,9 @@ type batchOut struct {
 	// invalidMsg describes the first.
 	invalid    int
 	invalidMsg string
+	// dropped counts data items (not error rows) the normalize program
+	// made no record of.
+	dropped int
 }
 
 // run is the shared state of one attempt's batches.
@@ -353,7 +356,7 @@ func offerOptions(o *registry.Offer, options map[string]any) map[string]any {
 // assemble turns the batches' outputs into the attempt's records, or an
 // error_records failure when every item was an error record.
 func (r *Router) assemble(a *attempt, outs []batchOut, req Request) {
-	var items, errItems, dead, skipped, invalid, records int
+	var items, errItems, dead, skipped, invalid, dropped, records int
 	var skipErr error
 	var invalidMsg string
 	var perInput [][]json.RawMessage
@@ -366,6 +369,7 @@ func (r *Router) assemble(a *attempt, outs []batchOut, req Request) {
 			skipErr = out.skipErr
 		}
 		invalid += out.invalid
+		dropped += out.dropped
 		if invalidMsg == "" {
 			invalidMsg = out.invalidMsg
 		}
@@ -382,9 +386,11 @@ func (r *Router) assemble(a *attempt, outs []batchOut, req Request) {
 		a.rec.Message = fmt.Sprintf("all %d items were error records", items)
 		return
 	}
-	if records == 0 && skipped+invalid > 0 {
+	// Items came back but none is a record: not an empty answer to serve
+	// (and settle) as a success, but a failure the next offer may cure.
+	if records == 0 && skipped+invalid+dropped > 0 {
 		a.rec.Outcome, a.retryable, a.verdict = OutcomeNoValidRecords, true, failure
-		a.rec.Message = noneSurvived(items, errItems, skipped, invalid, skipErr, invalidMsg)
+		a.rec.Message = noneSurvived(items, errItems, skipped, invalid, dropped, skipErr, invalidMsg)
 		return
 	}
 	a.ok, a.verdict = true, success

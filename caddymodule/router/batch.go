@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"socialrouter/caddymodule/normalize"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/sources"
 )
@@ -107,7 +108,12 @@ func (r *Router) collect(rn *run, o *registry.Offer, inputs []string, nowISO str
 			}
 			continue
 		}
-		if ok && r.keepRecord(o, rec, &out) {
+		switch {
+		case !ok:
+			if !normalize.IsErrorItem(item) { // error rows are counted by the source
+				out.dropped++
+			}
+		case r.keepRecord(o, rec, &out):
 			out.perInput[k] = append(out.perInput[k], rec)
 		}
 	}

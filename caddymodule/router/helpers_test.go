@@ -38,6 +38,7 @@ _accepts: [{
 
 _norm: """
 	if .error then empty
+	elif .skip then empty
 	elif .bad then error("bad item")
 	else {name: .name, source: $src, extracted_at: $now, input: $input}
 	end

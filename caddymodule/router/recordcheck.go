@@ -10,7 +10,7 @@ import (
 
 // OutcomeNoValidRecords is an attempt whose items gave no record on the
 // service's declared shape: every item failed its normalizer, or produced a
-// record off the record schema, or was an error record. It is retryable:
+// record off the record schema, or was dropped by it, or was an error record. It is retryable:
 // the walk moves on to the next offer.
 const OutcomeNoValidRecords = "no_valid_records"
 
@@ -37,7 +37,7 @@ func (r *Router) keepRecord(o *registry.Offer, rec []byte, out *batchOut) bool {
 }
 
 // noneSurvived is the message of an attempt none of whose items survived.
-func noneSurvived(items, errItems, skipped, invalid int, skipErr error, invalidMsg string) string {
+func noneSurvived(items, errItems, skipped, invalid, dropped int, skipErr error, invalidMsg string) string {
 	msg := fmt.Sprintf("no record survived of %d items", items)
 	if errItems > 0 {
 		msg += fmt.Sprintf("; %d error records", errItems)
@@ -47,6 +47,9 @@ func noneSurvived(items, errItems, skipped, invalid int, skipErr error, invalidM
 	}
 	if invalid > 0 {
 		msg += fmt.Sprintf("; %d off the record schema: %s", invalid, invalidMsg)
+	}
+	if dropped > 0 {
+		msg += fmt.Sprintf("; %d dropped by the normalizer", dropped)
 	}
 	return msg
 }

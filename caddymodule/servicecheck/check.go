@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io/fs"
 	"reflect"
+	"runtime"
+	"strings"
+	"sync"
 
 	"socialrouter/caddymodule/normalize"
 	"socialrouter/caddymodule/registry"
@@ -53,6 +56,9 @@ func Run(ctx context.Context, o *registry.Offer, items []json.RawMessage, input,
 // through the program's jq entry point: the first output (nil when there
 // is none) as plain JSON values, or the program's error.
 func reference(ctx context.Context, p *normalize.Program, item []byte, input, now string) (any, error) {
+	if normalize.IsErrorItem(item) { // the pipeline's guard, before any engine
+		return nil, nil
+	}
 	var v any
 	if err := json.Unmarshal(item, &v); err != nil {
 		return nil, fmt.Errorf("decoding upstream item: %v", err)
@@ -106,57 +112,128 @@ func disagreement(rec []byte, ok bool, err error, ref any, refErr error) string 
 
 // Problem is one reason an offer's example fails the check.
 type Problem struct {
+	// At is the file:line:column, in the operator's CUE file, of what to
+	// fix: the word of the normalize program at fault, else the program,
+	// else the offer.
+	At string
 	// File is the example's path inside the services directory.
 	File  string
 	Offer string
 	Msg   string
 }
 
-func (p Problem) String() string { return fmt.Sprintf("%s: offer %s: %s", p.File, p.Offer, p.Msg) }
+func (p Problem) String() string {
+	s := fmt.Sprintf("%s: offer %s: %s", p.File, p.Offer, p.Msg)
+	if p.At != "" {
+		s = p.At + ": " + s
+	}
+	return s
+}
 
 // exampleNow is the $now of example runs, fixed so runs compare.
 const exampleNow = "2026-01-02T03:04:05.000Z"
 
 // CheckExamples runs every live offer's normalizer over its example
 // payload. It reports an offer with no example, no normalizer or no record
-// from its example, a record off the schema, a normalizer error and any
-// item the two engines disagree on.
+// from its example, a data item that gives no record, an error row that
+// gives one, a record off the schema, a normalizer error and any item the
+// two engines disagree on.
 func CheckExamples(ctx context.Context, reg *registry.Registry, fsys fs.FS) []Problem {
-	var probs []Problem
+	return check(ctx, reg, fsys, false)
+}
+
+// Check is CheckExamples plus the robustness check (robustness) of every
+// live offer over its example: what `sdr check` runs and what a reload
+// refuses a registry for.
+func Check(ctx context.Context, reg *registry.Registry, fsys fs.FS) []Problem {
+	return check(ctx, reg, fsys, true)
+}
+
+func check(ctx context.Context, reg *registry.Registry, fsys fs.FS, robust bool) []Problem {
+	var offers []*registry.Offer
 	for _, s := range reg.Services {
-		for _, o := range s.LiveOffers() {
-			file, items, err := FindExample(fsys, o)
-			bad := func(format string, args ...any) {
-				probs = append(probs, Problem{File: file, Offer: s.Key + " " + o.ID, Msg: fmt.Sprintf(format, args...)})
-			}
-			if err != nil {
-				bad("%v", err)
-				continue
-			}
-			if o.Normalize == nil {
-				bad("the offer declares no normalize program")
-				continue
-			}
-			records := 0
-			for _, r := range Run(ctx, o, items, Input(s), exampleNow) {
-				switch {
-				case r.Err != nil:
-					bad("item %d: normalize: %v", r.Index, r.Err)
-				case r.Violation != nil:
-					bad("item %d: record off %s: %v", r.Index, s.Record, r.Violation)
-				case r.Record != nil:
-					records++
-				}
-				if r.Disagree != "" {
-					bad("item %d: the engines disagree: %s", r.Index, r.Disagree)
-				}
-			}
-			if records == 0 {
-				bad("no record from %d items", len(items))
-			}
+		offers = append(offers, s.LiveOffers()...)
+	}
+	// Offers are checked in parallel (the robustness mutations are most of
+	// a cold reload's work); problems keep the declarations' order.
+	per := make([][]Problem, len(offers))
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i, o := range offers {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			per[i] = checkOffer(ctx, reg, fsys, o, robust)
+		}()
+	}
+	wg.Wait()
+	var probs []Problem
+	for _, p := range per {
+		probs = append(probs, p...)
+	}
+	return probs
+}
+
+// checkOffer is check for one live offer.
+func checkOffer(ctx context.Context, reg *registry.Registry, fsys fs.FS, o *registry.Offer, robust bool) []Problem {
+	var probs []Problem
+	s := o.Service
+	file, items, err := FindExample(fsys, o)
+	bad := func(at string, format string, args ...any) {
+		probs = append(probs, Problem{At: at, File: file, Offer: s.Key + " " + o.ID, Msg: fmt.Sprintf(format, args...)})
+	}
+	if err != nil {
+		bad(o.NormalizeAt(), "%v", err)
+		return probs
+	}
+	if o.Normalize == nil {
+		bad(o.At(), "the offer declares no normalize program")
+		return probs
+	}
+	for _, p := range itemProblems(ctx, o, items, Input(s), exampleNow) {
+		bad(p.at, "%s", p.msg)
+	}
+	if robust {
+		for _, p := range robustness(ctx, reg, o, items, Input(s)) {
+			bad(p.at, "%s", p.msg)
 		}
 	}
 	return probs
+}
+
+// itemProblem is one problem of one item, with its CUE position.
+type itemProblem struct{ at, msg string }
+
+// itemProblems runs o over items and lists what is wrong: an item that
+// fails, a record off the schema, an error row that gives a record, a data
+// item that gives none, a disagreement of the engines, no record at all.
+func itemProblems(ctx context.Context, o *registry.Offer, items []json.RawMessage, input, now string) []itemProblem {
+	var out []itemProblem
+	records := 0
+	for _, r := range Run(ctx, o, items, input, now) {
+		errRow := normalize.IsErrorItem(items[r.Index])
+		switch {
+		case r.Err != nil:
+			out = append(out, itemProblem{o.NormalizeAt(), fmt.Sprintf("item %d: normalize: %v", r.Index, r.Err)})
+		case r.Record != nil && errRow:
+			out = append(out, itemProblem{o.NormalizeAt(), fmt.Sprintf("item %d: an error row (it carries %s) gave a record", r.Index, strings.Join(normalize.ErrorMarkers, ", "))})
+		case r.Violation != nil:
+			out = append(out, itemProblem{o.FieldAt(r.Violation.Field), fmt.Sprintf("item %d: record off %s: %v", r.Index, o.Service.Record, r.Violation)})
+		case r.Record != nil:
+			records++
+		case !errRow:
+			at, why := DropReason(o)
+			out = append(out, itemProblem{at, fmt.Sprintf("item %d: a data item gave no record: %s", r.Index, why)})
+		}
+		if r.Disagree != "" {
+			out = append(out, itemProblem{o.NormalizeAt(), fmt.Sprintf("item %d: the engines disagree: %s", r.Index, r.Disagree)})
+		}
+	}
+	if records == 0 {
+		out = append(out, itemProblem{o.NormalizeAt(), fmt.Sprintf("no record from %d items", len(items))})
+	}
+	return out
 }
 
 // SlowOffers names the offers whose normalizer the compiled plan cannot run,

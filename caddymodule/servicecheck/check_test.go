@@ -3,6 +3,7 @@ package servicecheck
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +11,6 @@ import (
 	"testing/fstest"
 
 	"socialrouter/caddymodule/registry"
-	"socialrouter/services"
 )
 
 const checkBase = `package sdr
@@ -43,13 +43,14 @@ services: "pro_net/profile.info": {
 const goodItems = `[{"n": "Ann", "f": 12, "d": "2020-01-02T00:00:00Z"}, {"error": "gone"}]`
 
 // TestDeclaredExamplesPass: every live offer of services/ has an example
-// that normalizes to records on its schema, with both engines agreeing.
+// that normalizes to records on its schema, with both engines agreeing,
+// and survives the robustness mutations.
 func TestDeclaredExamplesPass(t *testing.T) {
-	reg, err := registry.LoadFS(services.FS)
+	reg, err := registry.LoadFS(svcFS)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if probs := CheckExamples(context.Background(), reg, services.FS); len(probs) != 0 {
+	if probs := Check(context.Background(), reg, svcFS); len(probs) != 0 {
 		t.Fatalf("%d problems: %v", len(probs), probs)
 	}
 }
@@ -57,7 +58,7 @@ func TestDeclaredExamplesPass(t *testing.T) {
 // TestSlowOffers: check notes an offer the compiled plan cannot run, and
 // none of the declared ones.
 func TestSlowOffers(t *testing.T) {
-	reg, err := registry.LoadFS(services.FS)
+	reg, err := registry.LoadFS(svcFS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestSlowOffers(t *testing.T) {
 
 func TestCheckExamplesRefuses(t *testing.T) {
 	const example = "examples/source_a/pro_net__profile.info.json"
-	good := `"if .error then empty else {name: .n, follower_count: (.f | toint), joined_at: .d} end"`
+	good := `"if type != \"object\" or .n == null then empty else {name: (.n | if type == \"string\" then . else null end), follower_count: (.f | toint), joined_at: (.d | iso8601)} end"`
 	cases := []struct {
 		name, normalize, file, items string
 		want                         string // "" means no problem
@@ -86,11 +87,19 @@ func TestCheckExamplesRefuses(t *testing.T) {
 		{"the offer's own example wins", good, "examples/source_a/pro_net__profile.info__actor_1.json", goodItems, ""},
 		{"no example", good, "examples/source_b/pro_net__profile.info.json", goodItems, "no example payload (add examples/source_a/pro_net__profile.info.json)"},
 		{"no record", `"empty"`, example, goodItems, "no record from 2 items"},
-		{"undeclared field", `"{name: .n, followers: .f}"`, example, goodItems, "record off #Prof: followers: undeclared field"},
+		{"undeclared field", `"{name: .n, followers: .f}"`, example, goodItems, "services/x.cue:23:26: examples/source_a/pro_net__profile.info.json: offer pro_net/profile.info source_a/actor_1: item 0: record off #Prof: followers: undeclared field"},
 		{"count as a string", `"{name: .n, follower_count: (.f | tostring)}"`, example, goodItems, `follower_count: want integer, got a string`},
 		{"date not ISO 8601", `"{name: .n, joined_at: \"02/01/2020\"}"`, example, goodItems, "joined_at: \"02/01/2020\" does not match"},
 		{"normalize error", `"{name: (.n | error)}"`, example, goodItems, "item 0: normalize: "},
 		{"not an array", good, example, `"text"`, "neither a JSON array"},
+		{"a data item dropped", `"if .n == \"Ann\" then empty else {name: .n} end"`, example, `[{"n": "Ann"}, {"n": "Bob"}]`,
+			`item 0: a data item gave no record: dropped by if .n == "Ann" then empty`},
+		{"a type mutation breaks the schema", `"{name: .n, follower_count: .f}"`, example, `[{"n": "Ann", "f": 12}]`,
+			`robustness: item 0 with .f = "x": record off #Prof: follower_count: want integer, got a string`},
+		{"an item with no data gives a record", `"{name: .n?}"`, example, `[{"n": "Ann"}]`,
+			`robustness: the item {} (no data) gave the record {}`},
+		{"a type mutation fails the normalizer", `"{name: (.n | ascii_downcase)}"`, example, `[{"n": "Ann"}]`,
+			`robustness: item 0 with .n = null: normalize: ascii_downcase cannot be applied`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,7 +108,7 @@ func TestCheckExamplesRefuses(t *testing.T) {
 				t.Fatal(err)
 			}
 			fsys := fstest.MapFS{tc.file: {Data: []byte(tc.items)}}
-			probs := CheckExamples(context.Background(), reg, fsys)
+			probs := Check(context.Background(), reg, fsys)
 			if tc.want == "" {
 				if len(probs) != 0 {
 					t.Fatalf("problems %v", probs)
@@ -115,6 +124,14 @@ func TestCheckExamplesRefuses(t *testing.T) {
 			}
 			if probs[0].Offer != "pro_net/profile.info source_a/actor_1" {
 				t.Errorf("problem names offer %q", probs[0].Offer)
+			}
+			// Each problem leads with the CUE position of the offer's
+			// normalize program, or of the word in it at fault.
+			line := 1 + strings.Count(checkBase[:strings.Index(checkBase, "NORMALIZE")], "\n")
+			for _, p := range all {
+				if !strings.HasPrefix(p, fmt.Sprintf("services/x.cue:%d:", line)) {
+					t.Errorf("problem does not lead with the normalize program's line %d: %s", line, p)
+				}
 			}
 		})
 	}
@@ -166,7 +183,7 @@ func TestTry(t *testing.T) {
 		"item 0: record\n",
 		`"name": "Ann"`,
 		"item 1: VIOLATION follower_count: want integer, got a string (never served nor billed)",
-		"item 2: dropped (no record)",
+		"item 2: error row (never a record)",
 		"1 records, 1 off the schema, 0 failed, 0 disagreements",
 	} {
 		if !strings.Contains(out.String(), want) {
@@ -180,5 +197,82 @@ func TestTry(t *testing.T) {
 		if err := Try(&out, reg, bad.key, bad.offer, payload, ""); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("Try(%s, %s) = %v, want %q", bad.key, bad.offer, err, bad.want)
 		}
+	}
+}
+
+// TestTryEveryItemDropped: a normalizer that keeps nothing of a payload
+// fails try, naming the expression that dropped the items and where it is.
+func TestTryEveryItemDropped(t *testing.T) {
+	reg, err := registry.LoadFiles(map[string][]byte{"services/x.cue": []byte(strings.Replace(checkBase, "NORMALIZE",
+		`"if .name == null then empty else {name: .name} end"`, 1))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := filepath.Join(t.TempDir(), "p.json")
+	if err := os.WriteFile(payload, []byte(`[{"n": "Ann"}, {"n": "Bob"}, {"error": "x"}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err = Try(&out, reg, "pro_net/profile.info", "", payload, "")
+	if err == nil || !strings.Contains(err.Error(), "every item was dropped") || !strings.Contains(err.Error(), "dropped by if .name == null then empty") {
+		t.Errorf("error %v", err)
+	}
+	if want := "services/x.cue:23:37: item 0: dropped (no record): dropped by if .name == null then empty"; !strings.Contains(out.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, out.String())
+	}
+}
+
+// TestLoadRefusesWhatCheckRefuses: the gateway's loader refuses a services
+// directory whose example fails the check (here a type mutation), each
+// problem leading with its CUE position, and loads a good one.
+func TestLoadRefusesWhatCheckRefuses(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("x.cue", strings.Replace(checkBase, "NORMALIZE", `"if type != \"object\" or .n == null then empty else {name: .n, follower_count: .f} end"`, 1))
+	write("examples/source_a/pro_net__profile.info.json", `[{"n": "Ann", "f": 12}]`)
+	_, err := Load(context.Background(), dir)
+	want := filepath.Join(dir, "x.cue") + ":23:78: " + filepath.Join(dir, "examples/source_a/pro_net__profile.info.json") + ": offer pro_net/profile.info source_a/actor_1: robustness: item 0 with .f = \"x\""
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("Load error %v\nwant it to start with %s", err, want)
+	}
+	write("x.cue", strings.Replace(checkBase, "NORMALIZE", `"if type != \"object\" or .n == null then empty else {name: (.n | if type == \"string\" then . else null end), follower_count: (.f | toint)} end"`, 1))
+	if reg, err := Load(context.Background(), dir); err != nil || len(reg.Services) != 1 {
+		t.Fatalf("Load of a good directory: %v", err)
+	}
+}
+
+// TestCheckDirLines: each line sdr check prints leads with the CUE
+// position, then the example's path inside the checked directory.
+func TestCheckDirLines(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "x.cue"), []byte(strings.Replace(checkBase, "NORMALIZE", `"{name: .n, followers: .f}"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "examples", "source_a"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "examples", "source_a", "pro_net__profile.info.json"), []byte(goodItems), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := registry.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := CheckDir(&out, reg, dir); err == nil {
+		t.Fatal("CheckDir passed an undeclared field")
+	}
+	want := filepath.Join(dir, "x.cue") + ":23:26: " + filepath.Join(dir, "examples", "source_a", "pro_net__profile.info.json") + ": offer pro_net/profile.info source_a/actor_1: item 0: record off #Prof: followers: undeclared field\n"
+	if !strings.HasPrefix(out.String(), want) {
+		t.Errorf("CheckDir printed\n%s\nwant it to start with\n%s", out.String(), want)
 	}
 }

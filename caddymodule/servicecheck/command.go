@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"socialrouter/caddymodule/normalize"
 	"socialrouter/caddymodule/registry"
 )
 
@@ -24,9 +26,11 @@ func TryCommand(load func(dir string) (*registry.Registry, error)) *cobra.Comman
 		Long: `Runs the normalize program of one offer of a service (the first live offer
 unless --offer names another) over an upstream payload (a JSON array of
 items, or one item), as the gateway does, and checks every record against
-the service's record schema. No gateway, simulator or key is needed. Exits
-1 when an item fails its normalizer, a record is off the schema, or the
-gateway's engine and gojq disagree.`,
+the service's record schema, then runs the robustness mutations (each
+field of each item replaced by a value of another JSON type). No gateway,
+simulator or key is needed. Exits 1 when an item fails its normalizer, a
+record is off the schema, the gateway's engine and gojq disagree, every
+item is dropped, or a mutation breaks the normalizer or its record.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			dir, _ := c.Flags().GetString("services")
@@ -79,17 +83,21 @@ func Try(w io.Writer, reg *registry.Registry, key, offerID, payloadFile, input s
 	}
 	fmt.Fprintf(w, "%s, offer %s on %s, $input %q, %d items\n", s.Key, o.ID, engine, input, len(items))
 	now := time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
-	var records, off, failed, disagree int
+	var records, off, failed, disagree, dropped int
 	for _, r := range Run(context.Background(), o, items, input, now) {
 		switch {
 		case r.Err != nil:
 			failed++
-			fmt.Fprintf(w, "item %d: normalize error: %v\n", r.Index, r.Err)
+			fmt.Fprintf(w, "%s: item %d: normalize error: %v\n", o.NormalizeAt(), r.Index, r.Err)
+		case r.Record == nil && normalize.IsErrorItem(items[r.Index]):
+			fmt.Fprintf(w, "item %d: error row (never a record)\n", r.Index)
 		case r.Record == nil:
-			fmt.Fprintf(w, "item %d: dropped (no record)\n", r.Index)
+			dropped++
+			at, why := DropReason(o)
+			fmt.Fprintf(w, "%s: item %d: dropped (no record): %s\n", at, r.Index, why)
 		case r.Violation != nil:
 			off++
-			fmt.Fprintf(w, "item %d: VIOLATION %s: %s (never served nor billed)\n%s\n", r.Index, orRecord(r.Violation.Field), r.Violation.Reason, indent(r.Record))
+			fmt.Fprintf(w, "%s: item %d: VIOLATION %s: %s (never served nor billed)\n%s\n", o.FieldAt(r.Violation.Field), r.Index, orRecord(r.Violation.Field), r.Violation.Reason, indent(r.Record))
 		default:
 			records++
 			fmt.Fprintf(w, "item %d: record\n%s\n", r.Index, indent(r.Record))
@@ -99,9 +107,20 @@ func Try(w io.Writer, reg *registry.Registry, key, offerID, payloadFile, input s
 			fmt.Fprintf(w, "item %d: ENGINES DISAGREE: %s\n", r.Index, r.Disagree)
 		}
 	}
-	fmt.Fprintf(w, "%d records, %d off the schema, %d failed, %d disagreements\n", records, off, failed, disagree)
+	robust := robustness(context.Background(), reg, o, items, input)
+	for _, p := range robust {
+		fmt.Fprintf(w, "%s: %s\n", p.at, p.msg)
+	}
+	fmt.Fprintf(w, "%d records, %d off the schema, %d failed, %d disagreements, %d dropped, %d robustness problems\n", records, off, failed, disagree, dropped, len(robust))
 	if off+failed+disagree > 0 {
 		return fmt.Errorf("%d of %d items are not served as records", off+failed+disagree, len(items))
+	}
+	if records == 0 && dropped > 0 {
+		_, why := DropReason(o)
+		return fmt.Errorf("every item was dropped: no record, nothing the gateway would serve (%s)", why)
+	}
+	if len(robust) > 0 {
+		return fmt.Errorf("%d robustness problem(s): a field of another type breaks the normalizer or the record", len(robust))
 	}
 	return nil
 }
@@ -145,9 +164,10 @@ func CheckDir(w io.Writer, reg *registry.Registry, dir string) error {
 	for _, s := range SlowOffers(reg) {
 		fmt.Fprintf(w, "note: %s\n", s)
 	}
-	probs := CheckExamples(context.Background(), reg, os.DirFS(dir))
+	probs := Check(context.Background(), reg, os.DirFS(dir))
 	for _, p := range probs {
-		fmt.Fprintf(w, "%s/%s\n", strings.TrimSuffix(dir, "/"), p)
+		p.File = filepath.Join(dir, p.File)
+		fmt.Fprintln(w, p)
 	}
 	if len(probs) > 0 {
 		return fmt.Errorf("%d problem(s) in the examples of %s", len(probs), dir)

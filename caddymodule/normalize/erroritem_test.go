@@ -1,0 +1,62 @@
+package normalize
+
+import (
+	"context"
+	"testing"
+)
+
+// TestErrorItemsAreNeverRecords: a program that forgets to guard the
+// sources' error rows still makes no record of one, on either engine path
+// (the compiled plan and gojq), while the same program keeps data items.
+func TestErrorItemsAreNeverRecords(t *testing.T) {
+	programs := map[string]string{
+		"plan": `{source: "x", extracted_at: $now, name: .name}`,
+		"gojq": `label $out | reduce . as $i ({source: "x", extracted_at: $now}; .name = $i.name)`,
+	}
+	items := []struct {
+		item   string
+		record bool
+	}{
+		{`{"error": "Event not found", "error_code": "dead_page", "input": {"url": "x"}}`, false},
+		{`{"error_code": "crawl_failed"}`, false},
+		{`{"warning": "page does not exist", "warning_code": "dead_page"}`, false},
+		{`{"name": "Ann", "warning": "partial"}`, false},
+		{`{"name": "Ann", "error": null, "warning_code": null}`, true},
+		{`{"name": "Ann", "details": {"error": "nested, not a marker"}}`, true},
+	}
+	for engine, src := range programs {
+		p, err := CompileNormalizer(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fast, _ := p.FastPath(); fast != (engine == "plan") {
+			t.Fatalf("%s: program on the wrong engine (fast path %v)", engine, fast)
+		}
+		for _, it := range items {
+			for _, checked := range []bool{false, true} {
+				rec, ok, err := p.normalizeItem(context.Background(), []byte(it.item), "", "2026-01-01T00:00:00Z", checked)
+				if err != nil || ok != it.record {
+					t.Errorf("%s: %s: record %v (%s), error %v; want record %v", engine, it.item, ok, rec, err, it.record)
+				}
+			}
+		}
+	}
+}
+
+func TestIsErrorItem(t *testing.T) {
+	for item, want := range map[string]bool{
+		`{"error": "x"}`:                true,
+		`{"error_code": "dead_page"}`:   true,
+		`{"warning_code": "dead_page"}`: true,
+		`{"warning": "partial"}`:        true,
+		`{"error": null}`:               false,
+		`[{"error": "x"}]`:              false,
+		`"error"`:                       false,
+		`{"error": `:                    false,
+		`{}`:                            false,
+	} {
+		if got := IsErrorItem([]byte(item)); got != want {
+			t.Errorf("IsErrorItem(%s) = %v, want %v", item, got, want)
+		}
+	}
+}
