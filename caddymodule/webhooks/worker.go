@@ -1,0 +1,199 @@
+package webhooks
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"socialrouter/caddymodule/store"
+)
+
+// maxResponseRead is how much of a receiver's answer is read (and
+// discarded, so the connection can be reused); the rest is not waited for.
+const maxResponseRead = 64 << 10
+
+// userAgent names the sender to receivers.
+const userAgent = "SocialDataRouter-Webhooks/1"
+
+// Start runs the worker in the background until Stop. Deliveries are
+// claimed through the store, so several workers (config generations
+// overlapping during a reload, or several nodes on PostgreSQL) never make
+// the same attempt.
+func (s *Service) Start() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cancel != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel, s.done = cancel, make(chan struct{})
+	go s.loop(ctx, s.done)
+}
+
+// Stop ends the worker and waits for the attempts in flight; an attempt
+// cut short is not recorded, and its delivery is claimed again when its
+// lease ends.
+func (s *Service) Stop() {
+	s.mu.Lock()
+	cancel, done := s.cancel, s.done
+	s.cancel, s.done = nil, nil
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+// poke wakes the worker for work just queued.
+func (s *Service) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Service) loop(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-s.wake:
+		}
+		n, err := s.RunDue(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.logger.Error("webhook deliveries", zap.Error(err))
+		}
+		wait := s.poll
+		if n == s.workers { // a full batch: there may be more due
+			wait = 0
+		}
+		t.Reset(wait)
+	}
+}
+
+// lease is how long a claimed delivery stays with its worker: well past
+// the longest attempt.
+func (s *Service) lease() time.Duration { return 4*s.timeout + time.Minute }
+
+// RunDue claims the deliveries due now (a batch of Concurrency), attempts
+// them at once and records each outcome; it returns how many it
+// attempted. The worker calls it; tests call it after moving the clock.
+func (s *Service) RunDue(ctx context.Context) (int, error) {
+	ds, err := s.store.ClaimDeliveries(ctx, s.now(), s.lease(), s.workers)
+	if err != nil {
+		return 0, err
+	}
+	var wg sync.WaitGroup
+	for _, d := range ds {
+		wg.Go(func() { s.attempt(ctx, d) })
+	}
+	wg.Wait()
+	return len(ds), nil
+}
+
+// attempt makes one attempt of a claimed delivery and records it.
+func (s *Service) attempt(ctx context.Context, d store.WebhookDelivery) {
+	log := s.logger.With(zap.String("delivery", d.ID), zap.String("endpoint", d.EndpointID), zap.Int("attempt", d.Attempts+1))
+	e, err := s.store.GetWebhook(ctx, d.EndpointID)
+	if errors.Is(err, store.ErrNotFound) {
+		return // deleted meanwhile: its deliveries went with it
+	}
+	if err != nil {
+		log.Error("reading webhook endpoint", zap.Error(err))
+		return // the lease runs out and another claim retries
+	}
+	now := s.now().UTC()
+	o := store.DeliveryOutcome{ID: d.ID, Attempt: d.Attempts + 1, At: now}
+	if e.DisabledAt != nil {
+		o.Status, o.Error = store.DeliveryFailed, "the endpoint is disabled ("+e.DisabledReason+")"
+	} else {
+		o.StatusCode, err = s.send(ctx, e, d, now)
+		if ctx.Err() != nil {
+			return // stopping: not an attempt of the receiver's making
+		}
+		switch {
+		case err == nil && o.StatusCode >= 200 && o.StatusCode < 300:
+			o.Status = store.DeliverySucceeded
+		case o.StatusCode == http.StatusGone:
+			// The receiver asks for no more deliveries (Standard Webhooks).
+			o.Status, o.Error = store.DeliveryFailed, "HTTP 410 Gone: the endpoint is disabled"
+			if err := s.store.DisableWebhook(ctx, e.ID, now, "the receiver answered 410 Gone"); err != nil {
+				log.Error("disabling webhook endpoint", zap.Error(err))
+			}
+		default:
+			if err != nil {
+				o.Error = err.Error()
+			} else {
+				o.Error = "HTTP " + strconv.Itoa(o.StatusCode)
+			}
+			if wait, ok := s.retryAfter(o.Attempt); ok {
+				o.Status, o.NextAt = store.DeliveryPending, now.Add(wait)
+			} else {
+				o.Status = store.DeliveryFailed
+			}
+		}
+	}
+	if err := s.store.FinishDelivery(ctx, o); err != nil {
+		if errors.Is(err, store.ErrStaleClaim) {
+			log.Warn("webhook attempt made after its lease ran out", zap.Error(err))
+			return
+		}
+		log.Error("recording webhook attempt", zap.Error(err))
+		return
+	}
+	log.Debug("webhook attempt", zap.String("status", o.Status), zap.Int("code", o.StatusCode), zap.String("error", o.Error))
+}
+
+// send posts the delivery once and returns the receiver's status code (0
+// with an error when there was no HTTP answer).
+func (s *Service) send(ctx context.Context, e store.WebhookEndpoint, d store.WebhookDelivery, now time.Time) (int, error) {
+	secrets := []string{e.Secret}
+	if e.PreviousSecret != "" && now.Before(e.PreviousUntil) {
+		secrets = append(secrets, e.PreviousSecret)
+	}
+	sig, err := Sign(secrets, d.ID, now, d.Payload)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout+5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.URL, bytes.NewReader(d.Payload))
+	if err != nil {
+		return 0, fmt.Errorf("building request: %v", err)
+	}
+	h := req.Header
+	h.Set("Content-Type", "application/json")
+	h.Set("User-Agent", userAgent)
+	h["webhook-id"] = []string{d.ID}
+	h["webhook-timestamp"] = []string{strconv.FormatInt(now.Unix(), 10)}
+	h["webhook-signature"] = []string{sig}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return 0, unwrapURLError(err)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseRead))
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// unwrapURLError drops the "Post \"url\":" prefix of a client error: the
+// log shows the URL already, and the message is what the customer reads.
+func unwrapURLError(err error) error {
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
