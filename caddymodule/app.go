@@ -23,6 +23,7 @@ import (
 	"socialrouter/caddymodule/sources"
 	"socialrouter/caddymodule/store"
 	"socialrouter/caddymodule/store/backend"
+	"socialrouter/caddymodule/webhooks"
 )
 
 func init() {
@@ -58,6 +59,8 @@ type App struct {
 	// when only the declarations changed. It is informational otherwise.
 	ServicesDigest string `json:"services_digest,omitempty"`
 
+	WebhooksConfig // webhooks_allow_private, webhooks_retry_schedule (webhooks.go)
+
 	reg      *registry.Registry
 	store    store.Store
 	storeKey string
@@ -66,6 +69,8 @@ type App struct {
 	logger   *zap.Logger
 	mcp      *mcp.Endpoint
 	tools    *mcp.Toolset
+
+	webhooks *webhooks.Service
 }
 
 // SourceConfig is where a source lives and how to authenticate to it.
@@ -193,6 +198,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := a.openStore(); err != nil {
 		return err
 	}
+	a.provisionWebhooks()
 	return a.provisionMCP()
 }
 
@@ -236,6 +242,7 @@ func (a *App) Validate() error {
 func (a *App) Start() error {
 	a.startMCP()
 	metrics.PublishStatus(a)
+	a.webhooks.Start()
 	return nil
 }
 
@@ -245,6 +252,7 @@ func (a *App) Start() error {
 func (a *App) Stop() error {
 	a.stopMCP()
 	metrics.WithdrawStatus(a)
+	a.webhooks.Stop()
 	return nil
 }
 
@@ -306,6 +314,7 @@ func (a *App) admin() *admin.Handler {
 		KeyPrefix:         a.KeyPrefix,
 		SetSourceOverride: a.shared.breakers.SetOverride,
 		SourceStatus:      a.sourceStatus,
+		Webhooks:          a.webhooks,
 	})
 }
 

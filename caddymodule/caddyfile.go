@@ -47,6 +47,8 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //		soft_timeout <duration>
 //		poll_interval <duration>
 //		max_concurrent_runs <n>
+//		webhooks_allow_private           # endpoints on private addresses, http allowed
+//		webhooks_retry_schedule <d>...   # waits before each retry (default 5s 5m 30m 2h 5h 10h 10h)
 //	}
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // option name
@@ -136,6 +138,10 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("max_concurrent_runs must be a positive integer, got %q", s)
 			}
 			a.MaxConcurrentRuns = n
+		case "webhooks_allow_private", "webhooks_retry_schedule":
+			if err := a.unmarshalWebhookOption(d); err != nil {
+				return err
+			}
 		default:
 			return d.Errf("unknown social_router option %q", d.Val())
 		}
