@@ -69,6 +69,7 @@ func (d *Dashboard) Provision(ctx caddy.Context) error {
 		KeyPrefix: app.KeyPrefix,
 		Path:      d.Path,
 		Logger:    ctx.Logger(),
+		Webhooks:  app.webhooks,
 	})
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"socialrouter/caddymodule/oauth"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/store"
+	"socialrouter/caddymodule/webhooks"
 )
 
 // Lifetimes of a session: it ends after IdleTimeout without a request, and
@@ -47,6 +48,9 @@ type Config struct {
 	// OAuth is the authorization server whose authorize step (sign-in,
 	// then consent) the dashboard serves; nil: no OAuth sign-in.
 	OAuth *oauth.Server
+	// Webhooks is the account's webhook endpoints and delivery log (the
+	// webhooks page); nil: no webhooks page.
+	Webhooks *webhooks.Service
 }
 
 // Handler serves the dashboard. Build it with New.

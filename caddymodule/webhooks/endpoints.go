@@ -106,6 +106,11 @@ func (s *Service) Deliveries(ctx context.Context, accountID, endpointID string, 
 	return s.store.ListDeliveries(ctx, accountID, endpointID, limit)
 }
 
+// Delivery returns one delivery.
+func (s *Service) Delivery(ctx context.Context, id string) (store.WebhookDelivery, error) {
+	return s.store.GetDelivery(ctx, id)
+}
+
 // payload is the body of a delivery: the Standard Webhooks envelope.
 type payload struct {
 	Type      string          `json:"type"`
