@@ -115,4 +115,8 @@ type Webhooks interface {
 	// ResendDelivery makes a delivery pending and due at now, keeping its
 	// id, payload and attempts (a lease in force still holds).
 	ResendDelivery(ctx context.Context, id string, now time.Time) (WebhookDelivery, error)
+	// PruneDeliveries deletes up to limit finished (succeeded or failed)
+	// deliveries whose last attempt was before before, and returns how
+	// many it deleted: the delivery log is kept for a while, not forever.
+	PruneDeliveries(ctx context.Context, before time.Time, limit int) (int, error)
 }

@@ -491,3 +491,26 @@ func TestWorkerDelivers(t *testing.T) {
 		t.Fatalf("worker delivered %d, want 1", len(rcv.all()))
 	}
 }
+
+// TestPruneKeepsTheLogForARetention: a finished delivery stays in the log
+// for Retention after its last attempt, then Prune deletes it.
+func TestPruneKeepsTheLogForARetention(t *testing.T) {
+	e := newEnv(t, true)
+	rcv := newReceiver(t)
+	ep, _ := e.svc.Create(t.Context(), "acme", rcv.URL, Events)
+	if _, err := e.svc.SendTest(t.Context(), ep.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.svc.RunDue(t.Context())
+	e.clock.add(DefaultRetention - time.Minute)
+	if n, err := e.svc.Prune(t.Context()); n != 0 || err != nil {
+		t.Errorf("Prune before the retention = %d, %v", n, err)
+	}
+	e.clock.add(2 * time.Minute)
+	if n, err := e.svc.Prune(t.Context()); n != 1 || err != nil {
+		t.Errorf("Prune after the retention = %d, %v; want 1", n, err)
+	}
+	if ds, _ := e.svc.Deliveries(t.Context(), "acme", "", 10); len(ds) != 0 {
+		t.Errorf("log after prune: %+v", ds)
+	}
+}

@@ -63,6 +63,11 @@ const (
 	DefaultPollInterval = time.Second
 	// DefaultConcurrency is how many attempts one worker makes at once.
 	DefaultConcurrency = 8
+	// DefaultRetention is how long a finished delivery stays in the log
+	// after its last attempt.
+	DefaultRetention = 30 * 24 * time.Hour
+	// pruneEvery is how often the worker prunes the log.
+	pruneEvery = time.Hour
 )
 
 // DefaultSchedule is the wait before each retry, after the first attempt:
@@ -87,6 +92,8 @@ type Config struct {
 	// PollInterval, Concurrency: see the defaults.
 	PollInterval time.Duration
 	Concurrency  int
+	// Retention: see DefaultRetention.
+	Retention time.Duration
 	// Now is the clock (default time.Now); tests move it instead of
 	// waiting hours.
 	Now func() time.Time
@@ -105,6 +112,7 @@ type Service struct {
 	timeout  time.Duration
 	poll     time.Duration
 	workers  int
+	keep     time.Duration
 	now      func() time.Time
 	jitter   func(time.Duration) time.Duration
 	logger   *zap.Logger
@@ -124,6 +132,7 @@ func New(c Config) *Service {
 		timeout:  c.Timeout,
 		poll:     c.PollInterval,
 		workers:  c.Concurrency,
+		keep:     c.Retention,
 		now:      c.Now,
 		jitter:   c.Jitter,
 		logger:   c.Logger,
@@ -140,6 +149,9 @@ func New(c Config) *Service {
 	}
 	if s.workers <= 0 {
 		s.workers = DefaultConcurrency
+	}
+	if s.keep <= 0 {
+		s.keep = DefaultRetention
 	}
 	if s.now == nil {
 		s.now = time.Now

@@ -65,6 +65,7 @@ func (s *Service) loop(ctx context.Context, done chan struct{}) {
 	defer close(done)
 	t := time.NewTimer(0)
 	defer t.Stop()
+	var pruned time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -75,6 +76,12 @@ func (s *Service) loop(ctx context.Context, done chan struct{}) {
 		n, err := s.RunDue(ctx)
 		if err != nil && ctx.Err() == nil {
 			s.logger.Error("webhook deliveries", zap.Error(err))
+		}
+		if now := s.now(); now.Sub(pruned) >= pruneEvery {
+			pruned = now
+			if _, err := s.Prune(ctx); err != nil && ctx.Err() == nil {
+				s.logger.Error("pruning webhook deliveries", zap.Error(err))
+			}
 		}
 		wait := s.poll
 		if n == s.workers { // a full batch: there may be more due
@@ -102,6 +109,23 @@ func (s *Service) RunDue(ctx context.Context) (int, error) {
 	}
 	wg.Wait()
 	return len(ds), nil
+}
+
+// pruneBatch bounds one store transaction of Prune.
+const pruneBatch = 500
+
+// Prune deletes the deliveries finished longer than the retention ago,
+// in batches; it returns how many. The worker calls it hourly.
+func (s *Service) Prune(ctx context.Context) (int, error) {
+	before := s.now().Add(-s.keep)
+	total := 0
+	for {
+		n, err := s.store.PruneDeliveries(ctx, before, pruneBatch)
+		total += n
+		if err != nil || n < pruneBatch {
+			return total, err
+		}
+	}
 }
 
 // attempt makes one attempt of a claimed delivery and records it.

@@ -22,6 +22,7 @@ import (
 //	W d deliveryID                        → hookDelivery
 //	W l account NUL created id            → "" (an account's deliveries, oldest first)
 //	W q due id                            → "" (pending deliveries by due time)
+//	W f last id                           → "" (finished deliveries by last attempt, for pruning)
 //
 // created and due are 8-byte sortable Unix nanoseconds; a delivery is due
 // at the later of its NextAt and LeasedUntil, so the queue index also
@@ -34,6 +35,7 @@ const (
 	hookDelivery      = 'd'
 	hookAccountDelivs = 'l'
 	hookQueue         = 'q'
+	hookFinished      = 'f'
 )
 
 func hookKey(kind byte, parts ...[]byte) []byte {
@@ -107,6 +109,18 @@ func (r hookDeliveryRec) queueKey() (key []byte, ok bool) {
 	return hookKey(hookQueue, stamp(due), []byte(r.ID)), true
 }
 
+// indexKeys are the delivery's entries in the due queue (pending) or the
+// finished index.
+func (r hookDeliveryRec) indexKeys() [][]byte {
+	if k, ok := r.queueKey(); ok {
+		return [][]byte{k}
+	}
+	if r.LastAttemptAt != nil {
+		return [][]byte{hookKey(hookFinished, stamp(*r.LastAttemptAt), []byte(r.ID))}
+	}
+	return nil
+}
+
 func readJSON[T any](txn *bdb.Txn, key []byte) (T, error) {
 	var v T
 	b, err := get(txn, key)
@@ -139,13 +153,13 @@ func readDelivery(txn *bdb.Txn, id string) (hookDeliveryRec, error) {
 // (nil: a new delivery).
 func putDelivery(txn *bdb.Txn, was *hookDeliveryRec, r hookDeliveryRec) error {
 	if was != nil {
-		if k, ok := was.queueKey(); ok {
+		for _, k := range was.indexKeys() {
 			if err := txn.Delete(k); err != nil {
 				return err
 			}
 		}
 	}
-	if k, ok := r.queueKey(); ok {
+	for _, k := range r.indexKeys() {
 		if err := txn.Set(k, nil); err != nil {
 			return err
 		}
@@ -275,9 +289,7 @@ func (s *Store) DeleteWebhook(ctx context.Context, id string) error {
 				continue
 			}
 			drop = append(drop, key, hookKey(hookDelivery, []byte(d.ID)))
-			if q, ok := d.queueKey(); ok {
-				drop = append(drop, q)
-			}
+			drop = append(drop, d.indexKeys()...)
 		}
 		it.Close()
 		drop = append(drop, r.listKey(), hookKey(hookEndpoint, []byte(id)))
@@ -440,4 +452,42 @@ func (s *Store) ResendDelivery(ctx context.Context, id string, now time.Time) (s
 		return store.WebhookDelivery{}, fmt.Errorf("resending delivery %s: %w", id, err)
 	}
 	return r.delivery(), nil
+}
+
+// PruneDeliveries deletes the oldest finished deliveries, by the
+// finished index.
+func (s *Store) PruneDeliveries(ctx context.Context, before time.Time, limit int) (int, error) {
+	end := string(stamp(settle.Time(before)))
+	n := 0
+	err := s.update(ctx, func(txn *bdb.Txn) error {
+		n = 0
+		prefix := hookKey(hookFinished)
+		var ids []string
+		it := txn.NewIterator(bdb.IteratorOptions{Prefix: prefix})
+		for it.Seek(prefix); it.ValidForPrefix(prefix) && len(ids) < limit; it.Next() {
+			k := it.Item().Key()
+			if string(k[len(prefix):len(prefix)+8]) >= end {
+				break
+			}
+			ids = append(ids, string(k[len(prefix)+8:]))
+		}
+		it.Close()
+		for _, id := range ids {
+			r, err := readDelivery(txn, id)
+			if err != nil {
+				return err
+			}
+			for _, k := range append(r.indexKeys(), r.listKey(), hookKey(hookDelivery, []byte(id))) {
+				if err := txn.Delete(k); err != nil {
+					return err
+				}
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("pruning deliveries: %w", err)
+	}
+	return n, nil
 }

@@ -38,6 +38,7 @@ CREATE TABLE webhook_deliveries (
 CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_at) WHERE status = 'pending';
 CREATE INDEX webhook_deliveries_account ON webhook_deliveries (account_id, created_at DESC, id DESC);
 CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries (endpoint_id);
+CREATE INDEX webhook_deliveries_finished ON webhook_deliveries (last_attempt_at) WHERE status <> 'pending';
 `}
 
 func init() { migrations = append(migrations, webhooksMigration) }

@@ -275,3 +275,18 @@ UPDATE webhook_deliveries SET status = 'pending', next_at = $2 WHERE id = $1 RET
 	}
 	return d, nil
 }
+
+// PruneDeliveries deletes the oldest finished deliveries.
+func (s *Store) PruneDeliveries(ctx context.Context, before time.Time, limit int) (int, error) {
+	tag, err := s.pool.Exec(ctx, `
+WITH d AS (
+	SELECT id FROM webhook_deliveries
+	WHERE status <> 'pending' AND last_attempt_at < $1
+	ORDER BY last_attempt_at LIMIT $2
+)
+DELETE FROM webhook_deliveries w USING d WHERE w.id = d.id`, settle.Time(before), limit)
+	if err != nil {
+		return 0, fmt.Errorf("pruning deliveries: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}

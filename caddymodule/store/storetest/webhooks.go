@@ -19,6 +19,7 @@ var webhookSuites = []suite{
 	{"webhook_claim_finish", testWebhookClaimFinish},
 	{"webhook_claim_concurrent", testWebhookClaimConcurrent},
 	{"webhook_list_resend", testWebhookListResend},
+	{"webhook_prune", testWebhookPrune},
 }
 
 func endpoint(id, account string, at time.Time) store.WebhookEndpoint {
@@ -349,5 +350,66 @@ func testWebhookListResend(t *testing.T, open func(t *testing.T) store.Store) {
 	}
 	if _, err := s.ResendDelivery(ctx(t), "msg_none", at); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("ResendDelivery(unknown): %v, want ErrNotFound", err)
+	}
+}
+
+// testWebhookPrune: finished deliveries older than the cut are deleted,
+// pending ones and newer ones stay; a resent delivery is pending again
+// and stays.
+func testWebhookPrune(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	mustAccount(t, s, "acme", 0)
+	mustEndpoint(t, s, endpoint("wh_1", "acme", base))
+	mustEnqueue(t, s,
+		delivery("msg_old_ok", "wh_1", "acme", base),
+		delivery("msg_old_failed", "wh_1", "acme", base),
+		delivery("msg_old_resent", "wh_1", "acme", base),
+		delivery("msg_new_ok", "wh_1", "acme", base),
+		delivery("msg_pending", "wh_1", "acme", base),
+	)
+	if _, err := s.ClaimDeliveries(ctx(t), base, time.Minute, 10); err != nil {
+		t.Fatal(err)
+	}
+	finish := func(id, status string, at time.Time) {
+		t.Helper()
+		o := store.DeliveryOutcome{ID: id, Attempt: 1, At: at, Status: status, StatusCode: 200}
+		if status == store.DeliveryPending {
+			o.StatusCode, o.Error, o.NextAt = 500, "HTTP 500", at.Add(time.Hour)
+		}
+		if err := s.FinishDelivery(ctx(t), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	finish("msg_old_ok", store.DeliverySucceeded, base.Add(time.Hour))
+	finish("msg_old_failed", store.DeliveryFailed, base.Add(time.Hour))
+	finish("msg_old_resent", store.DeliveryFailed, base.Add(time.Hour))
+	finish("msg_new_ok", store.DeliverySucceeded, base.Add(3*time.Hour))
+	finish("msg_pending", store.DeliveryPending, base.Add(time.Hour))
+	if _, err := s.ResendDelivery(ctx(t), "msg_old_resent", base.Add(90*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	cut := base.Add(2 * time.Hour)
+	n, err := s.PruneDeliveries(ctx(t), cut, 1)
+	if err != nil || n != 1 {
+		t.Fatalf("PruneDeliveries(limit 1) = %d, %v; want 1", n, err)
+	}
+	n, err = s.PruneDeliveries(ctx(t), cut, 10)
+	if err != nil || n != 1 {
+		t.Fatalf("PruneDeliveries = %d, %v; want the other old finished one", n, err)
+	}
+	if n, _ := s.PruneDeliveries(ctx(t), cut, 10); n != 0 {
+		t.Errorf("a third PruneDeliveries deleted %d", n)
+	}
+	for _, id := range []string{"msg_old_ok", "msg_old_failed"} {
+		if _, err := s.GetDelivery(ctx(t), id); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s after prune: %v, want ErrNotFound", id, err)
+		}
+	}
+	list, _ := s.ListDeliveries(ctx(t), "acme", "", 10)
+	if got := deliveryIDs(list); len(got) != 3 || !slices.Contains(got, "msg_new_ok") || !slices.Contains(got, "msg_pending") || !slices.Contains(got, "msg_old_resent") {
+		t.Errorf("after prune the log lists %v", got)
+	}
+	if err := s.DeleteWebhook(ctx(t), "wh_1"); err != nil {
+		t.Errorf("DeleteWebhook after a prune: %v", err)
 	}
 }
