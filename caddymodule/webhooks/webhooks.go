@@ -117,10 +117,11 @@ type Service struct {
 	jitter   func(time.Duration) time.Duration
 	logger   *zap.Logger
 
-	wake   chan struct{}
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	wake           chan struct{}
+	mu             sync.Mutex
+	cancel         context.CancelFunc // stops the loop
+	cancelAttempts context.CancelFunc // cuts the attempts in flight short
+	done           chan struct{}
 }
 
 // New builds a Service; Start runs its worker.

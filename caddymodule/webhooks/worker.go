@@ -35,22 +35,34 @@ func (s *Service) Start() {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s.cancel, s.done = cancel, make(chan struct{})
-	go s.loop(ctx, s.done)
+	actx, acancel := context.WithCancel(context.Background())
+	s.cancel, s.cancelAttempts, s.done = cancel, acancel, make(chan struct{})
+	go s.loop(ctx, actx, s.done)
 }
 
-// Stop ends the worker and waits for the attempts in flight; an attempt
-// cut short is not recorded, and its delivery is claimed again when its
-// lease ends.
+// stopGrace is how long Stop lets the attempts in flight finish before it
+// cuts them short.
+const stopGrace = 2 * time.Second
+
+// Stop ends the worker: it claims nothing more, lets the attempts in
+// flight finish for up to stopGrace and records them, then cuts the rest
+// short. An attempt cut short is not recorded (the receiver may or may not
+// have it), and its delivery is claimed again when its lease ends.
 func (s *Service) Stop() {
 	s.mu.Lock()
-	cancel, done := s.cancel, s.done
-	s.cancel, s.done = nil, nil
+	cancel, cancelAttempts, done := s.cancel, s.cancelAttempts, s.done
+	s.cancel, s.cancelAttempts, s.done = nil, nil, nil
 	s.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		<-done
+	if cancel == nil {
+		return
 	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(stopGrace):
+	}
+	cancelAttempts()
+	<-done
 }
 
 // poke wakes the worker for work just queued.
@@ -61,7 +73,9 @@ func (s *Service) poke() {
 	}
 }
 
-func (s *Service) loop(ctx context.Context, done chan struct{}) {
+// loop runs RunDue when woken or every poll interval until ctx ends;
+// the attempts run under actx, which Stop cancels only after its grace.
+func (s *Service) loop(ctx, actx context.Context, done chan struct{}) {
 	defer close(done)
 	t := time.NewTimer(0)
 	defer t.Stop()
@@ -73,15 +87,15 @@ func (s *Service) loop(ctx context.Context, done chan struct{}) {
 		case <-t.C:
 		case <-s.wake:
 		}
-		n, err := s.RunDue(ctx)
-		if err != nil && ctx.Err() == nil {
-			s.logger.Error("webhook deliveries", zap.Error(err))
-		}
 		if now := s.now(); now.Sub(pruned) >= pruneEvery {
 			pruned = now
-			if _, err := s.Prune(ctx); err != nil && ctx.Err() == nil {
+			if _, err := s.Prune(actx); err != nil && actx.Err() == nil {
 				s.logger.Error("pruning webhook deliveries", zap.Error(err))
 			}
+		}
+		n, err := s.RunDue(actx)
+		if err != nil && actx.Err() == nil {
+			s.logger.Error("webhook deliveries", zap.Error(err))
 		}
 		wait := s.poll
 		if n == s.workers { // a full batch: there may be more due
@@ -141,12 +155,15 @@ func (s *Service) attempt(ctx context.Context, d store.WebhookDelivery) {
 	}
 	now := s.now().UTC()
 	o := store.DeliveryOutcome{ID: d.ID, Attempt: d.Attempts + 1, At: now}
+	// An answer received is recorded even when Stop came meanwhile:
+	// otherwise the receiver would get the delivery again after the lease.
+	rec := context.WithoutCancel(ctx)
 	if e.DisabledAt != nil {
 		o.Status, o.Error = store.DeliveryFailed, "the endpoint is disabled ("+e.DisabledReason+")"
 	} else {
 		o.StatusCode, err = s.send(ctx, e, d, now)
-		if ctx.Err() != nil {
-			return // stopping: not an attempt of the receiver's making
+		if err != nil && ctx.Err() != nil {
+			return // Stop cut the attempt short: not the receiver's failure
 		}
 		switch {
 		case err == nil && o.StatusCode >= 200 && o.StatusCode < 300:
@@ -154,7 +171,7 @@ func (s *Service) attempt(ctx context.Context, d store.WebhookDelivery) {
 		case o.StatusCode == http.StatusGone:
 			// The receiver asks for no more deliveries (Standard Webhooks).
 			o.Status, o.Error = store.DeliveryFailed, "HTTP 410 Gone: the endpoint is disabled"
-			if err := s.store.DisableWebhook(ctx, e.ID, now, "the receiver answered 410 Gone"); err != nil {
+			if err := s.store.DisableWebhook(rec, e.ID, now, "the receiver answered 410 Gone"); err != nil {
 				log.Error("disabling webhook endpoint", zap.Error(err))
 			}
 		default:
@@ -170,7 +187,7 @@ func (s *Service) attempt(ctx context.Context, d store.WebhookDelivery) {
 			}
 		}
 	}
-	if err := s.store.FinishDelivery(ctx, o); err != nil {
+	if err := s.store.FinishDelivery(rec, o); err != nil {
 		if errors.Is(err, store.ErrStaleClaim) {
 			log.Warn("webhook attempt made after its lease ran out", zap.Error(err))
 			return
