@@ -42,7 +42,9 @@ func TestWebhooksDashboardInBrowser(t *testing.T) {
 
 	b.step("send test event",
 		chromedp.Click(chromedp.CSS(`td.actions form[action$="/test"] button`)),
-		chromedp.WaitVisible(chromedp.CSS("#deliveries")))
+		// The log's table appears with the queued delivery: the page after
+		// the form's redirect (the page before has "No deliveries yet").
+		chromedp.WaitVisible(chromedp.CSS("#deliveries table")))
 	log := b.waitLog(dash, "retrying")
 	for _, want := range []string{"webhook.test", "500"} {
 		if !strings.Contains(log, want) {

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -178,5 +179,48 @@ func TestWebhooksRefusePrivateAddresses(t *testing.T) {
 	}
 	if _, body := g.admin("GET", "/sdr/accounts/acme/webhooks", nil); !strings.Contains(string(body), `"webhooks":[]`) {
 		t.Errorf("endpoints stored: %s", body)
+	}
+}
+
+// TestWebhooksSurviveRestart kills the gateway with SIGKILL while a
+// delivery waits for its retry: the restarted gateway sends the retry,
+// under the same webhook-id, from the stored queue.
+func TestWebhooksSurviveRestart(t *testing.T) {
+	c := defaultConfig(t, nil)
+	c.AppExtra = "webhooks_allow_private\n\t\twebhooks_retry_schedule 3s 3s"
+	g := startGateway(t, c)
+	g.account("acme", 1)
+	rcv := newHookReceiver(t, 500)
+	st, body := g.admin("POST", "/sdr/accounts/acme/webhooks", map[string]any{"url": rcv.URL, "events": []string{"run.cancelled"}})
+	if st != 201 {
+		t.Fatalf("register: %d %s", st, body)
+	}
+	var ep struct{ ID, Secret string }
+	_ = json.Unmarshal(body, &ep)
+	rcv.setSecret(ep.Secret)
+	if st, body = g.admin("POST", "/sdr/webhooks/"+ep.ID+"/test", nil); st != 202 {
+		t.Fatalf("test event: %d %s", st, body)
+	}
+	first := rcv.waitDeliveries(1, 10*time.Second)
+	if err := g.p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = g.p.cmd.Process.Wait()
+
+	g2 := startGateway(t, c)
+	got := rcv.waitDeliveries(2, 15*time.Second)
+	if got[1].ID != first[0].ID || got[1].Verified != nil || got[1].Status != 204 {
+		t.Errorf("after the restart: %+v, want the retry of %s, verified, answered 204", got[1], first[0].ID)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, body = g2.admin("GET", "/sdr/webhooks/"+ep.ID+"/deliveries", nil)
+		if strings.Contains(string(body), `"status":"succeeded"`) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(string(body), `"status":"succeeded"`) || !strings.Contains(string(body), `"attempts":2`) {
+		t.Errorf("delivery log after the restart: %s", body)
 	}
 }
