@@ -3,6 +3,8 @@ package webhooks
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -124,6 +126,33 @@ func (s *Service) newDelivery(e store.WebhookEndpoint, event string, body []byte
 		Payload: body, Status: store.DeliveryPending, NextAt: now, CreatedAt: now}
 }
 
+// eventID is the webhook-id of a run's event at one endpoint: derived
+// from the three, so notifying the same event of the same run again (a
+// resumed run) finds the delivery already queued instead of sending it
+// twice; and, as Standard Webhooks asks, one event keeps one id.
+func eventID(endpointID, event, runID string) string {
+	h := sha256.Sum256([]byte(endpointID + "\x00" + event + "\x00" + runID))
+	return "msg_" + base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(h[:16])
+}
+
+// MaxEventData bounds the run a delivery carries: a larger run (an
+// asynchronous run of thousands of records) is sent without its records,
+// with "data_omitted": true, and the receiver pages them from the API.
+// Standard Webhooks recommends small payloads; each endpoint's delivery
+// stores its own copy.
+const MaxEventData = 256 << 10
+
+// thinRun is the run document without its records.
+func thinRun(run []byte) ([]byte, error) {
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(run, &doc); err != nil {
+		return nil, fmt.Errorf("the run is over %d bytes and not a JSON object", MaxEventData)
+	}
+	delete(doc, "data")
+	doc["data_omitted"] = json.RawMessage("true")
+	return json.Marshal(doc)
+}
+
 func envelope(event string, now time.Time, data []byte) ([]byte, error) {
 	if !json.Valid(data) {
 		return nil, fmt.Errorf("the %s data is not JSON", event)
@@ -147,25 +176,59 @@ func (s *Service) Notify(ctx context.Context, accountID, event string, run []byt
 	now := s.now().UTC()
 	var ds []store.WebhookDelivery
 	var body []byte
+	var runID string
 	for _, e := range eps {
 		if e.DisabledAt != nil || !slices.Contains(e.Events, event) {
 			continue
 		}
 		if body == nil {
-			if body, err = envelope(event, now, run); err != nil {
+			if body, runID, err = runEnvelope(event, now, run); err != nil {
 				return fmt.Errorf("notifying %s: %w", event, err)
 			}
 		}
-		ds = append(ds, s.newDelivery(e, event, body, now))
+		d := s.newDelivery(e, event, body, now)
+		if runID != "" {
+			d.ID = eventID(e.ID, event, runID)
+		}
+		ds = append(ds, d)
 	}
 	if len(ds) == 0 {
 		return nil
 	}
-	if err := s.store.EnqueueDeliveries(ctx, ds); err != nil {
+	err = s.store.EnqueueDeliveries(ctx, ds)
+	if errors.Is(err, store.ErrExists) {
+		// Notified before: queue what is missing (an endpoint added since).
+		err = nil
+		for _, d := range ds {
+			if e := s.store.EnqueueDeliveries(ctx, []store.WebhookDelivery{d}); e != nil && !errors.Is(e, store.ErrExists) {
+				err = e
+			}
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("notifying %s: %w", event, err)
 	}
 	s.poke()
 	return nil
+}
+
+// runEnvelope is the body of a run event, the run thinned past
+// MaxEventData, and the run's id ("" when it has none).
+func runEnvelope(event string, now time.Time, run []byte) (body []byte, runID string, err error) {
+	if !json.Valid(run) {
+		return nil, "", fmt.Errorf("the %s data is not JSON", event)
+	}
+	var head struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(run, &head) // not an object: no id
+	if len(run) > MaxEventData {
+		if run, err = thinRun(run); err != nil {
+			return nil, "", err
+		}
+	}
+	body, err = envelope(event, now, run)
+	return body, head.ID, err
 }
 
 // ErrDisabled refuses a test event to a disabled endpoint.

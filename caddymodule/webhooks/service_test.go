@@ -514,3 +514,77 @@ func TestPruneKeepsTheLogForARetention(t *testing.T) {
 		t.Errorf("log after prune: %+v", ds)
 	}
 }
+
+// TestNotifyTwiceForOneRunQueuesOnce: a run's event notified again (the
+// async runs resuming after a restart, say) keeps its one delivery per
+// endpoint, under the same webhook-id; another run, or another event of
+// the run, is a delivery of its own.
+func TestNotifyTwiceForOneRunQueuesOnce(t *testing.T) {
+	e := newEnv(t, true)
+	rcv := newReceiver(t)
+	a, _ := e.svc.Create(t.Context(), "acme", rcv.URL+"/a", Events)
+	b, _ := e.svc.Create(t.Context(), "acme", rcv.URL+"/b", []string{EventRunCompleted})
+	for range 2 {
+		if err := e.svc.Notify(t.Context(), "acme", EventRunCompleted, []byte(`{"id":"ext_1","status":"completed"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ds, _ := e.svc.Deliveries(t.Context(), "acme", "", 10)
+	if len(ds) != 2 {
+		t.Fatalf("%d deliveries after notifying one run twice, want 2 (one per endpoint)", len(ds))
+	}
+	if ds[0].ID == ds[1].ID {
+		t.Errorf("two endpoints share the webhook-id %s", ds[0].ID)
+	}
+	// A third endpoint registered since: the repeat reaches it, once.
+	c, _ := e.svc.Create(t.Context(), "acme", rcv.URL+"/c", Events)
+	if err := e.svc.Notify(t.Context(), "acme", EventRunCompleted, []byte(`{"id":"ext_1","status":"completed"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.Notify(t.Context(), "acme", EventRunFailed, []byte(`{"id":"ext_1","status":"failed"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.Notify(t.Context(), "acme", EventRunCompleted, []byte(`{"id":"ext_2","status":"completed"}`)); err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	ds, _ = e.svc.Deliveries(t.Context(), "acme", "", 20)
+	for _, d := range ds {
+		count[d.EndpointID]++
+	}
+	if count[a.ID] != 3 || count[b.ID] != 2 || count[c.ID] != 3 {
+		t.Errorf("deliveries per endpoint a %d b %d c %d, want 3 2 3", count[a.ID], count[b.ID], count[c.ID])
+	}
+}
+
+// TestNotifyLargeRunIsThin: a run over MaxEventData is sent without its
+// records (data), flagged, so a delivery stays small; the receiver pages
+// the records from the API.
+func TestNotifyLargeRunIsThin(t *testing.T) {
+	e := newEnv(t, true)
+	rcv := newReceiver(t)
+	if _, err := e.svc.Create(t.Context(), "acme", rcv.URL, Events); err != nil {
+		t.Fatal(err)
+	}
+	big := `{"id":"ext_big","status":"completed","data":[` + strings.Repeat(`{"name":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"},`, MaxEventData/40) + `{}],"pagination":{"total":1}}`
+	if err := e.svc.Notify(t.Context(), "acme", EventRunCompleted, []byte(big)); err != nil {
+		t.Fatal(err)
+	}
+	e.svc.RunDue(t.Context())
+	got := rcv.all()
+	if len(got) != 1 {
+		t.Fatalf("%d deliveries", len(got))
+	}
+	if len(got[0].body) > MaxEventData {
+		t.Errorf("delivery of %d bytes, want at most %d", len(got[0].body), MaxEventData)
+	}
+	var p struct {
+		Data map[string]json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(got[0].body, &p); err != nil {
+		t.Fatal(err)
+	}
+	if string(p.Data["id"]) != `"ext_big"` || p.Data["data"] != nil || string(p.Data["data_omitted"]) != "true" || string(p.Data["pagination"]) != `{"total":1}` {
+		t.Errorf("thin run = %s", got[0].body)
+	}
+}
