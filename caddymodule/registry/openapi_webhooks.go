@@ -33,7 +33,13 @@ func webhooks() obj {
 			"responses": responses,
 		}}
 	}
-	run := obj{"oneOf": []any{ref("Run"), ref("SearchRun")}, "description": "The run, as `GET /v1/extractions/{id}` answers it."}
+	thin := obj{
+		"type":        "object",
+		"description": "A run of more than 256 KiB: every field but `data` (its records), which the receiver pages from the API.",
+		"required":    []any{"id", "status", "data_omitted"},
+		"properties":  obj{"id": str("The run id."), "status": str("The run's status."), "data_omitted": obj{"const": true}},
+	}
+	run := obj{"anyOf": []any{ref("Run"), ref("SearchRun"), thin}, "description": "The run, as `GET /v1/extractions/{id}` answers it; without its records when it is over 256 KiB."}
 	return obj{
 		"run.completed": event("run.completed", "An asynchronous run completed", run),
 		"run.failed":    event("run.failed", "An asynchronous run failed", run),
