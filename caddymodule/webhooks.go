@@ -8,6 +8,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"go.uber.org/zap"
 
+	"socialrouter/caddymodule/metrics"
 	"socialrouter/caddymodule/webhooks"
 )
 
@@ -36,6 +37,7 @@ func (a *App) provisionWebhooks() {
 		Store:        a.store,
 		AllowPrivate: a.WebhooksAllowPrivate,
 		Schedule:     schedule,
+		Observe:      metrics.WebhookAttempt,
 		Logger:       a.logger.Named("webhooks"),
 	})
 	if schedule != nil {

@@ -588,3 +588,23 @@ func TestNotifyLargeRunIsThin(t *testing.T) {
 		t.Errorf("thin run = %s", got[0].body)
 	}
 }
+
+// TestObserveOutcomes: the observer hears every attempt's outcome.
+func TestObserveOutcomes(t *testing.T) {
+	e := newEnv(t, true)
+	var mu sync.Mutex
+	var outcomes []string
+	e.svc.observe = func(outcome string, _ time.Duration) { mu.Lock(); outcomes = append(outcomes, outcome); mu.Unlock() }
+	e.svc.schedule = []time.Duration{time.Second}
+	rcv := newReceiver(t, 500, 500, 200, 410)
+	ep, _ := e.svc.Create(t.Context(), "acme", rcv.URL, Events)
+	for range 3 {
+		e.svc.SendTest(t.Context(), ep.ID)
+		e.svc.RunDue(t.Context())
+		e.clock.add(time.Second)
+		e.svc.RunDue(t.Context())
+	}
+	if want := []string{"retry", "failed", "succeeded", "gone"}; !slices.Equal(outcomes, want) {
+		t.Errorf("outcomes %v, want %v", outcomes, want)
+	}
+}

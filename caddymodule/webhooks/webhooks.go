@@ -99,7 +99,10 @@ type Config struct {
 	Now func() time.Time
 	// Jitter spreads a retry wait (default ±10%, random).
 	Jitter func(time.Duration) time.Duration
-	Logger *zap.Logger
+	// Observe hears each attempt's outcome (succeeded, retry, failed, gone)
+	// and duration: the app's Prometheus counters. Default: nothing.
+	Observe func(outcome string, d time.Duration)
+	Logger  *zap.Logger
 }
 
 // Service registers endpoints, queues deliveries and runs the worker that
@@ -115,6 +118,7 @@ type Service struct {
 	keep     time.Duration
 	now      func() time.Time
 	jitter   func(time.Duration) time.Duration
+	observe  func(string, time.Duration)
 	logger   *zap.Logger
 
 	wake           chan struct{}
@@ -136,6 +140,7 @@ func New(c Config) *Service {
 		keep:     c.Retention,
 		now:      c.Now,
 		jitter:   c.Jitter,
+		observe:  c.Observe,
 		logger:   c.Logger,
 		wake:     make(chan struct{}, 1),
 	}
@@ -159,6 +164,9 @@ func New(c Config) *Service {
 	}
 	if s.jitter == nil {
 		s.jitter = jitter
+	}
+	if s.observe == nil {
+		s.observe = func(string, time.Duration) {}
 	}
 	if s.logger == nil {
 		s.logger = zap.NewNop()

@@ -161,14 +161,18 @@ func (s *Service) attempt(ctx context.Context, d store.WebhookDelivery) {
 	if e.DisabledAt != nil {
 		o.Status, o.Error = store.DeliveryFailed, "the endpoint is disabled ("+e.DisabledReason+")"
 	} else {
+		start := time.Now()
 		o.StatusCode, err = s.send(ctx, e, d, now)
 		if err != nil && ctx.Err() != nil {
 			return // Stop cut the attempt short: not the receiver's failure
 		}
+		took := time.Since(start)
 		switch {
 		case err == nil && o.StatusCode >= 200 && o.StatusCode < 300:
 			o.Status = store.DeliverySucceeded
+			s.observe("succeeded", took)
 		case o.StatusCode == http.StatusGone:
+			s.observe("gone", took)
 			// The receiver asks for no more deliveries (Standard Webhooks).
 			o.Status, o.Error = store.DeliveryFailed, "HTTP 410 Gone: the endpoint is disabled"
 			if err := s.store.DisableWebhook(rec, e.ID, now, "the receiver answered 410 Gone"); err != nil {
@@ -182,8 +186,10 @@ func (s *Service) attempt(ctx context.Context, d store.WebhookDelivery) {
 			}
 			if wait, ok := s.retryAfter(o.Attempt); ok {
 				o.Status, o.NextAt = store.DeliveryPending, now.Add(wait)
+				s.observe("retry", took)
 			} else {
 				o.Status = store.DeliveryFailed
+				s.observe("failed", took)
 			}
 		}
 	}
