@@ -608,3 +608,23 @@ func TestObserveOutcomes(t *testing.T) {
 		t.Errorf("outcomes %v, want %v", outcomes, want)
 	}
 }
+
+// TestDeliveryOfDeletedEndpointFinishes: a delivery whose endpoint is gone
+// (queued while it was being deleted) is finished as failed, not claimed
+// again and again.
+func TestDeliveryOfDeletedEndpointFinishes(t *testing.T) {
+	e := newEnv(t, true)
+	now := e.clock.now()
+	d := store.WebhookDelivery{ID: "msg_orphan", EndpointID: "wh_gone", AccountID: "acme", Event: EventRunCompleted,
+		Payload: []byte(`{}`), Status: store.DeliveryPending, NextAt: now, CreatedAt: now}
+	if err := e.store.EnqueueDeliveries(t.Context(), []store.WebhookDelivery{d}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := e.svc.RunDue(t.Context()); n != 1 {
+		t.Fatalf("RunDue = %d", n)
+	}
+	got, _ := e.store.GetDelivery(t.Context(), "msg_orphan")
+	if got.Status != store.DeliveryFailed || !strings.Contains(got.LastError, "deleted") {
+		t.Errorf("orphan delivery = %+v, want failed", got)
+	}
+}

@@ -147,7 +147,14 @@ func (s *Service) attempt(ctx context.Context, d store.WebhookDelivery) {
 	log := s.logger.With(zap.String("delivery", d.ID), zap.String("endpoint", d.EndpointID), zap.Int("attempt", d.Attempts+1))
 	e, err := s.store.GetWebhook(ctx, d.EndpointID)
 	if errors.Is(err, store.ErrNotFound) {
-		return // deleted meanwhile: its deliveries went with it
+		// Deleted meanwhile (its deliveries go with it, but one queued
+		// during the deletion may remain): finish it, or it would be
+		// claimed again at every lease's end.
+		o := store.DeliveryOutcome{ID: d.ID, Attempt: d.Attempts + 1, At: s.now().UTC(), Status: store.DeliveryFailed, Error: "the endpoint was deleted"}
+		if err := s.store.FinishDelivery(context.WithoutCancel(ctx), o); err != nil && !errors.Is(err, store.ErrStaleClaim) {
+			log.Error("finishing a delivery of a deleted endpoint", zap.Error(err))
+		}
+		return
 	}
 	if err != nil {
 		log.Error("reading webhook endpoint", zap.Error(err))

@@ -266,42 +266,64 @@ func (s *Store) DisableWebhook(ctx context.Context, id string, at time.Time, rea
 	return nil
 }
 
-// DeleteWebhook removes an endpoint and its deliveries. The deliveries are
-// found through the account's delivery list, so the transaction reads the
-// account's log once; an account has few endpoints and a bounded log.
+// deleteBatch bounds the deliveries one transaction of DeleteWebhook
+// deletes: badger refuses a transaction past its size limit.
+const deleteBatch = 1000
+
+// DeleteWebhook removes an endpoint and its deliveries, found through the
+// account's delivery list. The deliveries go in transactions of
+// deleteBatch, the endpoint with the last one, so a crash midway leaves
+// the endpoint (delete it again) and never deliveries without one.
 func (s *Store) DeleteWebhook(ctx context.Context, id string) error {
-	err := s.update(ctx, func(txn *bdb.Txn) error {
-		r, err := readEndpoint(txn, id)
-		if err != nil {
-			return err
-		}
-		prefix := hookKey(hookAccountDelivs, scoped(r.AccountID))
-		it := txn.NewIterator(bdb.IteratorOptions{Prefix: prefix})
-		defer it.Close()
-		var drop [][]byte
-		for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
-			key := it.Item().KeyCopy(nil)
-			d, err := readDelivery(txn, string(key[len(prefix)+8:]))
+	var after []byte // the last list key scanned by a committed batch
+	for done := false; !done; {
+		var last []byte
+		var more bool
+		err := s.update(ctx, func(txn *bdb.Txn) error {
+			r, err := readEndpoint(txn, id)
 			if err != nil {
 				return err
 			}
-			if d.EndpointID != id {
-				continue
+			prefix := hookKey(hookAccountDelivs, scoped(r.AccountID))
+			it := txn.NewIterator(bdb.IteratorOptions{Prefix: prefix})
+			var drop [][]byte
+			last = nil
+			n := 0
+			seek := prefix
+			if after != nil {
+				seek = append(append([]byte{}, after...), 0)
 			}
-			drop = append(drop, key, hookKey(hookDelivery, []byte(d.ID)))
-			drop = append(drop, d.indexKeys()...)
-		}
-		it.Close()
-		drop = append(drop, r.listKey(), hookKey(hookEndpoint, []byte(id)))
-		for _, k := range drop {
-			if err := txn.Delete(k); err != nil {
-				return err
+			for it.Seek(seek); it.ValidForPrefix(prefix) && n < deleteBatch; it.Next() {
+				key := it.Item().KeyCopy(nil)
+				last = key
+				d, err := readDelivery(txn, string(key[len(prefix)+8:]))
+				if err != nil {
+					it.Close()
+					return err
+				}
+				if d.EndpointID != id {
+					continue
+				}
+				drop = append(drop, key, hookKey(hookDelivery, []byte(d.ID)))
+				drop = append(drop, d.indexKeys()...)
+				n++
 			}
+			more = it.ValidForPrefix(prefix)
+			it.Close()
+			if !more {
+				drop = append(drop, r.listKey(), hookKey(hookEndpoint, []byte(id)))
+			}
+			for _, k := range drop {
+				if err := txn.Delete(k); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("deleting webhook %s: %w", id, err)
 		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("deleting webhook %s: %w", id, err)
+		after, done = last, !more
 	}
 	return nil
 }
