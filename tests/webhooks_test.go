@@ -157,8 +157,18 @@ func TestWebhooksRetriedAndVerified(t *testing.T) {
 		t.Errorf("%d requests after success, want 3", n)
 	}
 
-	if st, body = g.admin("DELETE", "/sdr/webhooks/"+ep.ID, nil); st != 204 {
-		t.Errorf("delete: %d %s", st, body)
+	// The CLI reads the same routes: list, rotate (a new secret, once), log.
+	if out, err := cli(t, g, "webhook", "list", "acme"); err != nil || !strings.Contains(out, ep.ID) || strings.Contains(out, "whsec_") {
+		t.Errorf("caddy sdr webhook list: %v\n%s", err, out)
+	}
+	if out, err := cli(t, g, "webhook", "rotate", ep.ID); err != nil || !strings.Contains(out, `"secret": "whsec_`) || strings.Contains(out, ep.Secret) {
+		t.Errorf("caddy sdr webhook rotate: %v\n%s", err, out)
+	}
+	if out, err := cli(t, g, "webhook", "deliveries", ep.ID, "--limit", "1"); err != nil || !strings.Contains(out, got[0].ID) || !strings.Contains(out, `"attempts": 3`) {
+		t.Errorf("caddy sdr webhook deliveries: %v\n%s", err, out)
+	}
+	if out, err := cli(t, g, "webhook", "delete", ep.ID); err != nil {
+		t.Errorf("caddy sdr webhook delete: %v\n%s", err, out)
 	}
 	if st, body = g.admin("GET", "/sdr/accounts/acme/webhooks", nil); st != 200 || strings.Contains(string(body), ep.ID) {
 		t.Errorf("list after delete: %d %s", st, body)
