@@ -27,7 +27,7 @@ const longJobActor = "dev_fusion~linkedin-profile-scraper"
 // longJob runs the phase: the gateway, then reverse_proxy, each in a fresh
 // Caddy process and a fresh simulator.
 func (rep *report) longJob(ctx context.Context, tmp string, cfg *config) error {
-	w := rep.section("8")
+	w := rep.section("10")
 	n := cfg.longJobCalls
 	soft, hard, note := raiseFileLimit(uint64(2*n + 4096))
 	proto := inflightProto(cfg.inflightProto, n, soft)

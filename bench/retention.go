@@ -86,7 +86,7 @@ func (rep *report) retention(ctx context.Context, tmp string, cfg *config) error
 		}
 		figs = append(figs, f)
 	}
-	w := rep.section("8")
+	w := rep.section("11")
 	fmt.Fprintf(w, "\n8. Stored bytes per run and the store's size under a soak with run_retention on\n")
 	fmt.Fprintf(w, "   runs of %d records (%d B of records), %d callers; badger value-log files of %d MiB (GC's unit)\n",
 		settleRecords, settleDataBytes(), retentionCallers, retentionVlogFile>>20)

@@ -24,6 +24,7 @@ import (
 	"socialrouter/caddymodule/router"
 	"socialrouter/caddymodule/store"
 	"socialrouter/caddymodule/store/backend"
+	"socialrouter/caddymodule/webhooks"
 )
 
 func init() {
@@ -81,6 +82,8 @@ type App struct {
 	// Default: 1s.
 	WatchDebounce caddy.Duration `json:"watch_debounce,omitempty"`
 
+	WebhooksConfig // webhooks_allow_private, webhooks_retry_schedule (webhooks.go)
+
 	reg      *registry.Registry
 	store    store.Store
 	storeKey string
@@ -98,6 +101,8 @@ type App struct {
 	// Provision compiled them, until a registry swap replaces them) and
 	// what serializes swaps; see services.go.
 	swap *swapState
+
+	webhooks *webhooks.Service
 }
 
 // SourceConfig is where a source lives and how to authenticate to it.
@@ -192,6 +197,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := a.openStore(); err != nil {
 		return err
 	}
+	a.provisionWebhooks()
 	return a.provisionMCP()
 }
 
@@ -244,6 +250,7 @@ func (a *App) Start() error {
 	a.markRunningStore()
 	running.note(a, a.current().digest)
 	a.startWatch()
+	a.webhooks.Start()
 	return a.startRetention()
 }
 
@@ -273,6 +280,7 @@ func (a *App) Stop() error {
 	}
 	a.stopMCP()
 	metrics.WithdrawStatus(a)
+	a.webhooks.Stop()
 	a.unmarkRunningStore()
 	return nil
 }
@@ -341,6 +349,7 @@ func (a *App) admin() *admin.Handler {
 		KeyPrefix:         a.KeyPrefix,
 		SetSourceOverride: a.shared.breakers.SetOverride,
 		SourceStatus:      a.sourceStatus,
+		Webhooks:          a.webhooks,
 	})
 }
 

@@ -58,6 +58,8 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //		run_retention <duration>   # e.g. 30d; records deleted, billing facts kept
 //		hsts off | [<max_age>] [include_subdomains] [preload]
 //		watch_services [<debounce>]
+//		webhooks_allow_private           # endpoints on private addresses, http allowed
+//		webhooks_retry_schedule <d>...   # waits before each retry (default 5s 5m 30m 2h 5h 10h 10h)
 //	}
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // option name
@@ -203,6 +205,10 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			a.HSTS = h
+		case "webhooks_allow_private", "webhooks_retry_schedule":
+			if err := a.unmarshalWebhookOption(d); err != nil {
+				return err
+			}
 		default:
 			return d.Errf("unknown social_router option %q", d.Val())
 		}

@@ -92,6 +92,7 @@ func (d *Dashboard) Provision(ctx caddy.Context) error {
 		Path:      d.Path,
 		Logger:    ctx.Logger(),
 		Limits:    limits,
+		Webhooks:  app.webhooks,
 	})
 	return nil
 }

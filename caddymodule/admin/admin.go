@@ -20,6 +20,7 @@ import (
 	"socialrouter/caddymodule/credits"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/store"
+	"socialrouter/caddymodule/webhooks"
 	"socialrouter/internal/httpjson"
 	"socialrouter/internal/jsondup"
 )
@@ -33,6 +34,8 @@ type Config struct {
 	SetSourceOverride func(sourceID, status string)
 	// SourceStatus is the live status of a source.
 	SourceStatus func(sourceID string) string
+	// Webhooks registers endpoints and queues test events (webhooks.go).
+	Webhooks *webhooks.Service
 }
 
 // Error is an admin answer other than success: an HTTP status and what
@@ -66,6 +69,7 @@ func New(c Config) *Handler {
 	h.route("/sdr/keys/{id}", h.key, http.MethodPatch, http.MethodDelete)
 	h.route("/sdr/sources/{id}/status", h.setSourceStatus, http.MethodPut)
 	h.route("/sdr/backup", h.backup, http.MethodGet)
+	h.webhookRoutes()
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		errOf(r).err = apiErr(http.StatusNotFound, "no admin route %s %s", r.Method, pathOf(r))
 	})

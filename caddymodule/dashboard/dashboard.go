@@ -20,6 +20,7 @@ import (
 	"socialrouter/caddymodule/passhash"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/store"
+	"socialrouter/caddymodule/webhooks"
 )
 
 // Lifetimes of a session: it ends after IdleTimeout without a request, and
@@ -54,6 +55,9 @@ type Config struct {
 	// Hashes is the pool every password hash runs in (default
 	// passhash.Default()).
 	Hashes *passhash.Pool
+	// Webhooks is the account's webhook endpoints and delivery log (the
+	// webhooks page); nil: no webhooks page.
+	Webhooks *webhooks.Service
 }
 
 // Handler serves the dashboard. Build it with New.

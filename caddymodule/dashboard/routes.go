@@ -42,6 +42,7 @@ func (h *Handler) routes() http.Handler {
 	member("GET /account", h.accountPage)
 	member("POST /account/password", h.changePassword)
 	member("POST /account/sessions/{id}/revoke", h.revokeSession)
+	h.webhookRoutes(member)
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		h.notFound(w, r, nil)

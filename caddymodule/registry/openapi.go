@@ -112,6 +112,7 @@ func (b *openapiBuilder) document() (obj, error) {
 		obj{"name": "catalogue", "description": "Public discovery: services, sources and this description."},
 		obj{"name": "mcp", "description": "The Model Context Protocol endpoint: every service as a tool. Sign in with an API key or OAuth (`oauth`)."},
 	)
+	tags = append(tags, obj{"name": "webhooks", "description": "Requests the gateway sends to an account's registered endpoints when its runs end."})
 	return obj{
 		"openapi": "3.1.0",
 		"info": obj{
@@ -123,6 +124,7 @@ func (b *openapiBuilder) document() (obj, error) {
 		"security": []any{obj{"bearer": []any{}}},
 		"tags":     tags,
 		"paths":    paths,
+		"webhooks": webhooks(),
 		"components": obj{
 			"schemas":         b.schemas,
 			"responses":       errorResponses(),

@@ -112,6 +112,10 @@ type Store interface {
 	Members  // the dashboard's members, sessions, activity and run listing
 	OAuth    // the OAuth server's clients, codes and tokens
 	Throttle // the dashboard's attempt counters
+
+	// Webhooks: webhook endpoints and their delivery queue.
+	Webhooks
+
 	// CreateAccount creates an account; ErrExists if the id is taken.
 	CreateAccount(ctx context.Context, id string, balance credits.Micros, now time.Time) (Account, error)
 	// GetAccount returns an account; ErrNotFound if absent.

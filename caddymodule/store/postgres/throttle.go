@@ -93,10 +93,3 @@ func (s *Store) ThrottleReset(ctx context.Context, keys ...string) error {
 	}
 	return nil
 }
-
-func nullTime(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &t
-}

@@ -65,6 +65,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	suites = append(suites, oauthSuites...)
 	suites = append(suites, throttleSuites...)
 	suites = append(suites, retentionSuites...)
+	suites = append(suites, webhookSuites...)
 	for _, s := range suites {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()
