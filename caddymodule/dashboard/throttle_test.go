@@ -237,3 +237,19 @@ func TestAddressOf(t *testing.T) {
 		}
 	}
 }
+
+// TestSuccessReleasesTheAddress: a good sign-in (or invitation) gives its
+// attempt back to the address, so the members behind one office's
+// address do not use up its limit by signing in.
+func TestSuccessReleasesTheAddress(t *testing.T) {
+	e := newEnv(t, false)
+	e.member("acme", "alice@example.com") // the invitation's attempt, given back
+	for i := range 29 {
+		want(t, e.signinAs(fmt.Sprintf("spray%d@example.com", i), "x"), http.StatusUnauthorized)
+	}
+	if p := e.signinAs("alice@example.com", goodPassword); p.status != http.StatusSeeOther {
+		t.Fatalf("good sign-in: %d", p.status)
+	}
+	want(t, e.signinAs("last@example.com", "x"), http.StatusUnauthorized)
+	want(t, e.signinAs("over@example.com", "x"), http.StatusTooManyRequests)
+}
