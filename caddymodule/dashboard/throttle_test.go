@@ -45,8 +45,11 @@ func TestSigninParallelGuessesAreCounted(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if statuses[http.StatusUnauthorized] > 5 || statuses[http.StatusUnauthorized]+statuses[http.StatusTooManyRequests] != 64 {
-		t.Errorf("64 parallel guesses answered %v, want at most 5 × 401 and the rest 429", statuses)
+	// A guess let through is checked (401), or finds the hash pool busy
+	// on a loaded machine (503): either way, at most the 5 free ones.
+	through := statuses[http.StatusUnauthorized] + statuses[http.StatusServiceUnavailable]
+	if through > 5 || through+statuses[http.StatusTooManyRequests] != 64 {
+		t.Errorf("64 parallel guesses answered %v, want at most 5 × 401 (or 503) and the rest 429", statuses)
 	}
 	want(t, e.signinAs("alice@example.com", goodPassword), http.StatusTooManyRequests, "too many attempts")
 }
