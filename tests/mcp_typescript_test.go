@@ -220,9 +220,11 @@ func joinMember(t *testing.T, g *gateway, account, email, password string) {
 	if st != 201 {
 		t.Fatalf("inviting: %d %s", st, b)
 	}
-	var inv struct{ Path string }
+	var inv struct{ Token string }
 	_ = json.Unmarshal(b, &inv)
-	r, err := http.PostForm(g.URL+"/dashboard/"+inv.Path, url.Values{"password": {password}, "password_confirm": {password}})
+	// The link is /dashboard/invite#<token>: its page posts the token
+	// from the fragment in the form.
+	r, err := http.PostForm(g.URL+"/dashboard/invite", url.Values{"token": {inv.Token}, "password": {password}, "password_confirm": {password}})
 	if err != nil {
 		t.Fatal(err)
 	}

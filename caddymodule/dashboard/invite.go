@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/oklog/ulid/v2"
+	"go.uber.org/zap"
 
 	"socialrouter/caddymodule/store"
 )
@@ -55,7 +56,8 @@ func (h *Handler) acceptInvite(w http.ResponseWriter, r *http.Request) {
 		again(http.StatusBadRequest, "enter the invitation code: the part of your link after #")
 		return
 	}
-	if _, err := h.attempt(r, h.addressKey(r)); err != nil {
+	address := h.addressKey(r)
+	if _, err := h.attempt(r, address); err != nil {
 		if !refused(w, err, again) {
 			h.failed(w, r, nil, "counting an invitation attempt", err)
 		}
@@ -96,6 +98,9 @@ func (h *Handler) acceptInvite(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		h.failed(w, r, nil, "accepting invite", err)
 		return
+	}
+	if err := h.Store.ThrottleRelease(ctx, now, address); err != nil {
+		h.Logger.Warn("releasing an invitation attempt", zap.Error(err))
 	}
 	if err := h.startSession(ctx, w, r, m); err != nil {
 		h.failed(w, r, nil, "starting session", err)

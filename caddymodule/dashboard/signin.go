@@ -29,7 +29,7 @@ var errBadCredentials = errors.New("incorrect email or password")
 // signin serves POST /signin. The attempt is counted against the email
 // and the address before any hash runs (throttle.go); an unknown email
 // costs the same argon2id check as a known one; a good password forgets
-// the email's attempts.
+// the email's attempts and gives its attempt back to the address.
 func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 	f, err := readSignin(w, r)
 	again := func(status int, msg string) {
@@ -39,8 +39,8 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 		again(http.StatusBadRequest, err.Error())
 		return
 	}
-	email := h.emailKey(f.Email)
-	if _, err := h.attempt(r, email, h.addressKey(r)); err != nil {
+	email, address := h.emailKey(f.Email), h.addressKey(r)
+	if _, err := h.attempt(r, email, address); err != nil {
 		if !refused(w, err, again) {
 			h.failed(w, r, nil, "counting a sign-in attempt", err)
 		}
@@ -67,6 +67,9 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := h.Store.ThrottleReset(ctx, email.Key); err != nil {
 		h.Logger.Warn("forgetting sign-in attempts", zap.Error(err))
+	}
+	if err := h.Store.ThrottleRelease(ctx, h.now(), address); err != nil {
+		h.Logger.Warn("releasing a sign-in attempt", zap.Error(err))
 	}
 	if err := h.startSession(ctx, w, r, m); err != nil {
 		h.failed(w, r, nil, "starting session", err)

@@ -23,7 +23,8 @@ type Limits struct {
 	// not a lock: a member whose email is attacked waits at most Max.
 	Email store.ThrottleRule `json:"email,omitzero"`
 	// Address limits sign-ins and invitation posts per client address
-	// (an IPv6 client per /64, what one host usually holds).
+	// (an IPv6 client per /64, what one host usually holds). A good one
+	// gives its attempt back, so only failures use the limit up.
 	Address store.ThrottleRule `json:"address,omitzero"`
 	// Password limits the checks of the current password on the account
 	// page, per member.

@@ -20,6 +20,10 @@ type Throttle interface {
 	// ThrottleReset forgets keys' attempts (after a success); an unknown
 	// key is no error.
 	ThrottleReset(ctx context.Context, keys ...string) error
+	// ThrottleRelease takes one counted attempt back from each key (the
+	// attempt succeeded), so that good attempts from one place, such as
+	// the members behind one office's address, do not use up its limit.
+	ThrottleRelease(ctx context.Context, now time.Time, keys ...ThrottleKey) error
 }
 
 // ThrottleRule says how often one key may try: Free attempts without
@@ -84,4 +88,17 @@ func (r ThrottleRule) Step(s ThrottleState, now time.Time) (ThrottleState, time.
 		s.Next = now.Add(min(d, r.Max))
 	}
 	return s, 0
+}
+
+// Release takes one attempt back from a key's state at now; below Free
+// attempts, no delay is left. A dead state stays dead.
+func (r ThrottleRule) Release(s ThrottleState, now time.Time) ThrottleState {
+	if !now.Before(r.Expires(s)) || s.Count == 0 {
+		return ThrottleState{}
+	}
+	s.Count--
+	if s.Count < r.Free {
+		s.Next = time.Time{}
+	}
+	return s
 }

@@ -150,3 +150,37 @@ func (s *Store) ThrottleReset(ctx context.Context, keys ...string) error {
 	}
 	return nil
 }
+
+// ThrottleRelease takes one attempt back from each key.
+func (s *Store) ThrottleRelease(ctx context.Context, now time.Time, keys ...store.ThrottleKey) error {
+	now = settle.Time(now)
+	s.throttle.Lock()
+	defer s.throttle.Unlock()
+	next := make([]store.ThrottleState, len(keys))
+	for i, k := range keys {
+		st, err := s.throttleState(k.Key)
+		if err != nil {
+			return fmt.Errorf("releasing an attempt: %w", err)
+		}
+		next[i] = k.Rule.Release(st, now)
+	}
+	err := s.update(ctx, func(txn *bdb.Txn) error {
+		for i, k := range keys {
+			if next[i].Count == 0 {
+				if err := txn.Delete(throttleKey(k.Key)); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := setJSON(txn, throttleKey(k.Key), next[i], k.Rule.Expires(next[i]), now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("releasing an attempt: %w", err)
+	}
+	s.cacheThrottle(keys, next, now)
+	return nil
+}

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -90,6 +91,48 @@ ON CONFLICT (key) DO NOTHING`, names, now); err != nil {
 func (s *Store) ThrottleReset(ctx context.Context, keys ...string) error {
 	if _, err := s.pool.Exec(ctx, `DELETE FROM throttle WHERE key = ANY($1)`, keys); err != nil {
 		return fmt.Errorf("resetting attempts: %w", err)
+	}
+	return nil
+}
+
+// ThrottleRelease takes one attempt back from each key, in key order
+// under the rows' locks (store.ThrottleRule.Release decides).
+func (s *Store) ThrottleRelease(ctx context.Context, now time.Time, keys ...store.ThrottleKey) error {
+	now = settle.Time(now)
+	keys = slices.Clone(keys)
+	slices.SortFunc(keys, func(a, b store.ThrottleKey) int { return strings.Compare(a.Key, b.Key) })
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		for _, k := range keys {
+			var st store.ThrottleState
+			var next, last *time.Time
+			err := tx.QueryRow(ctx, `SELECT count, next_at, last_at FROM throttle WHERE key = $1 FOR UPDATE`, k.Key).Scan(&st.Count, &next, &last)
+			if errors.Is(err, pgx.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if next != nil {
+				st.Next = next.UTC()
+			}
+			if last != nil {
+				st.Last = last.UTC()
+			}
+			st = k.Rule.Release(st, now)
+			if st.Count == 0 {
+				_, err = tx.Exec(ctx, `DELETE FROM throttle WHERE key = $1`, k.Key)
+			} else {
+				_, err = tx.Exec(ctx, `UPDATE throttle SET count = $2, next_at = $3, last_at = $4, expires_at = $5 WHERE key = $1`,
+					k.Key, st.Count, nullTime(st.Next), nullTime(st.Last), k.Rule.Expires(st))
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("releasing an attempt: %w", err)
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ var throttleSuites = []suite{
 	{"throttle_steps", testThrottleSteps},
 	{"throttle_all_or_none", testThrottleAllOrNone},
 	{"throttle_concurrent", testThrottleConcurrent},
+	{"throttle_release", testThrottleRelease},
 	{"find_invite", testFindInvite},
 }
 
@@ -145,5 +146,33 @@ func testFindInvite(t *testing.T, open func(t *testing.T) store.Store) {
 	}
 	if _, err := s.FindInvite(ctx(t), inv.TokenHash, base); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("used invite: %v, want ErrNotFound", err)
+	}
+}
+
+// testThrottleRelease: a released attempt no longer counts, and below
+// the free attempts no delay is left; releasing an unknown key is no
+// error.
+func testThrottleRelease(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	k := store.ThrottleKey{Key: "address:office", Rule: throttleRule}
+	for range 3 {
+		attempt(t, s, base, k)
+	}
+	if r := attempt(t, s, base, k); r.Wait == 0 {
+		t.Fatalf("fourth attempt: %+v, want a wait", r)
+	}
+	if err := s.ThrottleRelease(ctx(t), base, k, store.ThrottleKey{Key: "address:unknown", Rule: throttleRule}); err != nil {
+		t.Fatalf("ThrottleRelease: %v", err)
+	}
+	if r := attempt(t, s, base, k); r.Wait != 0 || r.Count != 3 {
+		t.Errorf("after a release: %+v, want the third attempt again, free", r)
+	}
+	for range 3 {
+		if err := s.ThrottleRelease(ctx(t), base, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := attempt(t, s, base, k); r.Wait != 0 || r.Count != 1 {
+		t.Errorf("after releasing all: %+v, want a first attempt", r)
 	}
 }
