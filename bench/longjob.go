@@ -140,7 +140,23 @@ func longJobRun(ctx context.Context, tmp string, cfg *config, n int, gateway boo
 	res.hwmReset = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0) == nil
 	cpu0 := cpuTime(pid)
 	stopSampling := sampleFDs(pid, &res)
+	// The runtime's view once every call has started and none has been
+	// answered: where a held call's memory is (heap or stacks).
+	held := time.AfterFunc(cfg.inflightRamp+(job-cfg.inflightRamp)/2, func() {
+		if cfg.profileDir != "" {
+			base := filepath.Join(profileDir(cfg, tmp), fmt.Sprintf("longjob-%d-%s", n, res.target))
+			if err := download(ctx, "http://"+e.admin+"/debug/pprof/heap?gc=1", base+"-heap.pb.gz"); err != nil {
+				logf("long-job heap profile: %v", err)
+			}
+		}
+		if ms, err := memstats(ctx, "http://"+e.admin); err == nil {
+			logf("long jobs %d %s held: heap in use %.1f MiB, stacks %.1f MiB (%.1f KiB per call), runtime total %.1f MiB, VmRSS %.1f MiB",
+				n, res.target, float64(ms.HeapInuse)/(1<<20), float64(ms.StackInuse)/(1<<20), float64(ms.StackInuse)/1024/float64(n),
+				float64(ms.Sys)/(1<<20), float64(memKiB(pid, "VmRSS"))/1024)
+		}
+	})
 	holdCalls(ctx, t, n, cfg.inflightRamp, job, proto, &res)
+	held.Stop()
 	stopSampling()
 	res.procCPU = cpuTime(pid) - cpu0
 	res.peakKiB = memKiB(pid, "VmHWM")
