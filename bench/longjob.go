@@ -83,39 +83,12 @@ func longJobRun(ctx context.Context, tmp string, cfg *config, n int, gateway boo
 	if gateway {
 		res.target = "gateway"
 	}
-	dir, err := os.MkdirTemp(tmp, fmt.Sprintf("longjob-%d-%s-", n, res.target))
+	e, err := freshEnv(ctx, tmp, cfg, fmt.Sprintf("longjob-%d-%s-", n, res.target), proto, true,
+		"-time-scale", strconv.FormatFloat(cfg.longJobScale, 'g', -1, 64))
 	if err != nil {
 		return res, err
 	}
-	defer os.RemoveAll(dir)
-	ports, err := freePorts(6)
-	if err != nil {
-		return res, err
-	}
-	a, b := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])
-	e := &env{dir: dir, client: newClient(4), simA: "http://" + a, simB: "http://" + b}
-	sim, err := startChild("upstream-sim", filepath.Join(dir, "sim.log"), nil, cfg.simBin,
-		"-a", a, "-b", b, "-time-scale", strconv.FormatFloat(cfg.longJobScale, 'g', -1, 64))
-	if err != nil {
-		return res, err
-	}
-	e.sim = sim
-	defer sim.stop()
-	if err := waitHTTP(ctx, sim, e.simA+"/_sim/health"); err != nil {
-		return res, err
-	}
-	// The reverse_proxy site points at the simulator's source_a listener:
-	// both listeners serve both protocols.
-	d := caddyfileData{
-		Admin: ports[2], GW: ports[3], Ref: ports[4], Static: ports[5],
-		Services: cfg.services, Data: filepath.Join(dir, "badger"),
-		SimA: e.simA, SimB: e.simB, SimBHost: a, Catalogue: "none", Run: "none", H2C: proto == "h2c",
-	}
-	e.addresses(d)
-	if err := e.startGateway(ctx, cfg, d, "caddy.log"); err != nil {
-		return res, err
-	}
-	defer e.gw.stop()
+	defer e.close()
 	t := &target{name: "reverse_proxy", method: http.MethodPost, header: jsonHeader(),
 		url:  e.refURL + "/v2/acts/" + longJobActor + "/run-sync-get-dataset-items?timeout=300&maxItems=1",
 		body: []byte(`{"profileUrls":["` + benchInput + `"]}`)}
