@@ -157,6 +157,59 @@ func inflightProto(flag string, n int, limit uint64) string {
 	return "h2c"
 }
 
+// freshEnv starts a simulator (with simArgs) and a Caddy process with the
+// bench Caddyfile in a directory of its own under tmp, for one level of a
+// phase that measures a process from its start; refToA points the
+// reverse_proxy site at the simulator's source_a listener (both serve both
+// protocols) instead of source_b's. close stops both and removes the
+// directory.
+func freshEnv(ctx context.Context, tmp string, cfg *config, prefix, proto string, refToA bool, simArgs ...string) (*env, error) {
+	dir, err := os.MkdirTemp(tmp, prefix)
+	if err != nil {
+		return nil, err
+	}
+	ports, err := freePorts(6)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	a, b := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])
+	e := &env{dir: dir, client: newClient(4), simA: "http://" + a, simB: "http://" + b}
+	e.sim, err = startChild("upstream-sim", filepath.Join(dir, "sim.log"), nil, cfg.simBin, append([]string{"-a", a, "-b", b}, simArgs...)...)
+	if err == nil {
+		err = waitHTTP(ctx, e.sim, e.simA+"/_sim/health")
+	}
+	ref := b
+	if refToA {
+		ref = a
+	}
+	d := caddyfileData{
+		Admin: ports[2], GW: ports[3], Ref: ports[4], Static: ports[5],
+		Services: cfg.services, Data: filepath.Join(dir, "badger"),
+		SimA: e.simA, SimB: e.simB, SimBHost: ref, Catalogue: "none", Run: "none", H2C: proto == "h2c",
+	}
+	e.addresses(d)
+	if err == nil {
+		err = e.startGateway(ctx, cfg, d, "caddy.log")
+	}
+	if err != nil {
+		e.close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// close stops the processes of a freshEnv and removes its directory.
+func (e *env) close() {
+	if e.gw != nil {
+		e.gw.stop()
+	}
+	if e.sim != nil {
+		e.sim.stop()
+	}
+	os.RemoveAll(e.dir)
+}
+
 // inflightRun starts a simulator and a Caddy process, makes one warm call
 // of the target, then holds n calls at once and measures the process.
 func inflightRun(ctx context.Context, tmp string, cfg *config, n int, gateway bool, proto string) (inflightResult, error) {
@@ -164,41 +217,11 @@ func inflightRun(ctx context.Context, tmp string, cfg *config, n int, gateway bo
 	if gateway {
 		res.target = "gateway"
 	}
-	dir, err := os.MkdirTemp(tmp, fmt.Sprintf("inflight-%d-%s-", n, res.target))
+	e, err := freshEnv(ctx, tmp, cfg, fmt.Sprintf("inflight-%d-%s-", n, res.target), proto, false, "-latency", "0")
 	if err != nil {
 		return res, err
 	}
-	defer os.RemoveAll(dir)
-	var ports [6]int
-	for i := range ports {
-		if ports[i], err = freePort(); err != nil {
-			return res, err
-		}
-	}
-	a, b := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])
-	e := &env{
-		dir: dir, client: newClient(4), simA: "http://" + a, simB: "http://" + b,
-		admin: fmt.Sprintf("127.0.0.1:%d", ports[2]), gwURL: fmt.Sprintf("http://127.0.0.1:%d", ports[3]),
-		refURL: fmt.Sprintf("http://127.0.0.1:%d", ports[4]), stat: fmt.Sprintf("http://127.0.0.1:%d", ports[5]),
-	}
-	sim, err := startChild("upstream-sim", filepath.Join(dir, "sim.log"), nil, cfg.simBin, "-a", a, "-b", b, "-latency", "0")
-	if err != nil {
-		return res, err
-	}
-	e.sim = sim
-	defer sim.stop()
-	if err := waitHTTP(ctx, sim, e.simA+"/_sim/health"); err != nil {
-		return res, err
-	}
-	d := caddyfileData{
-		Admin: ports[2], GW: ports[3], Ref: ports[4], Static: ports[5],
-		Services: cfg.services, Data: filepath.Join(dir, "badger"),
-		SimA: e.simA, SimB: e.simB, SimBHost: b, Catalogue: "none", Run: "none", H2C: proto == "h2c",
-	}
-	if err := e.startGateway(ctx, cfg, d, "caddy.log"); err != nil {
-		return res, err
-	}
-	defer e.gw.stop()
+	defer e.close()
 	if err := e.setItems(ctx, cfg.inflightItems); err != nil {
 		return res, err
 	}

@@ -83,39 +83,12 @@ func longJobRun(ctx context.Context, tmp string, cfg *config, n int, gateway boo
 	if gateway {
 		res.target = "gateway"
 	}
-	dir, err := os.MkdirTemp(tmp, fmt.Sprintf("longjob-%d-%s-", n, res.target))
+	e, err := freshEnv(ctx, tmp, cfg, fmt.Sprintf("longjob-%d-%s-", n, res.target), proto, true,
+		"-time-scale", strconv.FormatFloat(cfg.longJobScale, 'g', -1, 64))
 	if err != nil {
 		return res, err
 	}
-	defer os.RemoveAll(dir)
-	ports, err := freePorts(6)
-	if err != nil {
-		return res, err
-	}
-	a, b := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])
-	e := &env{dir: dir, client: newClient(4), simA: "http://" + a, simB: "http://" + b}
-	sim, err := startChild("upstream-sim", filepath.Join(dir, "sim.log"), nil, cfg.simBin,
-		"-a", a, "-b", b, "-time-scale", strconv.FormatFloat(cfg.longJobScale, 'g', -1, 64))
-	if err != nil {
-		return res, err
-	}
-	e.sim = sim
-	defer sim.stop()
-	if err := waitHTTP(ctx, sim, e.simA+"/_sim/health"); err != nil {
-		return res, err
-	}
-	// The reverse_proxy site points at the simulator's source_a listener:
-	// both listeners serve both protocols.
-	d := caddyfileData{
-		Admin: ports[2], GW: ports[3], Ref: ports[4], Static: ports[5],
-		Services: cfg.services, Data: filepath.Join(dir, "badger"),
-		SimA: e.simA, SimB: e.simB, SimBHost: a, Catalogue: "none", Run: "none", H2C: proto == "h2c",
-	}
-	e.addresses(d)
-	if err := e.startGateway(ctx, cfg, d, "caddy.log"); err != nil {
-		return res, err
-	}
-	defer e.gw.stop()
+	defer e.close()
 	t := &target{name: "reverse_proxy", method: http.MethodPost, header: jsonHeader(),
 		url:  e.refURL + "/v2/acts/" + longJobActor + "/run-sync-get-dataset-items?timeout=300&maxItems=1",
 		body: []byte(`{"profileUrls":["` + benchInput + `"]}`)}
@@ -140,7 +113,23 @@ func longJobRun(ctx context.Context, tmp string, cfg *config, n int, gateway boo
 	res.hwmReset = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0) == nil
 	cpu0 := cpuTime(pid)
 	stopSampling := sampleFDs(pid, &res)
+	// The runtime's view once every call has started and none has been
+	// answered: where a held call's memory is (heap or stacks).
+	held := time.AfterFunc(cfg.inflightRamp+(job-cfg.inflightRamp)/2, func() {
+		if cfg.profileDir != "" {
+			base := filepath.Join(profileDir(cfg, tmp), fmt.Sprintf("longjob-%d-%s", n, res.target))
+			if err := download(ctx, "http://"+e.admin+"/debug/pprof/heap?gc=1", base+"-heap.pb.gz"); err != nil {
+				logf("long-job heap profile: %v", err)
+			}
+		}
+		if ms, err := memstats(ctx, "http://"+e.admin); err == nil {
+			logf("long jobs %d %s held: heap in use %.1f MiB, stacks %.1f MiB (%.1f KiB per call), runtime total %.1f MiB, VmRSS %.1f MiB",
+				n, res.target, float64(ms.HeapInuse)/(1<<20), float64(ms.StackInuse)/(1<<20), float64(ms.StackInuse)/1024/float64(n),
+				float64(ms.Sys)/(1<<20), float64(memKiB(pid, "VmRSS"))/1024)
+		}
+	})
 	holdCalls(ctx, t, n, cfg.inflightRamp, job, proto, &res)
+	held.Stop()
 	stopSampling()
 	res.procCPU = cpuTime(pid) - cpu0
 	res.peakKiB = memKiB(pid, "VmHWM")

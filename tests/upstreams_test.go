@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	upsim "socialrouter/cmd/upstream-sim/sim"
 )
 
 // The upstream protocol tests run the real gateway against the simulator
@@ -23,18 +25,7 @@ const (
 )
 
 // ledgerJob is one entry of the simulator's cost ledger.
-type ledgerJob struct {
-	ID        string            `json:"id"`
-	Kind      string            `json:"kind"`
-	Target    string            `json:"target"`
-	Status    string            `json:"status"`
-	Running   bool              `json:"running"`
-	Aborted   bool              `json:"aborted"`
-	Items     int               `json:"items"`
-	Charged   int               `json:"charged"`
-	Delivered int               `json:"delivered"`
-	Params    map[string]string `json:"params"`
-}
+type ledgerJob = upsim.LedgerEntry
 
 func (s *sim) ledger(t testing.TB) []ledgerJob {
 	t.Helper()

@@ -95,6 +95,7 @@ func (a *ActorRun) start(ctx context.Context, c Call, body []byte) (Handle, erro
 	if h.RunID == "" || h.DatasetID == "" {
 		return Handle{}, malformed(ans, errors.New("run answer without data.id and data.defaultDatasetId"))
 	}
+	ans.release()
 	return h, nil
 }
 
@@ -160,7 +161,12 @@ func (a *ActorRun) wait(ctx context.Context, c Call, h Handle) (*Result, error) 
 			return nil, err
 		}
 		errs = 0
-		switch st := gjson.GetBytes(ans.body, "data.status").String(); st {
+		st := gjson.GetBytes(ans.body, "data.status").String()
+		if st == "" {
+			return nil, malformed(ans, fmt.Errorf("run %s answer without data.status", h.RunID))
+		}
+		ans.release()
+		switch st {
 		case "SUCCEEDED":
 			return a.items(ctx, c, h)
 		case "TIMED-OUT":
@@ -177,7 +183,8 @@ func (a *ActorRun) wait(ctx context.Context, c Call, h Handle) (*Result, error) 
 				Message: fmt.Sprintf("run %s ended %s upstream", h.RunID, st)}
 		case "READY", "RUNNING", "ABORTING", "TIMING-OUT":
 		default:
-			return nil, malformed(ans, fmt.Errorf("run %s has status %q", h.RunID, st))
+			return nil, &Error{Outcome: OutcomeMalformed, Status: ans.status, Retryable: true,
+				Message: fmt.Sprintf("run %s has status %q", h.RunID, st)}
 		}
 	}
 }

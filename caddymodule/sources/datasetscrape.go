@@ -132,6 +132,7 @@ func (d *DatasetScrape) snapshotFrom(ctx context.Context, c Call, ans *answer) (
 	if id == "" {
 		return nil, malformed(ans, errors.New("answer without snapshot_id"))
 	}
+	ans.release()
 	h := Handle{Protocol: ProtocolDatasetScrape, SnapshotID: id}
 	c.started(h)
 	return d.Resume(ctx, c, h)
@@ -218,6 +219,7 @@ func (d *DatasetScrape) snapshot(ctx context.Context, c Call, id string) (*Resul
 			if done {
 				return res, err
 			}
+			ans.release() // a progress or not-ready answer, read
 		}
 		if err != nil {
 			if !transient(err) || ctx.Err() != nil || pollErrs >= maxPollErrors {

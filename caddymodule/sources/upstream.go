@@ -89,6 +89,15 @@ type answer struct {
 	handles []string
 }
 
+// release hands the answer's pooled buffer back once nothing reads its
+// body any more: run polls and snapshot ids are read and dropped, and a
+// call held for minutes should not leave a buffer per answer to the
+// collector.
+func (a *answer) release() {
+	bodyBufs.Put(a.buf)
+	a.buf, a.body = nil, nil
+}
+
 // exchange sends one request and reads the whole answer, calling activity
 // when the headers arrive and whenever body bytes arrive. Failures to get a
 // complete answer come back as *Error (network_error or timeout).
