@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"socialrouter/caddymodule/credits"
-	"socialrouter/caddymodule/store"
 	badgerstore "socialrouter/caddymodule/store/badger"
+	"socialrouter/caddymodule/store/storetest"
 )
 
 // sdr runs a caddy sdr command to its end and returns its output.
@@ -98,25 +98,7 @@ func TestBackupRestoreE2E(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	runsHeld := 0
-	for _, id := range accounts {
-		a, err := st.GetAccount(t.Context(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		list, err := st.ListRuns(t.Context(), id, store.RunFilter{Limit: 1 << 30})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var charged credits.Micros
-		for _, r := range list {
-			charged += r.CreditsUsed
-		}
-		if want := credits.Micros(start*credits.PerCredit) - charged; a.Balance != want {
-			t.Errorf("restored account %s: balance %s, want start %v − %s charged by its %d runs = %s", id, a.Balance, start, charged, len(list), want)
-		}
-		runsHeld += len(list)
-	}
+	runsHeld := storetest.BalancesMatchRuns(t, st, credits.Micros(start*credits.PerCredit), accounts...)
 	if runsHeld < 40 {
 		t.Errorf("the restored store holds %d runs, want the 40 or more served before the incremental backup", runsHeld)
 	}

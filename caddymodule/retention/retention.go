@@ -96,7 +96,7 @@ func (r *Runner) Pass(ctx context.Context) (PassResult, error) {
 		}
 		res.Runs += b.Runs
 		res.Bytes += b.Bytes
-		if b.Runs < r.Batch {
+		if b.Runs < r.Batch && !b.More {
 			break
 		}
 		if unreclaimed += b.Bytes; unreclaimed >= r.ReclaimEvery {

@@ -32,4 +32,8 @@ type Expirer interface {
 type ExpireResult struct {
 	Runs  int
 	Bytes int64
+	// More is set when the store has more work before the cutoff than the
+	// runs it expired say (badger: indexing the runs an older gateway
+	// stored): call again without waiting for the next pass.
+	More bool
 }

@@ -16,14 +16,14 @@ import (
 	"socialrouter/caddymodule/credits"
 	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
+	"socialrouter/caddymodule/store/storetest"
 )
 
 // startBalance is what every account of the backup tests starts with.
 const startBalance credits.Micros = 1_000_000
 
-// checkBalances opens the store in dir and checks, for each account, that
-// its balance is its start minus the charges of the runs it holds; it
-// returns the number of runs.
+// checkBalances opens the store in dir and checks its balances against
+// its runs (storetest.BalancesMatchRuns); it returns the number of runs.
 func checkBalances(t *testing.T, dir string, accounts []string) int {
 	t.Helper()
 	s, err := Open(dir, Options{})
@@ -31,26 +31,7 @@ func checkBalances(t *testing.T, dir string, accounts []string) int {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	total := 0
-	for _, id := range accounts {
-		a, err := s.GetAccount(t.Context(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		list, err := s.ListRuns(t.Context(), id, store.RunFilter{Limit: 1 << 30})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var charged credits.Micros
-		for _, r := range list {
-			charged += r.CreditsUsed
-		}
-		if a.Balance != startBalance-charged {
-			t.Errorf("account %s: balance %d, want %d − %d charged by its %d runs = %d", id, a.Balance, startBalance, charged, len(list), startBalance-charged)
-		}
-		total += len(list)
-	}
-	return total
+	return storetest.BalancesMatchRuns(t, s, startBalance, accounts...)
 }
 
 // TestBackupUnderLoad: a full and an incremental backup taken while 16

@@ -84,6 +84,7 @@ func (s *Store) ExpireRuns(ctx context.Context, cutoff, now time.Time, limit int
 	if err := s.backfillExpiry(ctx, limit); err != nil {
 		return res, err
 	}
+	more := !s.expiryIndexed.Load()
 	end := expiryKey(cutoff, "", "")[:9]
 	err := s.update(ctx, func(txn *bdb.Txn) error {
 		res = store.ExpireResult{}
@@ -117,6 +118,7 @@ func (s *Store) ExpireRuns(ctx context.Context, cutoff, now time.Time, limit int
 	}
 	s.trim.note(int(res.Bytes))
 	s.expiredSinceCompact.Add(res.Bytes)
+	res.More = more
 	return res, nil
 }
 

@@ -115,13 +115,17 @@ func TestRetentionBackfill(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	total := 0
-	for range 10 {
-		res, err := s.ExpireRuns(t.Context(), created.Add(time.Hour), created.Add(time.Hour), 2) // backfills 16 runs a call
+	total, calls := 0, 0
+	for more := true; more; calls++ {
+		res, err := s.ExpireRuns(t.Context(), created.Add(time.Hour), created.Add(time.Hour), 1) // backfills 8 runs a call
 		if err != nil {
 			t.Fatal(err)
 		}
 		total += res.Runs
+		more = res.More
+	}
+	if calls < 4 {
+		t.Errorf("backfill of 30 runs 8 at a time said it was done after %d calls", calls)
 	}
 	for range 20 {
 		res, err := s.ExpireRuns(t.Context(), created.Add(time.Hour), created.Add(time.Hour), 10)

@@ -18,7 +18,9 @@ import (
 // so nodes running retention at once share the work instead of waiting on
 // each other, and settles, which insert new rows, never wait), rewrites
 // each document without its records and sets expired_at. The billing
-// columns (status, credits_used, returned, …) are not written.
+// columns (status, credits_used, returned, …) are not written. Only
+// finished runs (completed or failed) expire: a run still being written
+// keeps its records until it ends.
 func (s *Store) ExpireRuns(ctx context.Context, cutoff, now time.Time, limit int) (store.ExpireResult, error) {
 	var res store.ExpireResult
 	if limit <= 0 {
@@ -29,7 +31,7 @@ func (s *Store) ExpireRuns(ctx context.Context, cutoff, now time.Time, limit int
 		res = store.ExpireResult{}
 		rows, err := tx.Query(ctx, `
 SELECT id, doc FROM runs
-WHERE expired_at IS NULL AND created_at < $1
+WHERE expired_at IS NULL AND created_at < $1 AND status IN ('completed', 'failed')
 ORDER BY created_at
 LIMIT $2
 FOR UPDATE SKIP LOCKED`, cutoff, limit)
