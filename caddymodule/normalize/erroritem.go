@@ -1,6 +1,10 @@
 package normalize
 
-import "github.com/tidwall/gjson"
+import (
+	"bytes"
+
+	"socialrouter/internal/jsonscan"
+)
 
 // ErrorMarkers are the top-level fields with which the sources mark an item
 // that carries no data: a per-input error row (error, error_code, as both
@@ -9,24 +13,41 @@ import "github.com/tidwall/gjson"
 // offer's program makes of it.
 var ErrorMarkers = []string{"error", "error_code", "warning", "warning_code"}
 
+// errorKey and warningKey start every marker as a JSON key.
+var errorKey, warningKey = []byte(`"error`), []byte(`"warning`)
+
 // IsErrorItem reports whether item is an object with a non-null value in
-// one of the ErrorMarkers at its top level. It reads the item once and
-// tolerates any bytes (an invalid item is not an error item; the program
-// decides what it is).
-func IsErrorItem(item []byte) bool {
-	r := gjson.ParseBytes(item)
-	if !r.IsObject() {
+// one of the ErrorMarkers at its top level. It takes any bytes: an item
+// that is not valid JSON is not an error row (the program decides what it
+// is).
+func IsErrorItem(item []byte) (marked bool) {
+	// Most items name no marker anywhere: a vectorized search rules them
+	// out before any scanning.
+	if !bytes.Contains(item, errorKey) && !bytes.Contains(item, warningKey) {
 		return false
 	}
-	marked := false
-	r.ForEach(func(k, v gjson.Result) bool {
-		if v.Type != gjson.Null && isMarker(k.Str) {
-			marked = true
+	s := jsonscan.Bytes(item)
+	i := jsonscan.SkipSpace(s, 0)
+	if i >= len(s) || s[i] != '{' {
+		return false
+	}
+	// The scanner trusts its input; a truncated item must not crash the
+	// guard.
+	defer func() {
+		if recover() != nil {
+			marked = false
+		}
+	}()
+	for i++; ; {
+		k, v, next, ok := jsonscan.NextMember(s, i)
+		if !ok {
 			return false
 		}
-		return true
-	})
-	return marked
+		if v != "null" && isMarker(k) {
+			return true
+		}
+		i = next
+	}
 }
 
 func isMarker(k string) bool {

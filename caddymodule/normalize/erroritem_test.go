@@ -2,6 +2,7 @@ package normalize
 
 import (
 	"context"
+	"strings"
 	"testing"
 )
 
@@ -57,6 +58,19 @@ func TestIsErrorItem(t *testing.T) {
 	} {
 		if got := IsErrorItem([]byte(item)); got != want {
 			t.Errorf("IsErrorItem(%s) = %v, want %v", item, got, want)
+		}
+	}
+}
+
+// BenchmarkIsErrorItem is the guard's cost per item, on the largest
+// example item (a pro_net profile of a few KB).
+func BenchmarkIsErrorItem(b *testing.B) {
+	item := []byte(`{"id": "x", "name": "Ann", "about": "` + strings.Repeat("text ", 400) + `", "experience": [` +
+		strings.Repeat(`{"title": "t", "company": "c", "start_date": "2020"},`, 20) + `{}], "followers": 1234}`)
+	b.SetBytes(int64(len(item)))
+	for b.Loop() {
+		if IsErrorItem(item) {
+			b.Fatal("a data item read as an error row")
 		}
 	}
 }

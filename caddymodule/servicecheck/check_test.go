@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -121,6 +122,11 @@ func TestCheckExamplesRefuses(t *testing.T) {
 			}
 			if !strings.Contains(strings.Join(all, "\n"), tc.want) {
 				t.Fatalf("problems %q, want one saying %q", all, tc.want)
+			}
+			// What the example itself breaks is not reported again as a
+			// mutation's.
+			if tc.name == "undeclared field" && regexp.MustCompile(`robustness: item 0 with [^:]*: record off #Prof: followers`).MatchString(strings.Join(all, "\n")) {
+				t.Errorf("a mutation repeats the example's own problem: %q", all)
 			}
 			if probs[0].Offer != "pro_net/profile.info source_a/actor_1" {
 				t.Errorf("problem names offer %q", probs[0].Offer)

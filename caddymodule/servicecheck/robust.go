@@ -77,6 +77,19 @@ func robustFindings(ctx context.Context, o *registry.Offer, items []json.RawMess
 	}
 	seen := map[string]bool{} // fields (or "error") already reported
 	records := map[string]bool{}
+	// What the items themselves break is reported by the example check:
+	// a mutation is reported only for what it breaks anew.
+	for _, item := range items {
+		rec, ok, err := o.Normalize.NormalizeItem(ctx, item, input, exampleNow)
+		switch {
+		case err != nil:
+			seen["error"] = true
+		case ok:
+			if vio := o.Service.CheckRecord(rec); vio != nil {
+				seen[vio.Field] = true
+			}
+		}
+	}
 	for i, item := range items {
 		var v any
 		if json.Unmarshal(item, &v) != nil {
@@ -178,7 +191,7 @@ type cachedFinding struct {
 func robustKey(reg *registry.Registry, o *registry.Offer, items []json.RawMessage, input string) [sha256.Size]byte {
 	h := sha256.New()
 	schema, _ := json.Marshal(reg.RecordSchema(o.Service))
-	fmt.Fprintf(h, "robustness v2\x00%d\x00%s\x00%d\x00%s\x00%d\x00%s\x00", len(o.Normalize.Source), o.Normalize.Source, len(schema), schema, len(input), input)
+	fmt.Fprintf(h, "robustness v3\x00%d\x00%s\x00%d\x00%s\x00%d\x00%s\x00", len(o.Normalize.Source), o.Normalize.Source, len(schema), schema, len(input), input)
 	for _, it := range items {
 		fmt.Fprintf(h, "%d\x00", len(it))
 		h.Write(it)
