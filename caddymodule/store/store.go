@@ -111,6 +111,7 @@ type UsageRow struct {
 type Store interface {
 	Members // the dashboard's members, sessions, activity and run listing
 	OAuth   // the OAuth server's clients, codes and tokens
+	Async   // asynchronous runs in flight and idempotency keys (async.go)
 	// CreateAccount creates an account; ErrExists if the id is taken.
 	CreateAccount(ctx context.Context, id string, balance credits.Micros, now time.Time) (Account, error)
 	// GetAccount returns an account; ErrNotFound if absent.

@@ -53,6 +53,7 @@ type Store struct {
 	keys     *keyCache     // nil: no cache
 	accounts *accountCache // nil: no cache
 	trim     *trimmer      // nil: value log pages left to the kernel
+	async    asyncState    // the async runs' claims (async.go)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -158,6 +159,8 @@ const (
 	pUsage   = 'u' // u account NUL day offer NUL platform → counters
 	pSpend   = 's' // s keyID NUL period NUL bucket → micro-credits
 	pSeq     = 'q' // q k → key sequence lease
+	pAsync   = 'j' // j runID → async run in flight (async.go)
+	pIdem    = 'i' // i account NUL key → idempotency key (async.go)
 )
 
 func join(prefix byte, parts ...string) []byte {

@@ -63,6 +63,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	}
 	suites = append(suites, memberSuites...)
 	suites = append(suites, oauthSuites...)
+	suites = append(suites, asyncSuites...)
 	for _, s := range suites {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()
