@@ -57,6 +57,8 @@ type App struct {
 	// adapter, so that `caddy reload` sees a changed config (and reloads)
 	// when only the declarations changed. It is informational otherwise.
 	ServicesDigest string `json:"services_digest,omitempty"`
+	// Async configures the asynchronous runs (app_async.go).
+	Async
 
 	reg      *registry.Registry
 	store    store.Store
@@ -66,6 +68,7 @@ type App struct {
 	logger   *zap.Logger
 	mcp      *mcp.Endpoint
 	tools    *mcp.Toolset
+	async    asyncState
 }
 
 // SourceConfig is where a source lives and how to authenticate to it.
@@ -193,6 +196,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := a.openStore(); err != nil {
 		return err
 	}
+	a.provisionAsync(clients)
 	return a.provisionMCP()
 }
 
@@ -223,6 +227,9 @@ func (a *App) Validate() error {
 	if a.MaxConcurrentRuns < 0 {
 		return fmt.Errorf("max_concurrent_runs must not be negative")
 	}
+	if err := a.validateAsync(); err != nil {
+		return err
+	}
 	if a.SoftTimeout > a.AttemptTimeout {
 		return fmt.Errorf("soft_timeout (%s) must not exceed attempt_timeout (%s)", time.Duration(a.SoftTimeout), time.Duration(a.AttemptTimeout))
 	}
@@ -234,6 +241,7 @@ func (a *App) Validate() error {
 // from; the handler and the admin routes find the app through their
 // caddy.Context.
 func (a *App) Start() error {
+	a.startAsync()
 	a.startMCP()
 	metrics.PublishStatus(a)
 	return nil
@@ -252,6 +260,7 @@ func (a *App) Stop() error {
 // shared state and the MCP endpoint.
 func (a *App) Cleanup() error {
 	mcpErr := a.cleanupMCP()
+	a.cleanupAsync()
 	if a.shared != nil {
 		_, _ = stores.Delete(sharedKey)
 	}
@@ -295,6 +304,9 @@ func (a *App) API(logger *zap.Logger) *api.API {
 		InFlight:          a.shared.inflight,
 		SourceStatus:      a.sourceStatus,
 		Logger:            logger,
+		Async:             a.async.worker,
+		AsyncRouter:       a.async.router,
+		AsyncDeadline:     time.Duration(a.AsyncDeadline),
 	})
 }
 

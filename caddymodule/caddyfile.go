@@ -47,6 +47,8 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //		soft_timeout <duration>
 //		poll_interval <duration>
 //		max_concurrent_runs <n>
+//		async_deadline <duration>   # app_async.go
+//		async_lease <duration>
 //	}
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // option name
@@ -125,6 +127,10 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				a.SoftTimeout = caddy.Duration(dur)
 			default:
 				a.PollInterval = caddy.Duration(dur)
+			}
+		case "async_deadline", "async_lease":
+			if err := a.unmarshalAsync(d); err != nil {
+				return err
 			}
 		case "max_concurrent_runs":
 			var s string

@@ -214,8 +214,13 @@ func jsonKind(v string) string {
 }
 
 // parseExtract validates an extract body against the service, before any
-// routing or billing.
+// routing or billing, with the synchronous limit.
 func parseExtract(svc *registry.Service, m map[string]json.RawMessage) (*extractBody, *Error) {
+	return parseExtractLimit(svc, m, registry.SyncLimitMax)
+}
+
+// parseExtractLimit is parseExtract with limit up to maxLimit.
+func parseExtractLimit(svc *registry.Service, m map[string]json.RawMessage, maxLimit int) (*extractBody, *Error) {
 	if apiErr := checkFields(m, extractFields); apiErr != nil {
 		return nil, apiErr
 	}
@@ -270,9 +275,12 @@ func parseExtract(svc *registry.Service, m map[string]json.RawMessage) (*extract
 
 	if raw, ok := m["limit"]; ok {
 		f, ok := jsonNumber(raw)
-		if !ok || f != float64(int(f)) || f < 1 || f > 250 {
-			return nil, newError(http.StatusBadRequest, "invalid_limit", typeValidation,
-				"limit must be an integer from 1 to 250 (default 100)")
+		if !ok || f != float64(int(f)) || f < 1 || f > float64(maxLimit) {
+			msg := fmt.Sprintf("limit must be an integer from 1 to %d (default 100)", maxLimit)
+			if maxLimit < registry.AsyncLimitMax {
+				msg += fmt.Sprintf("; up to %d with Prefer: respond-async", registry.AsyncLimitMax)
+			}
+			return nil, newError(http.StatusBadRequest, "invalid_limit", typeValidation, msg)
 		}
 		out.Limit = int(f)
 	}

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 
-	"socialrouter/caddymodule/billing"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/router"
 	"socialrouter/caddymodule/runs"
@@ -46,12 +45,13 @@ func (a *API) search(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	run, apiErr := a.Search(r.Context(), key, body)
+	async := a.prefersAsync(r.Header)
+	c, apiErr := a.prepareSearch(body, limitMax(async))
 	if apiErr != nil {
 		apiErr.write(w)
 		return
 	}
-	writeRun(w, run)
+	a.serveCall(w, r, key, c, body, async)
 }
 
 // Search is one search call for an authenticated key with a decoded JSON
@@ -59,7 +59,25 @@ func (a *API) search(w http.ResponseWriter, r *http.Request) {
 // unless refused) with the call's money held before each attempt, settle, and return the settled run with its next cursor. A
 // failed run is settled and returned as the Error, as in Extract.
 func (a *API) Search(ctx context.Context, key store.Key, m map[string]json.RawMessage) (*runs.Run, *Error) {
+	c, apiErr := a.prepareSearch(m, registry.SyncLimitMax)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	return a.execute(ctx, key, c, "")
+}
+
+// searchLimitCap is the silent cap of a synchronous search's limit per
+// query (an async search takes registry.AsyncLimitMax).
+const searchLimitCap = 1000
+
+// prepareSearch validates a search body; maxLimit above the sync limit
+// (an async search) raises the per-query cap to it.
+func (a *API) prepareSearch(m map[string]json.RawMessage, maxLimit int) (*prepared, *Error) {
 	reg := a.Registry
+	limitCap := searchLimitCap
+	if maxLimit > registry.SyncLimitMax {
+		limitCap = max(limitCap, maxLimit)
+	}
 	if apiErr := checkFields(m, searchFields); apiErr != nil {
 		return nil, apiErr
 	}
@@ -98,7 +116,7 @@ func (a *API) Search(ctx context.Context, key store.Key, m map[string]json.RawMe
 			return nil, newError(http.StatusBadRequest, "invalid_limit", typeValidation,
 				"limit must be a positive integer (records per query; default 100, capped at 1000)")
 		}
-		limit = min(int(f), 1000)
+		limit = min(int(f), limitCap)
 	}
 	fallback := true
 	if raw, ok := m["fallback"]; ok {
@@ -155,36 +173,28 @@ func (a *API) Search(ctx context.Context, key store.Key, m map[string]json.RawMe
 			}
 		}
 	}
-	run, release, apiErr := a.startRun(key)
-	if apiErr != nil {
-		return nil, apiErr
-	}
-	defer release()
-
-	now := run.CreatedAt
-	run.Kind, run.Source, run.Type, run.Queries = runs.KindSearch, svc.Platform, svc.Name, queries
 	req := router.Request{
-		Service: svc, Inputs: inputs, Options: opts, Limit: limit, Now: now,
+		Service: svc, Inputs: inputs, Options: opts, Limit: limit,
 		LimitScope: registry.ScopePerInput, Skip: offset,
 	}
-	bill := billing.New(a.Store, run.ID, key, now)
-	defer bill.Release(context.WithoutCancel(ctx)) // a no-op once settled
-	req.Budget = bill
 	if fallback {
 		req.Offers = chain
 	} else {
 		req.Pin, req.Unpin = offer, `send "fallback": true`
 	}
-	res, err := a.Router.Run(ctx, req)
-	if apiErr := a.refusedForMoney(ctx, bill, run, res, err); apiErr != nil {
-		return nil, apiErr
-	}
-	run.Pagination.NextCursor = json.RawMessage("null")
-	if err == nil && res.More {
-		b, _ := json.Marshal(encodeCursor(searchCursor{Provider: slug, Queries: queries, Offset: offset + limit}))
-		run.Pagination.NextCursor = b
-	}
-	return a.settle(ctx, bill, run, res, err, svc.Platform)
+	return &prepared{
+		svc: svc, req: req, kind: KindSearch, platform: svc.Platform,
+		fill: func(run *runs.Run) {
+			run.Kind, run.Source, run.Type, run.Queries = runs.KindSearch, svc.Platform, svc.Name, queries
+		},
+		finish: func(run *runs.Run, res *router.Result, err error) {
+			run.Pagination.NextCursor = json.RawMessage("null")
+			if err == nil && res.More {
+				b, _ := json.Marshal(encodeCursor(searchCursor{Provider: slug, Queries: queries, Offset: offset + limit}))
+				run.Pagination.NextCursor = b
+			}
+		},
+	}, nil
 }
 
 // resolveSlug maps <source>/<platform>/<type>[:<tag>] to a search type and

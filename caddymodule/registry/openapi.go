@@ -19,11 +19,20 @@ const (
 	responsePrefix = "#/components/responses/"
 	headerPrefix   = "#/components/headers/"
 
-	extractLimitMax = 250
+	extractLimitMax = SyncLimitMax
 	searchLimitMax  = 1000
 	limitDefault    = 100
 	searchPattern   = `^[a-z0-9_]+/[a-z_]+/[a-z_.]+(:[A-Za-z0-9_-]+)?$`
 	datePattern     = `^\d{4}-\d{2}-\d{2}$`
+)
+
+// The largest limit of a call: a synchronous one answers its records in
+// one response within the attempt deadline, an asynchronous one (Prefer:
+// respond-async) pages them at GET /v1/extractions/{id}/records. The API's
+// validation and the OpenAPI document read these.
+const (
+	SyncLimitMax  = 250
+	AsyncLimitMax = 5000
 )
 
 // buildOpenAPI renders the OpenAPI 3.1 document of the registry.
@@ -34,6 +43,7 @@ func (r *Registry) buildOpenAPI() ([]byte, error) {
 		return nil, err
 	}
 	operations(doc)
+	asyncDoc(doc)
 	oauthDoc(doc)
 	return mustJSON(doc), nil
 }

@@ -1,0 +1,124 @@
+package caddymodule
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"go.uber.org/zap"
+
+	"socialrouter/caddymodule/api"
+	"socialrouter/caddymodule/async"
+	"socialrouter/caddymodule/metrics"
+	"socialrouter/caddymodule/router"
+	"socialrouter/caddymodule/sources"
+)
+
+// Async is the configuration of asynchronous runs (Prefer: respond-async).
+type Async struct {
+	// AsyncDeadline ends an async run that has not finished; it is also
+	// the attempt deadline of its offers. Default: 1h.
+	AsyncDeadline caddy.Duration `json:"async_deadline,omitempty"`
+	// AsyncLease is how long a node holds an async run without renewing
+	// it: after it, another node (or this one restarted) takes the run
+	// over. Default: 30s.
+	AsyncLease caddy.Duration `json:"async_lease,omitempty"`
+}
+
+// asyncState is what a config generation uses of the async side: the
+// node's worker (shared across reloads, per store) and the router of
+// async runs.
+type asyncState struct {
+	worker *async.Worker
+	router *router.Router
+	key    string
+}
+
+// workerHandle is the usage-pool entry of a store's worker: the last
+// config using it stops it, leaving its runs in flight to the store.
+type workerHandle struct{ w *async.Worker }
+
+func (h workerHandle) Destruct() error {
+	h.w.Stop()
+	return nil
+}
+
+// unmarshalAsync reads async_deadline or async_lease.
+func (a *App) unmarshalAsync(d *caddyfile.Dispenser) error {
+	name := d.Val()
+	var s string
+	if !d.AllArgs(&s) {
+		return d.ArgErr()
+	}
+	dur, err := caddy.ParseDuration(s)
+	if err != nil || dur <= 0 {
+		return d.Errf("%s must be a positive duration, got %q", name, s)
+	}
+	if name == "async_deadline" {
+		a.AsyncDeadline = caddy.Duration(dur)
+	} else {
+		a.AsyncLease = caddy.Duration(dur)
+	}
+	return nil
+}
+
+func (a *App) validateAsync() error {
+	if a.AsyncDeadline < 0 || a.AsyncLease < 0 {
+		return fmt.Errorf("async_deadline and async_lease must not be negative")
+	}
+	return nil
+}
+
+// provisionAsync builds the async router and takes this store's worker.
+func (a *App) provisionAsync(clients map[string]sources.Client) {
+	if a.AsyncDeadline == 0 {
+		a.AsyncDeadline = caddy.Duration(api.DefaultAsyncDeadline)
+	}
+	if a.AsyncLease == 0 {
+		a.AsyncLease = caddy.Duration(async.DefaultLease)
+	}
+	a.async.router = router.New(router.Config{
+		AttemptTimeout: time.Duration(a.AsyncDeadline),
+		SoftTimeout:    time.Duration(a.SoftTimeout),
+		Observer:       metrics.Router{},
+	}, clients, a.shared.breakers, a.logger.Named("router"))
+	a.async.key = "social_router.async." + a.storeKey
+	v, _, _ := stores.LoadOrNew(a.async.key, func() (caddy.Destructor, error) {
+		return workerHandle{async.New(async.Config{
+			Store:  a.store,
+			Owner:  ownerName(),
+			Lease:  time.Duration(a.AsyncLease),
+			Logger: a.logger.Named("async"),
+		})}, nil
+	})
+	a.async.worker = v.(workerHandle).w
+}
+
+// startAsync hands the worker this generation's runner and starts it
+// (once per process: it resumes at once what a previous process left).
+func (a *App) startAsync() {
+	runner := a.API(a.logger.Named("async")).AsyncRunner()
+	a.async.worker.SetRunner(runner, runner, nil)
+	a.async.worker.Start()
+	a.logger.Info("async runs", zap.String("worker", a.async.worker.Owner()),
+		zap.Duration("deadline", time.Duration(a.AsyncDeadline)), zap.Duration("lease", time.Duration(a.AsyncLease)))
+}
+
+func (a *App) cleanupAsync() {
+	if a.async.key != "" {
+		_, _ = stores.Delete(a.async.key)
+	}
+}
+
+// ownerName names this process in the leases: host, pid and a random
+// part (a pid is reused across restarts).
+func ownerName() string {
+	host, _ := os.Hostname()
+	b := make([]byte, 4)
+	rand.Read(b)
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
+}
