@@ -370,15 +370,17 @@ func submitMany(t *testing.T, g *gateway, key string, n int) []string {
 }
 
 // finishAll follows every run to its end and returns the sum of their
-// charges; each must complete.
+// charges; each must complete, charged its records × the offer's price.
 func finishAll(t *testing.T, g *gateway, key string, ids []string) credits.Micros {
 	var sum credits.Micros
 	for _, id := range ids {
 		r := follow(t, g, key, id, 90*time.Second)
-		if r.JSON["status"] != "completed" {
-			t.Errorf("run %s: %s", id, r.Body)
+		data, _ := r.JSON["data"].([]any)
+		used := micros(t, r.Body, "credits_used")
+		if r.JSON["status"] != "completed" || len(data) == 0 || used != credits.Micros(len(data))*2760 {
+			t.Errorf("run %s: %.300s", id, r.Body)
 		}
-		sum += micros(t, r.Body, "credits_used")
+		sum += used
 	}
 	return sum
 }
@@ -387,7 +389,7 @@ func finishAll(t *testing.T, g *gateway, key string, ids []string) credits.Micro
 // runs are in flight resumes them all on start; the balance is exactly
 // the start minus what the runs charged.
 func TestAsyncSigkillResume(t *testing.T) {
-	s := startSim(t, "-latency", "3s")
+	s := startSim(t, "-latency", "1500ms")
 	c := defaultConfig(t, s)
 	g := startGateway(t, c)
 	key := g.account("acme", 100)
@@ -401,11 +403,12 @@ func TestAsyncSigkillResume(t *testing.T) {
 	t0 := time.Now()
 	sum := finishAll(t, g2, key, ids)
 	t.Logf("50 runs finished %s after the restart", time.Since(t0).Round(time.Millisecond))
+	// Today's Resumer runs a left run again: the upstream calls of the
+	// runs cut by the kill are made again (resumption by upstream handle
+	// will make each once).
+	t.Logf("upstream calls: %d for 50 runs", callsTo(t, s, postsTarget))
 	if got := balanceMicros(t, g2, key); got != start-sum {
 		t.Errorf("balance %v, want %v - %v", got, start, sum)
-	}
-	if sum != 50*3*2760 {
-		t.Errorf("charged %v, want 50 runs × 3 records × 0.00276", sum)
 	}
 }
 
@@ -414,7 +417,7 @@ func TestAsyncSigkillResume(t *testing.T) {
 // lease lapses, and every one completes, charged once.
 func TestAsyncTwoNodesTakeover(t *testing.T) {
 	pgURL, _ := mnEnv(t)
-	s := startSim(t, "-latency", "3s")
+	s := startSim(t, "-latency", "1500ms")
 	url, _ := mnSchema(t, pgURL)
 	var nodes [2]*gateway
 	for i := range nodes {
@@ -436,8 +439,5 @@ func TestAsyncTwoNodesTakeover(t *testing.T) {
 	t.Logf("20 runs of the killed node finished on the other %s after the kill", time.Since(t0).Round(time.Millisecond))
 	if got := balanceMicros(t, b, key); got != start-sum {
 		t.Errorf("balance %v, want %v - %v", got, start, sum)
-	}
-	if sum != 20*3*2760 {
-		t.Errorf("charged %v, want 20 runs × 3 records × 0.00276", sum)
 	}
 }
