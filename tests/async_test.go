@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"socialrouter/caddymodule/credits"
+	"socialrouter/internal/mcptest"
 )
 
 // asyncDo sends an API request with extra headers (Prefer,
@@ -439,5 +440,43 @@ func TestAsyncTwoNodesTakeover(t *testing.T) {
 	t.Logf("20 runs of the killed node finished on the other %s after the kill", time.Since(t0).Round(time.Millisecond))
 	if got := balanceMicros(t, b, key); got != start-sum {
 		t.Errorf("balance %v, want %v - %v", got, start, sum)
+	}
+}
+
+// TestAsyncMCP: an MCP tool call asking more than a synchronous call
+// serves answers the run at once, status running; get_run follows it to
+// the end, billed as REST bills it.
+func TestAsyncMCP(t *testing.T) {
+	s := startSim(t, "-items", "400", "-latency", "300ms")
+	g := startGateway(t, defaultConfig(t, s))
+	key := g.account("acme", 10)
+	start := balanceMicros(t, g, key)
+	cs := mcptest.Connect(t, g.URL+"/mcp", key, nil)
+	isErr, run := mcpCall(t, cs, "forum_net_subreddit_posts", postsBody(300))
+	id, _ := run["id"].(string)
+	if isErr || run["status"] != "running" || !strings.HasPrefix(id, "ext_") {
+		t.Fatalf("async tool call: %v %v", isErr, run)
+	}
+	end := time.Now().Add(60 * time.Second)
+	for run["status"] == "running" && time.Now().Before(end) {
+		time.Sleep(100 * time.Millisecond)
+		if isErr, run = mcpCall(t, cs, "get_run", map[string]any{"id": id}); isErr {
+			t.Fatalf("get_run: %v", run)
+		}
+	}
+	if run["status"] != "completed" || len(mcptest.Records(run)) != 300 {
+		t.Fatalf("run ended %v with %d records", run["status"], len(mcptest.Records(run)))
+	}
+	rest := asyncDo(t, g, "GET", "/v1/extractions/"+id, key, nil, nil)
+	used := micros(t, rest.Body, "credits_used")
+	if used != 300*2760 {
+		t.Errorf("credits_used %v, want 300 × 0.00276", used)
+	}
+	if got := balanceMicros(t, g, key); got != start-used {
+		t.Errorf("balance %v, want %v - %v", got, start, used)
+	}
+	// Within the synchronous limit the tool answers the completed run.
+	if isErr, run := mcpCall(t, cs, "forum_net_subreddit_posts", postsBody(5)); isErr || run["status"] != "completed" {
+		t.Errorf("sync tool call: %v %v", isErr, run["status"])
 	}
 }

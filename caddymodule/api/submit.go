@@ -128,12 +128,26 @@ func runningDoc(run *runs.Run, attempts []runs.Attempt) []byte {
 }
 
 // submitAsync answers 202 with the run once everything that refuses a
-// sync call has passed: the body was validated, and the money for the
-// run's first payable offer is held (402/429 as a sync call otherwise,
-// nothing stored or started). The run is then in the store; this node's
-// worker starts it at once when it has room, else any node's claims it.
+// sync call has passed (submit), recording the outcome on the call's
+// Idempotency-Key.
 func (a *API) submitAsync(w http.ResponseWriter, r *http.Request, key store.Key, c *prepared, body map[string]json.RawMessage, id, idem string) {
-	ctx := r.Context()
+	doc, apiErr := a.submit(r.Context(), key, c, body, id)
+	if apiErr != nil {
+		a.endKey(r, key, idem, id, false, 0)
+		apiErr.write(w)
+		return
+	}
+	a.endKey(r, key, idem, id, true, http.StatusAccepted)
+	w.Header().Set("Preference-Applied", "respond-async")
+	writeAccepted(w, id, doc)
+}
+
+// submit starts the async run id of a validated call and returns its
+// running document: the money for the run's first payable offer is held
+// first (402/429 as a sync call otherwise, nothing stored or started),
+// then the run is stored; this node's worker starts it at once when it
+// has room, else any node's claims it.
+func (a *API) submit(ctx context.Context, key store.Key, c *prepared, body map[string]json.RawMessage, id string) ([]byte, *Error) {
 	now := time.Now().UTC()
 	run := &runs.Run{ID: id, CreatedAt: now, AccountID: key.AccountID, KeyID: key.ID}
 	if c.kind == KindSearch {
@@ -144,9 +158,7 @@ func (a *API) submitAsync(w http.ResponseWriter, r *http.Request, key store.Key,
 	bill := billing.New(a.Store, id, key, now)
 	hold, apiErr := a.reserveAhead(ctx, bill, c, key, now)
 	if apiErr != nil {
-		a.endKey(r, key, idem, id, false, 0)
-		apiErr.write(w)
-		return
+		return nil, apiErr
 	}
 	req, _ := json.Marshal(asyncRequest{Kind: c.kind, Platform: c.svc.Platform, Service: c.svc.Name, Body: body})
 	deadline := a.AsyncDeadline
@@ -166,16 +178,50 @@ func (a *API) submitAsync(w http.ResponseWriter, r *http.Request, key store.Key,
 		if rerr := bill.Release(context.WithoutCancel(ctx)); rerr != nil {
 			a.Logger.Error("releasing an async run's hold", zap.String("run_id", id), zap.Error(rerr))
 		}
-		a.endKey(r, key, idem, id, false, 0)
-		storeUnavailable().write(w)
-		return
+		return nil, storeUnavailable()
 	}
-	a.endKey(r, key, idem, id, true, http.StatusAccepted)
 	if local {
 		a.Async.Submit(ar)
 	}
-	w.Header().Set("Preference-Applied", "respond-async")
-	writeAccepted(w, id, ar.Doc)
+	return ar.Doc, nil
+}
+
+// ExceedsSync reports whether a call body asks more than a synchronous
+// call serves (a limit above registry.SyncLimitMax for an extract, above
+// the search cap for a search), so a front-end without Prefer (MCP) runs
+// it asynchronously; false when this API runs no async calls.
+func (a *API) ExceedsSync(search bool, body map[string]json.RawMessage) bool {
+	if a.Async == nil {
+		return false
+	}
+	f, ok := jsonNumber(body["limit"])
+	if !ok {
+		return false
+	}
+	if search {
+		return f > searchLimitCap
+	}
+	return f > registry.SyncLimitMax
+}
+
+// SubmitExtract is an extract call run asynchronously, without the HTTP
+// around it: validated with the async limit, its money held, stored and
+// started; it returns the running run's document.
+func (a *API) SubmitExtract(ctx context.Context, key store.Key, svc *registry.Service, body map[string]json.RawMessage) ([]byte, *Error) {
+	c, apiErr := a.prepareExtract(svc, body, registry.AsyncLimitMax)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	return a.submit(ctx, key, c, body, newRunID(time.Now().UTC()))
+}
+
+// SubmitSearch is SubmitExtract for a search body.
+func (a *API) SubmitSearch(ctx context.Context, key store.Key, body map[string]json.RawMessage) ([]byte, *Error) {
+	c, apiErr := a.prepareSearch(body, registry.AsyncLimitMax)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	return a.submit(ctx, key, c, body, newRunID(time.Now().UTC()))
 }
 
 // writeAccepted answers 202 with an async run's document and where to
