@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -27,6 +28,9 @@ type Async struct {
 	// it: after it, another node (or this one restarted) takes the run
 	// over. Default: 30s.
 	AsyncLease caddy.Duration `json:"async_lease,omitempty"`
+	// AsyncWorkers bounds the async runs this node runs at once; more
+	// wait in the store for a claim. Default: 1000.
+	AsyncWorkers int `json:"async_workers,omitempty"`
 }
 
 // asyncState is what a config generation uses of the async side: the
@@ -47,12 +51,20 @@ func (h workerHandle) Destruct() error {
 	return nil
 }
 
-// unmarshalAsync reads async_deadline or async_lease.
+// unmarshalAsync reads async_deadline, async_lease or async_workers.
 func (a *App) unmarshalAsync(d *caddyfile.Dispenser) error {
 	name := d.Val()
 	var s string
 	if !d.AllArgs(&s) {
 		return d.ArgErr()
+	}
+	if name == "async_workers" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return d.Errf("async_workers must be a positive integer, got %q", s)
+		}
+		a.AsyncWorkers = n
+		return nil
 	}
 	dur, err := caddy.ParseDuration(s)
 	if err != nil || dur <= 0 {
@@ -67,8 +79,8 @@ func (a *App) unmarshalAsync(d *caddyfile.Dispenser) error {
 }
 
 func (a *App) validateAsync() error {
-	if a.AsyncDeadline < 0 || a.AsyncLease < 0 {
-		return fmt.Errorf("async_deadline and async_lease must not be negative")
+	if a.AsyncDeadline < 0 || a.AsyncLease < 0 || a.AsyncWorkers < 0 {
+		return fmt.Errorf("async_deadline, async_lease and async_workers must not be negative")
 	}
 	return nil
 }
@@ -89,10 +101,11 @@ func (a *App) provisionAsync(clients map[string]sources.Client) {
 	a.async.key = "social_router.async." + a.storeKey
 	v, _, _ := stores.LoadOrNew(a.async.key, func() (caddy.Destructor, error) {
 		return workerHandle{async.New(async.Config{
-			Store:  a.store,
-			Owner:  ownerName(),
-			Lease:  time.Duration(a.AsyncLease),
-			Logger: a.logger.Named("async"),
+			Store:      a.store,
+			Owner:      ownerName(),
+			Lease:      time.Duration(a.AsyncLease),
+			MaxRunning: a.AsyncWorkers,
+			Logger:     a.logger.Named("async"),
 		})}, nil
 	})
 	a.async.worker = v.(workerHandle).w

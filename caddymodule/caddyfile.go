@@ -49,6 +49,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //		max_concurrent_runs <n>
 //		async_deadline <duration>   # app_async.go
 //		async_lease <duration>
+//		async_workers <n>
 //	}
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // option name
@@ -128,7 +129,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			default:
 				a.PollInterval = caddy.Duration(dur)
 			}
-		case "async_deadline", "async_lease":
+		case "async_deadline", "async_lease", "async_workers":
 			if err := a.unmarshalAsync(d); err != nil {
 				return err
 			}

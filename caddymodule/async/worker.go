@@ -296,8 +296,11 @@ func (w *Worker) claim() {
 		return
 	}
 	for _, r := range got {
-		w.cfg.Logger.Info("resuming async run", zap.String("run_id", r.ID), zap.String("account", r.AccountID))
+		w.cfg.Logger.Debug("resuming async run", zap.String("run_id", r.ID), zap.String("account", r.AccountID))
 		w.launch(r, true)
+	}
+	if len(got) > 0 {
+		w.cfg.Logger.Info("resumed async runs", zap.Int("runs", len(got)), zap.Int("running", w.Running()))
 	}
 }
 

@@ -16,9 +16,13 @@ import (
 	"socialrouter/caddymodule/store/internal/settle"
 )
 
-// asyncState serializes the writes of async runs and idempotency keys
-// (one process: a mutex instead of optimistic conflicts on every claim)
-// and knows the workers that claimed in this process. A badger directory
+// asyncState serializes the claims, renewals and cancels of async runs
+// and the writes of idempotency keys (one process: a mutex instead of
+// optimistic conflicts on every claim), and knows the workers that
+// claimed in this process. Creating, updating and deleting one run take
+// no mutex: they touch one key, so badger groups their commits into one
+// fsync, and a conflict with a claim or renewal of the same run is
+// retried by update. A badger directory
 // is opened by one process, so a lease whose owner never claimed here was
 // taken by a process that is gone: it is lapsed whatever its time says,
 // and a restarted gateway resumes its runs at once.
@@ -91,7 +95,7 @@ func (s *Store) CreateAsyncRun(ctx context.Context, r store.AsyncRun) error {
 	if !settle.ValidID(r.ID) || !settle.ValidID(r.AccountID) {
 		return fmt.Errorf("storing async run %q: invalid id", r.ID)
 	}
-	err := s.asyncUpdate(ctx, func(txn *bdb.Txn) error {
+	err := s.update(ctx, func(txn *bdb.Txn) error {
 		if ok, err := exists(txn, asyncKey(r.ID)); err != nil || ok {
 			if err == nil {
 				err = store.ErrExists
@@ -215,7 +219,7 @@ func (s *Store) RenewAsyncRuns(ctx context.Context, owner string, ids []string, 
 
 // UpdateAsyncRun writes the run's document and hold as it stands.
 func (s *Store) UpdateAsyncRun(ctx context.Context, owner string, up store.AsyncRun) error {
-	err := s.asyncUpdate(ctx, func(txn *bdb.Txn) error {
+	err := s.update(ctx, func(txn *bdb.Txn) error {
 		r, err := readAsync(txn, up.ID)
 		if errors.Is(err, store.ErrNotFound) || err == nil && r.Owner != owner {
 			return store.ErrLeaseLost
@@ -255,7 +259,7 @@ func (s *Store) CancelAsyncRun(ctx context.Context, accountID, id string) (store
 
 // DeleteAsyncRun removes a settled run.
 func (s *Store) DeleteAsyncRun(ctx context.Context, id string) error {
-	err := s.asyncUpdate(ctx, func(txn *bdb.Txn) error { return txn.Delete(asyncKey(id)) })
+	err := s.update(ctx, func(txn *bdb.Txn) error { return txn.Delete(asyncKey(id)) })
 	if err != nil {
 		return fmt.Errorf("deleting async run %s: %w", id, err)
 	}
