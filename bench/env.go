@@ -73,6 +73,7 @@ const caddyfile = `{
 			base_url {{.SimB}}
 		}
 		max_concurrent_runs 100000
+		{{.AppExtra}}
 	}
 {{- if .H2C}}
 	servers {
@@ -113,7 +114,8 @@ type caddyfileData struct {
 	Postgres               string // the store's PostgreSQL URL (pg-e2e phase); empty: badger in Data
 	SimA, SimB, SimBHost   string
 	Catalogue, Run         string
-	H2C                    bool // serve HTTP/2 cleartext too (the in-flight phase's callers over h2c)
+	H2C                    bool   // serve HTTP/2 cleartext too (the in-flight phase's callers over h2c)
+	AppExtra               string // more social_router options (the async phase's)
 }
 
 // startEnv starts the simulator and the gateway, creates an account with a

@@ -93,7 +93,7 @@ func main() {
 	flag.DurationVar(&cfg.profile, "profile", 5*time.Second, "CPU profile length under load (0: no profile)")
 	flag.IntVar(&cfg.profileItems, "profile-items", 10, "records per answer (N) under the profiled end-to-end load")
 	flag.StringVar(&cfg.profileDir, "profile-dir", "", "keep the raw profiles in this directory (default: deleted)")
-	flag.StringVar(&phases, "phases", "provision,settle,e2e,pg-e2e,lookup,profile,inflight", "phases to run, comma-separated (pg-e2e: the N = 1 call through a gateway on PostgreSQL, when SDR_TEST_POSTGRES_URL is set)")
+	flag.StringVar(&phases, "phases", "provision,settle,e2e,pg-e2e,lookup,profile,inflight,async", "phases to run, comma-separated (pg-e2e: the N = 1 call through a gateway on PostgreSQL, when SDR_TEST_POSTGRES_URL is set)")
 	flag.DurationVar(&cfg.timeout, "timeout", 6*time.Minute, "stop everything after this long")
 	levels := flag.String("inflight", "1000,5000,10000", "in-flight phase: calls held at once, one level per fresh process, comma-separated")
 	flag.DurationVar(&cfg.inflightLatency, "inflight-latency", 5*time.Second, "in-flight phase: the simulator's latency before each answer")
@@ -230,6 +230,11 @@ func run(ctx context.Context, cfg *config) error {
 	if cfg.phases["inflight"] {
 		if err := rep.inflight(ctx, tmp, cfg); err != nil {
 			return fmt.Errorf("in flight: %w", err)
+		}
+	}
+	if cfg.phases["async"] {
+		if err := rep.asyncRuns(ctx, tmp, cfg); err != nil {
+			return fmt.Errorf("async: %w", err)
 		}
 	}
 	rep.summary()

@@ -281,25 +281,30 @@ func (w *Worker) claimLoop() {
 }
 
 func (w *Worker) claim() {
-	w.mu.Lock()
-	room := w.cfg.MaxRunning - len(w.running)
-	w.mu.Unlock()
-	if room <= 0 {
-		return
-	}
-	now := time.Now()
-	got, err := w.cfg.Store.ClaimAsyncRuns(w.base, w.cfg.Owner, room, now, now.Add(w.cfg.Lease))
-	if err != nil {
-		if w.base.Err() == nil {
-			w.cfg.Logger.Error("claiming async runs", zap.Error(err))
+	for {
+		w.mu.Lock()
+		room := w.cfg.MaxRunning - len(w.running)
+		w.mu.Unlock()
+		if room <= 0 || w.base.Err() != nil {
+			break
 		}
-		return
-	}
-	for _, r := range got {
-		w.cfg.Logger.Debug("resuming async run", zap.String("run_id", r.ID), zap.String("account", r.AccountID))
-		w.launch(r, true)
-	}
-	if len(got) > 0 {
+		now := time.Now()
+		// A store may claim fewer than asked at once: claim again while
+		// it gives some.
+		got, err := w.cfg.Store.ClaimAsyncRuns(w.base, w.cfg.Owner, room, now, now.Add(w.cfg.Lease))
+		if err != nil {
+			if w.base.Err() == nil {
+				w.cfg.Logger.Error("claiming async runs", zap.Error(err))
+			}
+			break
+		}
+		if len(got) == 0 {
+			break
+		}
+		for _, r := range got {
+			w.cfg.Logger.Debug("resuming async run", zap.String("run_id", r.ID), zap.String("account", r.AccountID))
+			w.launch(r, true)
+		}
 		w.cfg.Logger.Info("resumed async runs", zap.Int("runs", len(got)), zap.Int("running", w.Running()))
 	}
 }

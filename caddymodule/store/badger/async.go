@@ -141,11 +141,18 @@ func (s *Store) live(r asyncRecord, now time.Time) bool {
 	return now.Before(r.LeaseUntil)
 }
 
-// ClaimAsyncRuns leases at most n unleased runs to owner, oldest first.
-// It reads every run in flight: the runs of one node, a few thousand at
-// most, read when the worker has room.
+// asyncBatch bounds the runs one transaction claims or renews: badger
+// refuses a transaction larger than a fraction of its memtable
+// (ErrTxnTooBig), and a run is about a kilobyte.
+const asyncBatch = 256
+
+// ClaimAsyncRuns leases at most n unleased runs to owner, oldest first,
+// at most asyncBatch a call (the worker claims again while it gets
+// some). It reads every run in flight: the runs of one node, read when
+// the worker has room.
 func (s *Store) ClaimAsyncRuns(ctx context.Context, owner string, n int, now, until time.Time) ([]store.AsyncRun, error) {
 	s.async.owners.Store(owner, struct{}{})
+	n = min(n, asyncBatch)
 	var out []store.AsyncRun
 	err := s.asyncUpdate(ctx, func(txn *bdb.Txn) error {
 		out = out[:0]
@@ -188,8 +195,22 @@ func (s *Store) ClaimAsyncRuns(ctx context.Context, owner string, n int, now, un
 	return out, nil
 }
 
-// RenewAsyncRuns extends owner's leases of ids.
+// RenewAsyncRuns extends owner's leases of ids, asyncBatch runs a
+// transaction.
 func (s *Store) RenewAsyncRuns(ctx context.Context, owner string, ids []string, until time.Time) (held, cancelled []string, err error) {
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), asyncBatch)]
+		ids = ids[len(chunk):]
+		h, c, err := s.renewBatch(ctx, owner, chunk, until)
+		if err != nil {
+			return nil, nil, err
+		}
+		held, cancelled = append(held, h...), append(cancelled, c...)
+	}
+	return held, cancelled, nil
+}
+
+func (s *Store) renewBatch(ctx context.Context, owner string, ids []string, until time.Time) (held, cancelled []string, err error) {
 	err = s.asyncUpdate(ctx, func(txn *bdb.Txn) error {
 		held, cancelled = held[:0], cancelled[:0]
 		for _, id := range ids {
