@@ -202,7 +202,8 @@ func TestAsyncSubmitFollowRecords(t *testing.T) {
 	}
 
 	t0 := time.Now()
-	r := asyncDo(t, g, "POST", "/v1/extract/forum_net/subreddit.posts", key, postsBody(5000), preferAsync)
+	keyed := map[string]string{"Prefer": "respond-async", "Idempotency-Key": "pull-5000"}
+	r := asyncDo(t, g, "POST", "/v1/extract/forum_net/subreddit.posts", key, postsBody(5000), keyed)
 	if r.Status != 202 || r.JSON["status"] != "running" || r.Header.Get("Preference-Applied") != "respond-async" {
 		t.Fatalf("submit: %d %v %s", r.Status, r.Header, r.Body)
 	}
@@ -212,6 +213,16 @@ func TestAsyncSubmitFollowRecords(t *testing.T) {
 	id, _ := r.JSON["id"].(string)
 	if r.Header.Get("Location") != "/v1/extractions/"+id {
 		t.Errorf("Location %q", r.Header.Get("Location"))
+	}
+	// The same key while the run runs: the running run for an async call,
+	// 409 for a sync one.
+	again := asyncDo(t, g, "POST", "/v1/extract/forum_net/subreddit.posts", key, postsBody(5000), keyed)
+	if again.Status != 202 || again.JSON["id"] != id || again.Header.Get("Idempotent-Replayed") != "true" {
+		t.Errorf("async retry with the key: %d %v %.200s", again.Status, again.Header.Get("Idempotent-Replayed"), again.Body)
+	}
+	if sync := asyncDo(t, g, "POST", "/v1/extract/forum_net/subreddit.posts", key, postsBody(5000),
+		map[string]string{"Idempotency-Key": "pull-5000"}); sync.Status != 409 || sync.errCode() != "idempotency_key_in_use" {
+		t.Errorf("sync retry with the key while it runs: %d %.200s", sync.Status, sync.Body)
 	}
 	run := follow(t, g, key, id, 60*time.Second)
 	if run.JSON["status"] != "completed" {

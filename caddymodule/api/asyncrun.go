@@ -146,7 +146,11 @@ func (a *API) settleCancelled(ctx context.Context, bill *billing.Call, run *runs
 	run.CompletedAt = time.Now().UTC()
 	run.Attempts = attempts
 	run.Data = []json.RawMessage{}
-	if _, err := a.Store.Settle(ctx, store.Settlement{Run: run, Platform: platform, Now: run.CompletedAt}); err != nil && !errors.Is(err, store.ErrExists) {
+	offer := ""
+	if n := len(attempts); n > 0 {
+		offer = attempts[n-1].Offer // the usage row of the offer it was cancelled on
+	}
+	if _, err := a.Store.Settle(ctx, store.Settlement{Run: run, Offer: offer, Platform: platform, Now: run.CompletedAt}); err != nil && !errors.Is(err, store.ErrExists) {
 		a.Logger.Error("storing a cancelled async run", zap.String("run_id", run.ID), zap.Error(err))
 		return async.Outcome{}
 	}
