@@ -143,54 +143,75 @@ func (s *Store) live(r asyncRecord, now time.Time) bool {
 
 // asyncBatch bounds the runs one transaction claims or renews: badger
 // refuses a transaction larger than a fraction of its memtable
-// (ErrTxnTooBig), and a run is about a kilobyte.
+// (ErrTxnTooBig); one claim of 2,000 runs in one transaction failed.
 const asyncBatch = 256
 
-// ClaimAsyncRuns leases at most n unleased runs to owner, oldest first,
-// at most asyncBatch a call (the worker claims again while it gets
-// some). It reads every run in flight: the runs of one node, read when
-// the worker has room.
+// ClaimAsyncRuns leases at most n unleased runs to owner, oldest first:
+// one read-only scan of the runs in flight finds them, then transactions
+// of asyncBatch runs take them, each checking again that no lease holds
+// the run (a claim of 10,000 runs is one scan, not one per batch).
 func (s *Store) ClaimAsyncRuns(ctx context.Context, owner string, n int, now, until time.Time) ([]store.AsyncRun, error) {
 	s.async.owners.Store(owner, struct{}{})
-	n = min(n, asyncBatch)
-	var out []store.AsyncRun
-	err := s.asyncUpdate(ctx, func(txn *bdb.Txn) error {
-		out = out[:0]
-		type cand struct {
-			id string
-			r  asyncRecord
-		}
-		var cands []cand
+	s.async.mu.Lock()
+	defer s.async.mu.Unlock()
+	type cand struct {
+		id      string
+		created time.Time
+	}
+	var cands []cand
+	err := s.db.View(func(txn *bdb.Txn) error {
 		it := txn.NewIterator(bdb.IteratorOptions{Prefix: []byte{pAsync}, PrefetchValues: false})
+		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			item := it.Item()
-			v, err := item.ValueCopy(nil)
-			if err != nil {
-				it.Close()
-				return err
-			}
 			var r asyncRecord
-			if err := json.Unmarshal(v, &r); err != nil {
-				it.Close()
+			if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &r) }); err != nil {
 				return fmt.Errorf("decoding async run: %v", err)
 			}
 			if !s.live(r, now) {
-				cands = append(cands, cand{string(item.Key()[1:]), r})
+				cands = append(cands, cand{string(item.Key()[1:]), r.CreatedAt})
 			}
-		}
-		it.Close()
-		slices.SortFunc(cands, func(a, b cand) int { return a.r.CreatedAt.Compare(b.r.CreatedAt) })
-		for _, c := range cands[:min(n, len(cands))] {
-			c.r.Owner, c.r.LeaseUntil = owner, settle.Time(until)
-			if err := writeAsync(txn, c.id, c.r); err != nil {
-				return err
-			}
-			out = append(out, c.r.run(c.id))
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claiming async runs: %w", err)
+	}
+	slices.SortFunc(cands, func(a, b cand) int { return a.created.Compare(b.created) })
+	cands = cands[:min(n, len(cands))]
+	var out []store.AsyncRun
+	for len(cands) > 0 {
+		chunk := cands[:min(len(cands), asyncBatch)]
+		cands = cands[len(chunk):]
+		var got []store.AsyncRun
+		err := s.update(ctx, func(txn *bdb.Txn) error {
+			got = got[:0]
+			for _, c := range chunk {
+				r, err := readAsync(txn, c.id)
+				if errors.Is(err, store.ErrNotFound) {
+					continue // settled meanwhile
+				}
+				if err != nil {
+					return err
+				}
+				if s.live(r, now) {
+					continue
+				}
+				r.Owner, r.LeaseUntil = owner, settle.Time(until)
+				if err := writeAsync(txn, c.id, r); err != nil {
+					return err
+				}
+				got = append(got, r.run(c.id))
+			}
+			return nil
+		})
+		if err != nil {
+			if len(out) > 0 {
+				return out, nil // what was claimed is the caller's to run
+			}
+			return nil, fmt.Errorf("claiming async runs: %w", err)
+		}
+		out = append(out, got...)
 	}
 	return out, nil
 }

@@ -10,7 +10,7 @@ import (
 	"socialrouter/caddymodule/store/badger"
 )
 
-// TestAsyncManyRuns: thousands of runs of one node are claimed a batch a
+// TestAsyncManyRuns: thousands of runs of one node are claimed in one
 // call and renewed in one call, though badger refuses a transaction
 // writing them all at once.
 func TestAsyncManyRuns(t *testing.T) {
@@ -43,6 +43,9 @@ func TestAsyncManyRuns(t *testing.T) {
 	}
 	if len(ids) != n {
 		t.Fatalf("claimed %d of %d", len(ids), n)
+	}
+	if again, err := s.ClaimAsyncRuns(t.Context(), "node2", n, now, now.Add(time.Minute)); err != nil || len(again) != 0 {
+		t.Fatalf("a second claim took %d runs leased to node1, %v", len(again), err)
 	}
 	held, _, err := s.RenewAsyncRuns(t.Context(), "node1", ids, now.Add(2*time.Minute))
 	if err != nil || len(held) != n {
