@@ -214,15 +214,10 @@ func TestAsyncSubmitFollowRecords(t *testing.T) {
 	if r.Header.Get("Location") != "/v1/extractions/"+id {
 		t.Errorf("Location %q", r.Header.Get("Location"))
 	}
-	// The same key while the run runs: the running run for an async call,
-	// 409 for a sync one.
+	// The same key while the run runs: the running run again.
 	again := asyncDo(t, g, "POST", "/v1/extract/forum_net/subreddit.posts", key, postsBody(5000), keyed)
 	if again.Status != 202 || again.JSON["id"] != id || again.Header.Get("Idempotent-Replayed") != "true" {
 		t.Errorf("async retry with the key: %d %v %.200s", again.Status, again.Header.Get("Idempotent-Replayed"), again.Body)
-	}
-	if sync := asyncDo(t, g, "POST", "/v1/extract/forum_net/subreddit.posts", key, postsBody(5000),
-		map[string]string{"Idempotency-Key": "pull-5000"}); sync.Status != 409 || sync.errCode() != "idempotency_key_in_use" {
-		t.Errorf("sync retry with the key while it runs: %d %.200s", sync.Status, sync.Body)
 	}
 	run := follow(t, g, key, id, 60*time.Second)
 	if run.JSON["status"] != "completed" {
@@ -318,11 +313,22 @@ func TestAsyncCancel(t *testing.T) {
 	g := startGateway(t, c)
 	key := g.account("acme", 1)
 	start := balanceMicros(t, g, key)
-	r := asyncDo(t, g, "POST", "/v1/extract/forum_net/subreddit.posts", key, postsBody(200), preferAsync)
+	keyed := map[string]string{"Prefer": "respond-async", "Idempotency-Key": "cancel-me"}
+	r := asyncDo(t, g, "POST", "/v1/extract/forum_net/subreddit.posts", key, postsBody(200), keyed)
 	if r.Status != 202 {
 		t.Fatalf("submit: %d %s", r.Status, r.Body)
 	}
 	id, _ := r.JSON["id"].(string)
+	// The same key while the run runs: 409 for a sync call, the running
+	// run for an async one.
+	if sync := asyncDo(t, g, "POST", "/v1/extract/forum_net/subreddit.posts", key, postsBody(200),
+		map[string]string{"Idempotency-Key": "cancel-me"}); sync.Status != 409 || sync.errCode() != "idempotency_key_in_use" {
+		t.Errorf("sync retry with the key while it runs: %d %.200s", sync.Status, sync.Body)
+	}
+	if again := asyncDo(t, g, "POST", "/v1/extract/forum_net/subreddit.posts", key, postsBody(200), keyed); again.Status != 202 ||
+		again.JSON["id"] != id || again.Header.Get("Idempotent-Replayed") != "true" {
+		t.Errorf("async retry with the key while it runs: %d %.200s", again.Status, again.Body)
+	}
 	// The hold is in place: an account of 1 credit pays 362 records at
 	// 0.00276, so a second run of 200 only gets what is left.
 	waitFor(t, "the first attempt", g.p, func() bool {
