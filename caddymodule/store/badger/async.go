@@ -409,3 +409,28 @@ func (s *Store) DropIdempotencyKey(ctx context.Context, accountID, key, runID st
 	}
 	return nil
 }
+
+// restoreAsyncHolds holds again, as the store opens, the money of the
+// async runs in flight (HoldPrice × HoldRecords each): holds live in
+// memory and a restart drops them, but a run left by a crash is resumed
+// and must find its money still set aside, not spent meanwhile by calls
+// that came before its worker took the hold again.
+func (s *Store) restoreAsyncHolds() error {
+	s.holds.mu.Lock()
+	defer s.holds.mu.Unlock()
+	return s.db.View(func(txn *bdb.Txn) error {
+		it := txn.NewIterator(bdb.IteratorOptions{Prefix: []byte{pAsync}, PrefetchValues: false})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			item := it.Item()
+			var r asyncRecord
+			if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &r) }); err != nil {
+				return fmt.Errorf("decoding async run: %v", err)
+			}
+			if amount := r.HoldPrice * credits.Micros(r.HoldRecords); amount > 0 {
+				s.holds.set(string(item.Key()[1:]), heldMoney{account: r.AccountID, key: r.KeyID, amount: amount})
+			}
+		}
+		return nil
+	})
+}

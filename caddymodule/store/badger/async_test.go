@@ -52,3 +52,41 @@ func TestAsyncManyRuns(t *testing.T) {
 		t.Fatalf("renew: %d held, %v", len(held), err)
 	}
 }
+
+// TestAsyncHoldsOutliveRestart: the hold of an async run in flight is
+// held again when the store opens, so a restart does not free its money.
+func TestAsyncHoldsOutliveRestart(t *testing.T) {
+	dir := t.TempDir()
+	s, err := badger.Open(dir, badger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if _, err := s.CreateAccount(t.Context(), "acme", 100, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reserve(t.Context(), store.Hold{ID: "ext_1", AccountID: "acme", Price: 7, Records: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateAsyncRun(t.Context(), store.AsyncRun{ID: "ext_1", AccountID: "acme", Request: []byte(`{}`), Doc: []byte(`{}`),
+		HoldPrice: 7, HoldRecords: 10, CreatedAt: now, Deadline: now.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = badger.Open(dir, badger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// 100 − 70 held: 30 left, 30 records at 1.
+	got, err := s.Reserve(t.Context(), store.Hold{ID: "ext_2", AccountID: "acme", Price: 1, Records: 100})
+	if err != nil || got.Records != 30 {
+		t.Errorf("Reserve after the restart = %+v, %v; want 30 records (the async run's 70 still held)", got, err)
+	}
+	// The run's own Reserve replaces its restored hold.
+	if got, err := s.Reserve(t.Context(), store.Hold{ID: "ext_1", AccountID: "acme", Price: 7, Records: 10}); err != nil || got.Records != 10 {
+		t.Errorf("the run's Reserve again = %+v, %v", got, err)
+	}
+}

@@ -121,6 +121,10 @@ func open(dir string, opts Options, bo bdb.Options) (*Store, error) {
 	if !bo.InMemory {
 		s.trim = newTrimmer(bo.ValueDir, bo.ValueLogFileSize)
 	}
+	if err := s.restoreAsyncHolds(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("holding the money of async runs in flight: %v", err)
+	}
 	return s, nil
 }
 
