@@ -404,21 +404,31 @@ func finishAll(t *testing.T, g *gateway, key string, ids []string) credits.Micro
 }
 
 // TestAsyncSigkillResume: a gateway killed with SIGKILL while 50 async
-// runs are in flight resumes them all on start; the balance is exactly
-// the start minus what the runs charged.
+// runs are in flight resumes them all on start, their reservations still
+// held across the restart (the account pays exactly the 50 runs' holds:
+// a 51st run is refused before its 202, and a call right after the
+// restart finds no money free); the balance ends exactly the start minus
+// what the runs charged.
 func TestAsyncSigkillResume(t *testing.T) {
 	s := startSim(t, "-latency", "1500ms")
 	c := defaultConfig(t, s)
 	g := startGateway(t, c)
-	key := g.account("acme", 100)
+	// 50 runs × limit 3 × 0.00276: the holds take the whole balance.
+	key := g.account("acme", 0.414)
 	start := balanceMicros(t, g, key)
 	ids := submitMany(t, g, key, 50)
+	if r := asyncDo(t, g, "POST", "/v1/extract/forum_net/subreddit.posts", key, postsBody(3), preferAsync); r.Status != 402 || r.errCode() != "insufficient_credits" {
+		t.Errorf("a 51st run with the money held: %d %.200s", r.Status, r.Body)
+	}
 	if err := g.p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_, _ = g.p.cmd.Process.Wait()
 	g2 := startGateway(t, c)
 	t0 := time.Now()
+	if r := asyncDo(t, g2, "POST", "/v1/extract/forum_net/subreddit.posts", key, postsBody(1), nil); r.Status != 402 {
+		t.Errorf("a call right after the restart, the runs' money held: %d %.200s", r.Status, r.Body)
+	}
 	sum := finishAll(t, g2, key, ids)
 	t.Logf("50 runs finished %s after the restart", time.Since(t0).Round(time.Millisecond))
 	// Today's Resumer runs a left run again: the upstream calls of the
