@@ -159,20 +159,10 @@ func (s *Store) ClaimAsyncRuns(ctx context.Context, owner string, n int, now, un
 		created time.Time
 	}
 	var cands []cand
-	err := s.db.View(func(txn *bdb.Txn) error {
-		it := txn.NewIterator(bdb.IteratorOptions{Prefix: []byte{pAsync}, PrefetchValues: false})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			item := it.Item()
-			var r asyncRecord
-			if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &r) }); err != nil {
-				return fmt.Errorf("decoding async run: %v", err)
-			}
-			if !s.live(r, now) {
-				cands = append(cands, cand{string(item.Key()[1:]), r.CreatedAt})
-			}
+	err := s.eachAsync(func(id string, r asyncRecord) {
+		if !s.live(r, now) {
+			cands = append(cands, cand{id, r.CreatedAt})
 		}
-		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claiming async runs: %w", err)
@@ -418,6 +408,16 @@ func (s *Store) DropIdempotencyKey(ctx context.Context, accountID, key, runID st
 func (s *Store) restoreAsyncHolds() error {
 	s.holds.mu.Lock()
 	defer s.holds.mu.Unlock()
+	return s.eachAsync(func(id string, r asyncRecord) {
+		if amount := r.HoldPrice * credits.Micros(r.HoldRecords); amount > 0 {
+			s.holds.set(id, heldMoney{account: r.AccountID, key: r.KeyID, amount: amount})
+		}
+	})
+}
+
+// eachAsync calls fn with every async run in flight, in a read-only
+// transaction.
+func (s *Store) eachAsync(fn func(id string, r asyncRecord)) error {
 	return s.db.View(func(txn *bdb.Txn) error {
 		it := txn.NewIterator(bdb.IteratorOptions{Prefix: []byte{pAsync}, PrefetchValues: false})
 		defer it.Close()
@@ -427,9 +427,7 @@ func (s *Store) restoreAsyncHolds() error {
 			if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &r) }); err != nil {
 				return fmt.Errorf("decoding async run: %v", err)
 			}
-			if amount := r.HoldPrice * credits.Micros(r.HoldRecords); amount > 0 {
-				s.holds.set(string(item.Key()[1:]), heldMoney{account: r.AccountID, key: r.KeyID, amount: amount})
-			}
+			fn(string(item.Key()[1:]), r)
 		}
 		return nil
 	})
