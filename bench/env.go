@@ -76,6 +76,7 @@ const caddyfile = `{
 		# N = 10 is a discovery: trigger, progress polls and the download;
 		# polled at once so the figure is their round trips, not a sleep.
 		poll_interval 1ms
+		{{.AppExtra}}
 	}
 {{- if .H2C}}
 	servers {
@@ -116,7 +117,8 @@ type caddyfileData struct {
 	Postgres               string // the store's PostgreSQL URL (pg-e2e phase); empty: badger in Data
 	SimA, SimB, SimBHost   string
 	Catalogue, Run         string
-	H2C                    bool // serve HTTP/2 cleartext too (the in-flight phase's callers over h2c)
+	H2C                    bool   // serve HTTP/2 cleartext too (the in-flight phase's callers over h2c)
+	AppExtra               string // more social_router options (the async phase's)
 }
 
 // startEnv starts the simulator and the gateway, creates an account with a

@@ -103,7 +103,7 @@ func main() {
 	flag.DurationVar(&cfg.profile, "profile", 5*time.Second, "CPU profile length under load (0: no profile)")
 	flag.IntVar(&cfg.profileItems, "profile-items", 10, "records per answer (N) under the profiled end-to-end load")
 	flag.StringVar(&cfg.profileDir, "profile-dir", "", "keep the raw profiles in this directory (default: deleted)")
-	flag.StringVar(&phases, "phases", "provision,settle,retention,e2e,pg-e2e,lookup,profile,inflight,signin,longjob,webhooks", "phases to run, comma-separated (pg-e2e: the N = 1 call through a gateway on PostgreSQL, when SDR_TEST_POSTGRES_URL is set; signin: bad sign-ins and invitation posts while /v1 is measured; longjob: calls each waiting on a minute-long upstream job; retention: stored bytes per run and disk after a soak with retention on; webhooks: deliveries per second to a local receiver)")
+	flag.StringVar(&phases, "phases", "provision,settle,retention,e2e,pg-e2e,lookup,profile,inflight,signin,longjob,webhooks,async", "phases to run, comma-separated (pg-e2e: the N = 1 call through a gateway on PostgreSQL, when SDR_TEST_POSTGRES_URL is set; signin: bad sign-ins and invitation posts while /v1 is measured; longjob: calls each waiting on a minute-long upstream job; retention: stored bytes per run and disk after a soak with retention on; webhooks: deliveries per second to a local receiver; async: async runs in flight and restart-to-resumed)")
 	flag.DurationVar(&cfg.signinAttack, "signin-attack", 20*time.Second, "sign-in phase: length of each attack")
 	flag.DurationVar(&cfg.signinIdle, "signin-idle", 5*time.Second, "sign-in phase: length of the idle /v1 measurement")
 	flag.IntVar(&cfg.signinHashSlots, "signin-hash-slots", 0, "sign-in phase: the gateway's hash_slots (0: its default, one per core)")
@@ -271,6 +271,11 @@ func run(ctx context.Context, cfg *config) error {
 	if cfg.phases["webhooks"] {
 		if err := rep.webhooks(ctx, tmp, cfg); err != nil {
 			return fmt.Errorf("webhooks: %w", err)
+		}
+	}
+	if cfg.phases["async"] {
+		if err := rep.asyncRuns(ctx, tmp, cfg); err != nil {
+			return fmt.Errorf("async: %w", err)
 		}
 	}
 	rep.summary()

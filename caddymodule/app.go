@@ -6,6 +6,7 @@
 package caddymodule
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -84,6 +85,9 @@ type App struct {
 
 	WebhooksConfig // webhooks_allow_private, webhooks_retry_schedule (webhooks.go)
 
+	// Async configures the asynchronous runs (app_async.go).
+	Async
+
 	reg      *registry.Registry
 	store    store.Store
 	storeKey string
@@ -103,6 +107,7 @@ type App struct {
 	swap *swapState
 
 	webhooks *webhooks.Service
+	async    asyncState
 }
 
 // SourceConfig is where a source lives and how to authenticate to it.
@@ -198,6 +203,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return err
 	}
 	a.provisionWebhooks()
+	a.provisionAsync()
 	return a.provisionMCP()
 }
 
@@ -231,6 +237,9 @@ func (a *App) Validate() error {
 	if a.MaxConcurrentRuns < 0 {
 		return fmt.Errorf("max_concurrent_runs must not be negative")
 	}
+	if err := a.validateAsync(); err != nil {
+		return err
+	}
 	if a.RunRetention < 0 {
 		return fmt.Errorf("run_retention must not be negative")
 	}
@@ -245,6 +254,7 @@ func (a *App) Validate() error {
 // from; the handler and the admin routes find the app through their
 // caddy.Context.
 func (a *App) Start() error {
+	a.startAsync()
 	a.startMCP()
 	metrics.PublishStatus(a)
 	a.markRunningStore()
@@ -289,6 +299,7 @@ func (a *App) Stop() error {
 // shared state and the MCP endpoint.
 func (a *App) Cleanup() error {
 	mcpErr := a.cleanupMCP()
+	a.cleanupAsync()
 	if a.shared != nil {
 		_, _ = stores.Delete(sharedKey)
 	}
@@ -338,6 +349,9 @@ func (a *App) apiFor(c *compiled, logger *zap.Logger) *api.API {
 		InFlight:          a.shared.inflight,
 		SourceStatus:      a.sourceStatus,
 		Logger:            logger,
+		Async:             a.async.worker,
+		AsyncRouter:       c.asyncRouter,
+		AsyncDeadline:     cmp.Or(time.Duration(a.AsyncDeadline), api.DefaultAsyncDeadline),
 	})
 }
 

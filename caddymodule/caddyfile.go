@@ -60,6 +60,9 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //		watch_services [<debounce>]
 //		webhooks_allow_private           # endpoints on private addresses, http allowed
 //		webhooks_retry_schedule <d>...   # waits before each retry (default 5s 5m 30m 2h 5h 10h 10h)
+//		async_deadline <duration>   # app_async.go
+//		async_lease <duration>
+//		async_workers <n>
 //	}
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // option name
@@ -165,6 +168,10 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				a.RunRetention = caddy.Duration(dur)
 			default:
 				a.PollInterval = caddy.Duration(dur)
+			}
+		case "async_deadline", "async_lease", "async_workers":
+			if err := a.unmarshalAsync(d); err != nil {
+				return err
 			}
 		case "max_concurrent_runs":
 			var s string

@@ -152,6 +152,15 @@ func (b toolBackend) Extract(ctx context.Context, c mcp.Caller, platform, servic
 	if e != nil {
 		return nil, toolError(e)
 	}
+	if b.api.ExceedsSync(false, m) {
+		// More than a synchronous call serves: an async run, followed
+		// with get_run.
+		doc, e := b.api.SubmitExtract(ctx, c.(store.Key), svc, m)
+		if e != nil {
+			return nil, toolError(e)
+		}
+		return doc, nil
+	}
 	return runAnswer(b.api.Extract(ctx, c.(store.Key), svc, m))
 }
 
@@ -159,6 +168,13 @@ func (b toolBackend) Search(ctx context.Context, c mcp.Caller, args []byte) ([]b
 	m, e := api.ParseObject(args)
 	if e != nil {
 		return nil, toolError(e)
+	}
+	if b.api.ExceedsSync(true, m) {
+		doc, e := b.api.SubmitSearch(ctx, c.(store.Key), m)
+		if e != nil {
+			return nil, toolError(e)
+		}
+		return doc, nil
 	}
 	return runAnswer(b.api.Search(ctx, c.(store.Key), m))
 }

@@ -27,8 +27,10 @@ import (
 type compiled struct {
 	reg    *registry.Registry
 	router *router.Router
-	tools  *mcp.Toolset
-	digest string
+	// asyncRouter runs async runs: the same clients, the async deadline.
+	asyncRouter *router.Router
+	tools       *mcp.Toolset
+	digest      string
 }
 
 // swapState is the services an app serves now, swapped in place; mu
@@ -108,7 +110,7 @@ func (a *App) compile(ctx context.Context) (*compiled, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &compiled{reg: reg, router: rt, tools: tools, digest: digest}, nil
+	return &compiled{reg: reg, router: rt, asyncRouter: a.asyncRouter(clients), tools: tools, digest: digest}, nil
 }
 
 // SwapResult is the answer of a registry swap.
@@ -147,6 +149,9 @@ func (a *App) SwapServices() (*SwapResult, error) {
 		return nil, err
 	}
 	a.swap.live.Store(c)
+	if a.async.started {
+		a.setAsyncRunner(c)
+	}
 	metrics.Offers(a.offerSources())
 	if a.mcp != nil {
 		a.mcp.Replace(a, c.tools, a.toolBackend(c))

@@ -14,9 +14,11 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
 
+	"socialrouter/caddymodule/async"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/router"
 	"socialrouter/caddymodule/store"
@@ -37,6 +39,14 @@ type Config struct {
 	// declared coming_soon or the breakers' view).
 	SourceStatus func(sourceID string) string
 	Logger       *zap.Logger
+
+	// Async runs the runs submitted with Prefer: respond-async, on
+	// AsyncRouter (the router whose attempt deadline is the async
+	// deadline), each ending at AsyncDeadline after its submit. Nil: the
+	// preference is not applied and calls stay synchronous.
+	Async         *async.Worker
+	AsyncRouter   *router.Router
+	AsyncDeadline time.Duration
 }
 
 // API serves /v1. Build it with New; it is safe for concurrent use.
@@ -59,6 +69,8 @@ func New(c Config) *API {
 	a.route(http.MethodPost, "/v1/extract/{platform}/{service}", a.observed(a.extractLabel, a.extract))
 	a.route(http.MethodPost, "/v1/search", a.observed(searchLabel, a.search))
 	a.route(http.MethodGet, "/v1/extractions/{id}", a.getRun)
+	a.route(http.MethodGet, "/v1/extractions/{id}/records", a.getRecords)
+	a.route(http.MethodPost, "/v1/extractions/{id}/cancel", a.cancelRun)
 	a.route(http.MethodGet, "/v1/account/balance", a.balance)
 	a.route(http.MethodGet, "/v1/account/usage", a.usage)
 	a.route(http.MethodGet, "/v1/health/{probe}", a.health)

@@ -215,8 +215,13 @@ func jsonKind(v string) string {
 }
 
 // parseExtract validates an extract body against the service, before any
-// routing or billing.
+// routing or billing, with the synchronous limit.
 func parseExtract(svc *registry.Service, m map[string]json.RawMessage) (*extractBody, *Error) {
+	return parseExtractLimit(svc, m, limits.ExtractLimitMax)
+}
+
+// parseExtractLimit is parseExtract with limit up to maxLimit.
+func parseExtractLimit(svc *registry.Service, m map[string]json.RawMessage, maxLimit int) (*extractBody, *Error) {
 	if apiErr := checkFields(m, extractFields); apiErr != nil {
 		return nil, apiErr
 	}
@@ -271,9 +276,12 @@ func parseExtract(svc *registry.Service, m map[string]json.RawMessage) (*extract
 
 	if raw, ok := m["limit"]; ok {
 		f, ok := jsonNumber(raw)
-		if !ok || f != float64(int(f)) || f < 1 || f > limits.ExtractLimitMax {
-			return nil, newError(http.StatusBadRequest, "invalid_limit", typeValidation,
-				fmt.Sprintf("limit must be an integer from 1 to %d (default %d)", limits.ExtractLimitMax, limits.LimitDefault))
+		if !ok || f != float64(int(f)) || f < 1 || f > float64(maxLimit) {
+			msg := fmt.Sprintf("limit must be an integer from 1 to %d (default %d)", maxLimit, limits.LimitDefault)
+			if maxLimit < limits.AsyncLimitMax {
+				msg += fmt.Sprintf("; up to %d with Prefer: respond-async", limits.AsyncLimitMax)
+			}
+			return nil, newError(http.StatusBadRequest, "invalid_limit", typeValidation, msg)
 		}
 		out.Limit = int(f)
 	}

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"socialrouter/caddymodule/billing"
+	"socialrouter/caddymodule/limits"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/router"
 	"socialrouter/caddymodule/runs"
@@ -26,7 +27,8 @@ func newRunID(now time.Time) string {
 
 // extract serves POST /v1/extract/{platform}/{service} (and its alias), in
 // the order of DESIGN.md section 4: route, authenticate, read the body,
-// then Extract.
+// validate, then run it (serveCall: synchronously, or asynchronously with
+// Prefer: respond-async, either with an Idempotency-Key).
 func (a *API) extract(w http.ResponseWriter, r *http.Request) {
 	svc, apiErr := a.Service(r.PathValue("platform"), r.PathValue("service"))
 	if apiErr != nil {
@@ -37,12 +39,56 @@ func (a *API) extract(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	run, apiErr := a.Extract(r.Context(), key, svc, body)
+	async := a.prefersAsync(r.Header)
+	c, apiErr := a.prepareExtract(svc, body, limitMax(async))
 	if apiErr != nil {
 		apiErr.write(w)
 		return
 	}
-	writeRun(w, run)
+	a.serveCall(w, r, key, c, body, async)
+}
+
+// prepared is a validated extract or search call, ready to route: what
+// the sync path runs at once and the async worker runs later.
+type prepared struct {
+	svc *registry.Service
+	// req lacks Now and Budget, set when it runs.
+	req router.Request
+	// kind is KindExtract or KindSearch, platform the usage key.
+	kind     string
+	platform string
+	// fill sets on the run what the call ran.
+	fill func(run *runs.Run)
+	// finish, if set, completes a routed run before its settle (the
+	// search's next cursor).
+	finish func(run *runs.Run, res *router.Result, err error)
+}
+
+// Kinds of prepared calls, as stored in an async run's request.
+const (
+	KindExtract = "extract"
+	KindSearch  = runs.KindSearch
+)
+
+// prepareExtract validates an extract body with limit up to maxLimit.
+func (a *API) prepareExtract(svc *registry.Service, body map[string]json.RawMessage, maxLimit int) (*prepared, *Error) {
+	in, apiErr := parseExtractLimit(svc, body, maxLimit)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	return &prepared{
+		svc:      svc,
+		req:      router.Request{Service: svc, Inputs: in.Inputs, Options: in.Options, Limit: in.Limit, Pin: in.Pin},
+		kind:     KindExtract,
+		platform: svc.Platform,
+		fill: func(run *runs.Run) {
+			run.Platform, run.Service, run.URL = svc.Platform, svc.Name, in.Inputs[0]
+			if svc.InputKind == registry.KindQuery {
+				run.Queries = in.Raw
+				run.URL = in.Raw[0]
+			}
+		},
+	}, nil
 }
 
 // Extract is one extraction call for an authenticated key with a decoded
@@ -54,31 +100,43 @@ func (a *API) extract(w http.ResponseWriter, r *http.Request) {
 // then carries its run_id and attempts. Settling outlives ctx: the
 // upstream work is done and the run must not be lost.
 func (a *API) Extract(ctx context.Context, key store.Key, svc *registry.Service, body map[string]json.RawMessage) (*runs.Run, *Error) {
-	in, apiErr := parseExtract(svc, body)
+	c, apiErr := a.prepareExtract(svc, body, limits.ExtractLimitMax)
 	if apiErr != nil {
 		return nil, apiErr
 	}
+	return a.execute(ctx, key, c, "")
+}
+
+// execute runs a prepared call synchronously as run id (a new id if
+// empty): take an in-flight slot, route with the money held before each
+// attempt, settle.
+func (a *API) execute(ctx context.Context, key store.Key, c *prepared, id string) (*runs.Run, *Error) {
 	run, release, apiErr := a.startRun(key)
 	if apiErr != nil {
 		return nil, apiErr
 	}
 	defer release()
+	if id != "" {
+		run.ID = id
+	}
 
 	now := run.CreatedAt
-	run.Platform, run.Service, run.URL = svc.Platform, svc.Name, in.Inputs[0]
-	if svc.InputKind == registry.KindQuery {
-		run.Queries = in.Raw
-		run.URL = in.Raw[0]
+	if c.kind == KindSearch {
+		run.Kind = runs.KindSearch
 	}
+	c.fill(run)
 	bill := billing.New(a.Store, run.ID, key, now)
 	defer bill.Release(context.WithoutCancel(ctx)) // a no-op once settled
-	res, err := a.Router.Run(ctx, router.Request{
-		Service: svc, Inputs: in.Inputs, Options: in.Options, Limit: in.Limit, Pin: in.Pin, Now: now, Budget: bill,
-	})
+	req := c.req
+	req.Now, req.Budget = now, bill
+	res, err := a.Router.Run(ctx, req)
 	if apiErr := a.refusedForMoney(ctx, bill, run, res, err); apiErr != nil {
 		return nil, apiErr
 	}
-	return a.settle(ctx, bill, run, res, err, svc.Platform)
+	if c.finish != nil {
+		c.finish(run, res, err)
+	}
+	return a.settle(ctx, bill, run, res, err, c.platform)
 }
 
 // settle stores a routed run (success or failure) and returns it, or the

@@ -41,6 +41,19 @@ func (a *API) RunJSON(ctx context.Context, dst []byte, key store.Key, id string)
 	}
 	b, err := a.Store.GetRunJSON(ctx, dst, key.AccountID, id)
 	if errors.Is(err, store.ErrNotFound) {
+		// An async run in flight; or, settled between the two reads, the
+		// stored run after all.
+		ar, aerr := a.Store.GetAsyncRun(ctx, key.AccountID, id)
+		if aerr == nil {
+			return append(b, ar.Doc...), nil
+		}
+		if errors.Is(aerr, store.ErrNotFound) {
+			b, err = a.Store.GetRunJSON(ctx, dst, key.AccountID, id)
+		} else {
+			err = aerr
+		}
+	}
+	if errors.Is(err, store.ErrNotFound) {
 		return b, newError(http.StatusNotFound, "not_found", typeNotFound, fmt.Sprintf("no run %q in this account", id))
 	}
 	if err != nil {

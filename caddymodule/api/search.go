@@ -9,7 +9,6 @@ import (
 	"socialrouter/caddymodule/limits"
 	"strings"
 
-	"socialrouter/caddymodule/billing"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/router"
 	"socialrouter/caddymodule/runs"
@@ -47,12 +46,13 @@ func (a *API) search(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	run, apiErr := a.Search(r.Context(), key, body)
+	async := a.prefersAsync(r.Header)
+	c, apiErr := a.prepareSearch(body, limitMax(async))
 	if apiErr != nil {
 		apiErr.write(w)
 		return
 	}
-	writeRun(w, run)
+	a.serveCall(w, r, key, c, body, async)
 }
 
 // Search is one search call for an authenticated key with a decoded JSON
@@ -60,7 +60,21 @@ func (a *API) search(w http.ResponseWriter, r *http.Request) {
 // unless refused) with the call's money held before each attempt, settle, and return the settled run with its next cursor. A
 // failed run is settled and returned as the Error, as in Extract.
 func (a *API) Search(ctx context.Context, key store.Key, m map[string]json.RawMessage) (*runs.Run, *Error) {
+	c, apiErr := a.prepareSearch(m, limits.ExtractLimitMax)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	return a.execute(ctx, key, c, "")
+}
+
+// prepareSearch validates a search body; maxLimit above the sync limit
+// (an async search) raises the per-query cap to it.
+func (a *API) prepareSearch(m map[string]json.RawMessage, maxLimit int) (*prepared, *Error) {
 	reg := a.Registry
+	limitCap := limits.SearchLimitMax // the silent cap of a synchronous search, per query
+	if maxLimit > limits.ExtractLimitMax {
+		limitCap = max(limitCap, maxLimit)
+	}
 	if apiErr := checkFields(m, searchFields); apiErr != nil {
 		return nil, apiErr
 	}
@@ -97,9 +111,9 @@ func (a *API) Search(ctx context.Context, key store.Key, m map[string]json.RawMe
 		var f float64
 		if err := json.Unmarshal(raw, &f); err != nil || f != float64(int(f)) || f < 1 {
 			return nil, newError(http.StatusBadRequest, "invalid_limit", typeValidation,
-				fmt.Sprintf("limit must be a positive integer (records per query; default %d, capped at %d)", limits.LimitDefault, limits.SearchLimitMax))
+				fmt.Sprintf("limit must be a positive integer (records per query; default %d, capped at %d)", limits.LimitDefault, limitCap))
 		}
-		limit = min(int(f), limits.SearchLimitMax)
+		limit = min(int(f), limitCap)
 	}
 	fallback := true
 	if raw, ok := m["fallback"]; ok {
@@ -156,36 +170,28 @@ func (a *API) Search(ctx context.Context, key store.Key, m map[string]json.RawMe
 			}
 		}
 	}
-	run, release, apiErr := a.startRun(key)
-	if apiErr != nil {
-		return nil, apiErr
-	}
-	defer release()
-
-	now := run.CreatedAt
-	run.Kind, run.Source, run.Type, run.Queries = runs.KindSearch, svc.Platform, svc.Name, queries
 	req := router.Request{
-		Service: svc, Inputs: inputs, Options: opts, Limit: limit, Now: now,
+		Service: svc, Inputs: inputs, Options: opts, Limit: limit,
 		LimitScope: registry.ScopePerInput, Skip: offset,
 	}
-	bill := billing.New(a.Store, run.ID, key, now)
-	defer bill.Release(context.WithoutCancel(ctx)) // a no-op once settled
-	req.Budget = bill
 	if fallback {
 		req.Offers = chain
 	} else {
 		req.Pin, req.Unpin = offer, `send "fallback": true`
 	}
-	res, err := a.Router.Run(ctx, req)
-	if apiErr := a.refusedForMoney(ctx, bill, run, res, err); apiErr != nil {
-		return nil, apiErr
-	}
-	run.Pagination.NextCursor = json.RawMessage("null")
-	if err == nil && res.More {
-		b, _ := json.Marshal(encodeCursor(searchCursor{Provider: slug, Queries: queries, Offset: offset + limit}))
-		run.Pagination.NextCursor = b
-	}
-	return a.settle(ctx, bill, run, res, err, svc.Platform)
+	return &prepared{
+		svc: svc, req: req, kind: KindSearch, platform: svc.Platform,
+		fill: func(run *runs.Run) {
+			run.Kind, run.Source, run.Type, run.Queries = runs.KindSearch, svc.Platform, svc.Name, queries
+		},
+		finish: func(run *runs.Run, res *router.Result, err error) {
+			run.Pagination.NextCursor = json.RawMessage("null")
+			if err == nil && res.More {
+				b, _ := json.Marshal(encodeCursor(searchCursor{Provider: slug, Queries: queries, Offset: offset + limit}))
+				run.Pagination.NextCursor = b
+			}
+		},
+	}, nil
 }
 
 // resolveSlug maps <source>/<platform>/<type>[:<tag>] to a search type and

@@ -53,6 +53,9 @@ func New(st store.Store, runID string, key store.Key, now time.Time) *Call {
 	}
 }
 
+// ID is the call's run id, which names its hold.
+func (c *Call) ID() string { return c.hold.ID }
+
 // Reserve re-sizes the call's hold for offer o (router.Budget): the most
 // of records its price lets the balance and the key's limit pay for. A
 // hold of fewer than least records is dropped at once: a later search

@@ -10,6 +10,10 @@ const (
 	// ExtractLimitMax is the largest limit of a synchronous extract call
 	// (SPEC: sized so one offer attempt fits in its 120-second deadline).
 	ExtractLimitMax = 250
+	// AsyncLimitMax is the largest limit of an asynchronous call (Prefer:
+	// respond-async), whose records are paged at
+	// GET /v1/extractions/{id}/records rather than answered at once.
+	AsyncLimitMax = 5000
 	// SearchLimitMax caps the per-query limit of POST /v1/search.
 	SearchLimitMax = 1000
 	// BodyMax is the largest request body, in bytes (413 request_too_large).

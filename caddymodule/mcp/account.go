@@ -19,7 +19,8 @@ func accountTools(_ *registry.Registry, doc *openapiDoc) ([]*tool, error) {
 	}{{
 		"get_run", "Get a run",
 		"A run of the signed-in account (extract or search) by its id ext_…, as the extract tool answered it. " +
-			"A run id of another account is answered as not_found.",
+			"An asynchronous run (a call above the synchronous limit) is running, with its attempts so far, until it is " +
+			"completed, failed or cancelled. A run id of another account is answered as not_found.",
 		func(ctx context.Context, b Backend, c Caller, req *sdk.CallToolRequest) *sdk.CallToolResult {
 			id, e := stringArgs(req, true, "id")
 			if e != nil {

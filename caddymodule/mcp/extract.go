@@ -26,7 +26,7 @@ func extractTools(reg *registry.Registry, doc *openapiDoc) ([]*tool, error) {
 			continue
 		}
 		// The OpenAPI operation of the service (see registry/openapi.go).
-		in, res, err := doc.bodyOperation("run_" + ToolName(s))
+		in, res, err := doc.runOperation("run_" + ToolName(s))
 		if err != nil {
 			return nil, err
 		}
@@ -47,7 +47,7 @@ func extractTools(reg *registry.Registry, doc *openapiDoc) ([]*tool, error) {
 		})
 	}
 
-	in, res, err := doc.bodyOperation("search")
+	in, res, err := doc.runOperation("search")
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +62,7 @@ func extractTools(reg *registry.Registry, doc *openapiDoc) ([]*tool, error) {
 			Title: "Search by provider",
 			Description: "Runs a search type selected by a provider slug <source>/<platform>/<type> (valid slugs: " + slugs + "), " +
 				"with queries; a next page is asked with the cursor of the previous answer. Billed per returned record, " +
-				"exactly as POST /v1/search; the run stays readable with get_run. Needs sign-in.",
+				"exactly as POST /v1/search; the run stays readable with get_run. " + asyncNote + " Needs sign-in.",
 			InputSchema:  in,
 			OutputSchema: res,
 			Annotations:  spends,
@@ -73,6 +73,11 @@ func extractTools(reg *registry.Registry, doc *openapiDoc) ([]*tool, error) {
 	})
 	return out, nil
 }
+
+// asyncNote tells a caller what a call asking more than a synchronous
+// call serves answers.
+const asyncNote = "A limit above what one synchronous call serves (250 records; a search's 1000 per query) runs " +
+	"asynchronously: the answer is the run with status running at once; follow it with get_run until it is completed."
 
 // summary is the first sentence of the declared description.
 func summary(s *registry.Service) string {
@@ -102,6 +107,6 @@ func extractDescription(s *registry.Service) string {
 	for _, o := range s.LiveOffers() {
 		fmt.Fprintf(&b, "\n- `%s`: %s credits per record, up to %d inputs per call", o.ID, o.Price, o.MaxInputs)
 	}
-	fmt.Fprintf(&b, "\n\nBilled per returned record, exactly as POST /v1/extract/%s/%s; the run stays readable with get_run. Needs sign-in.", s.Platform, s.Name)
+	fmt.Fprintf(&b, "\n\nBilled per returned record, exactly as POST /v1/extract/%s/%s; the run stays readable with get_run. %s Needs sign-in.", s.Platform, s.Name, asyncNote)
 	return b.String()
 }

@@ -23,7 +23,8 @@ func TestToolName(t *testing.T) {
 
 // TestExtractToolsAreTheOpenAPIOperations: each extract tool takes exactly
 // the request body of its REST operation and answers its 200 schema, with
-// the service's record schema for data.
+// the service's record schema for data, or its 202 schema (an async run,
+// running).
 func TestExtractToolsAreTheOpenAPIOperations(t *testing.T) {
 	r := servicesRegistry(t)
 	var doc map[string]any
@@ -44,7 +45,11 @@ func TestExtractToolsAreTheOpenAPIOperations(t *testing.T) {
 			t.Errorf("%s: input schema is not the OpenAPI request body", x.def.Name)
 		}
 		out := x.def.OutputSchema.(obj)
-		allOf, _ := out["allOf"].([]any)
+		anyOf, _ := out["anyOf"].([]any)
+		if len(anyOf) != 2 || dig(anyOf[1], "oneOf") == nil {
+			t.Fatalf("%s: output schema is not the 200 or 202 answer: %v", x.def.Name, out)
+		}
+		allOf, _ := anyOf[0].(obj)["allOf"].([]any)
 		if len(allOf) != 2 || dig(allOf[0], "$ref") != "#/$defs/Run" {
 			t.Fatalf("%s: output schema is not the Run of the service: %v", x.def.Name, out)
 		}

@@ -65,14 +65,18 @@ func (d *openapiDoc) result(id string) (op, out obj, err error) {
 	return op, out, nil
 }
 
-// bodyOperation is the input (request body) and output schemas of the
-// operation with the given id.
-func (d *openapiDoc) bodyOperation(id string) (in, out obj, err error) {
-	op, out, err := d.result(id)
+// runOperation is the input (request body) and output schemas of the
+// run tool of the operation with the given id: its output is
+// runResultSchema.
+func (d *openapiDoc) runOperation(id string) (in, out obj, err error) {
+	op, err := d.op(id)
 	if err != nil {
 		return nil, nil, err
 	}
 	if in, err = d.bodySchema(op); err != nil {
+		return nil, nil, err
+	}
+	if out, err = d.runResultSchema(op); err != nil {
 		return nil, nil, err
 	}
 	return in, out, nil
@@ -135,6 +139,21 @@ func (d *openapiDoc) resultSchema(op obj) (obj, error) {
 		return nil, fmt.Errorf("operation %v has no JSON 200 answer", op["operationId"])
 	}
 	out := d.standalone(s)
+	out["type"] = "object"
+	return out, nil
+}
+
+// runResultSchema is the output schema of a run tool: the operation's
+// 200 answer (the completed run) or its 202 answer (the async run as it
+// stands, status running), since a call asking more than a synchronous
+// call serves runs asynchronously.
+func (d *openapiDoc) runResultSchema(op obj) (obj, error) {
+	ok, found := dig(op, "responses", "200", "content", "application/json", "schema").(obj)
+	accepted, found2 := dig(op, "responses", "202", "content", "application/json", "schema").(obj)
+	if !found || !found2 {
+		return nil, fmt.Errorf("operation %v has no JSON 200 and 202 answers", op["operationId"])
+	}
+	out := d.standalone(obj{"anyOf": []any{ok, accepted}})
 	out["type"] = "object"
 	return out, nil
 }

@@ -31,6 +31,7 @@ func (r *Registry) buildOpenAPI() ([]byte, error) {
 		return nil, err
 	}
 	operations(doc)
+	asyncDoc(doc)
 	oauthDoc(doc)
 	return mustJSON(doc), nil
 }

@@ -393,6 +393,7 @@ func TestOpenAPIOperations(t *testing.T) {
 			"/v1/services/{platform}/{service}": "get", "/v1/providers": "get",
 			"/v1/providers/{id}": "get", "/v1/openapi.json": "get",
 			"/v1/health/live": "get", "/v1/health/ready": "get",
+			"/v1/extractions/{id}/records": "get", "/v1/extractions/{id}/cancel": "post",
 		}
 		// /mcp: the MCP endpoint, anonymous (discovery tools), with a key
 		// or with an OAuth access token; its Guard's 401 carries the
@@ -528,7 +529,8 @@ func TestOpenAPIRequestBodies(t *testing.T) {
 		{"queries on a url service", "/v1/forum_net/subreddit.posts", `{"queries": ["golang"]}`, false},
 		{"unknown offer", "/v1/forum_net/subreddit.posts", `{"url": "https://www.reddit.com/r/a", "provider": "source_b/forum_net"}`, false},
 		{"limit 0", "/v1/forum_net/subreddit.posts", `{"url": "https://www.reddit.com/r/a", "limit": 0}`, false},
-		{"limit 251", "/v1/forum_net/subreddit.posts", `{"url": "https://www.reddit.com/r/a", "limit": 251}`, false},
+		{"limit 5000 (async)", "/v1/forum_net/subreddit.posts", `{"url": "https://www.reddit.com/r/a", "limit": 5000}`, true},
+		{"limit 5001", "/v1/forum_net/subreddit.posts", `{"url": "https://www.reddit.com/r/a", "limit": 5001}`, false},
 		{"limit not an integer", "/v1/forum_net/subreddit.posts", `{"url": "https://www.reddit.com/r/a", "limit": 2.5}`, false},
 		{"unknown option", "/v1/forum_net/subreddit.posts", `{"url": "https://www.reddit.com/r/a", "options": {"nsfw": true}}`, false},
 		{"boolean option as string", "/v1/forum_net/subreddit.posts", `{"url": "https://www.reddit.com/r/a", "options": {"includeComments": "yes"}}`, false},

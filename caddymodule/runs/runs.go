@@ -15,6 +15,10 @@ import (
 const (
 	StatusCompleted = "completed"
 	StatusFailed    = "failed"
+	// An async run is running until it settles, and cancelled when its
+	// customer cancelled it first (it is settled with no charge).
+	StatusRunning   = "running"
+	StatusCancelled = "cancelled"
 )
 
 // KindSearch is the Kind of a search run (an extraction run has none).

@@ -116,6 +116,7 @@ type Store interface {
 	// Webhooks: webhook endpoints and their delivery queue.
 	Webhooks
 
+	Async // asynchronous runs in flight and idempotency keys (async.go)
 	// CreateAccount creates an account; ErrExists if the id is taken.
 	CreateAccount(ctx context.Context, id string, balance credits.Micros, now time.Time) (Account, error)
 	// GetAccount returns an account; ErrNotFound if absent.

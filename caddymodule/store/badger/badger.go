@@ -81,6 +81,7 @@ type Store struct {
 	gcMu                sync.Mutex
 	expiredSinceCompact atomic.Int64
 	compactEvery        int64
+	async               asyncState // the async runs' claims (async.go)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -153,6 +154,10 @@ func open(dir string, opts Options, bo bdb.Options) (*Store, error) {
 	if !bo.InMemory {
 		s.trim = newTrimmer(bo.ValueDir, bo.ValueLogFileSize)
 	}
+	if err := s.restoreAsyncHolds(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("holding the money of async runs in flight: %v", err)
+	}
 	return s, nil
 }
 
@@ -191,6 +196,8 @@ const (
 	pUsage   = 'u' // u account NUL day offer NUL platform → counters
 	pSpend   = 's' // s keyID NUL period NUL bucket → micro-credits
 	pSeq     = 'q' // q k → key sequence lease
+	pAsync   = 'j' // j runID → async run in flight (async.go)
+	pIdem    = 'i' // i account NUL key → idempotency key (async.go)
 )
 
 func join(prefix byte, parts ...string) []byte {

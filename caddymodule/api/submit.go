@@ -1,0 +1,269 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"socialrouter/caddymodule/billing"
+	"socialrouter/caddymodule/limits"
+	"socialrouter/caddymodule/registry"
+	"socialrouter/caddymodule/runs"
+	"socialrouter/caddymodule/store"
+)
+
+// DefaultAsyncDeadline ends an async run that has not finished (failed,
+// like an attempt past its deadline) when no deadline is configured.
+const DefaultAsyncDeadline = time.Hour
+
+// prefersAsync reports whether the request asks Prefer: respond-async
+// (RFC 7240) and this API runs async calls.
+func (a *API) prefersAsync(h http.Header) bool {
+	if a.Async == nil {
+		return false
+	}
+	for _, v := range h.Values("Prefer") {
+		for _, p := range strings.Split(v, ",") {
+			name, _, _ := strings.Cut(p, ";")
+			name, _, _ = strings.Cut(name, "=")
+			if strings.EqualFold(strings.TrimSpace(name), "respond-async") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// limitMax is the largest limit of a sync or an async call.
+func limitMax(async bool) int {
+	if async {
+		return limits.AsyncLimitMax
+	}
+	return limits.ExtractLimitMax
+}
+
+// serveCall runs a validated call: with its Idempotency-Key, if any,
+// claimed first (or the first call's answer replayed), then synchronously
+// or, when the client prefers it, as an async run answered 202 at once.
+func (a *API) serveCall(w http.ResponseWriter, r *http.Request, key store.Key, c *prepared, body map[string]json.RawMessage, async bool) {
+	idem, apiErr := idempotencyKey(r.Header)
+	if apiErr != nil {
+		apiErr.write(w)
+		return
+	}
+	id := newRunID(time.Now().UTC())
+	if idem != "" {
+		fp := fingerprint(c, body)
+		for {
+			rec, created, apiErr := a.claimKey(r, key, idem, fp, id, async)
+			if apiErr != nil {
+				apiErr.write(w)
+				return
+			}
+			if created {
+				break
+			}
+			if err := a.replay(w, r, key, rec, fp, async); !errors.Is(err, errKeyFree) {
+				return
+			}
+		}
+	}
+	if async {
+		a.submitAsync(w, r, key, c, body, id, idem)
+		return
+	}
+	run, apiErr := a.execute(r.Context(), key, c, id)
+	if apiErr != nil {
+		_, stored := apiErr.Extra["run_id"]
+		a.endKey(r, key, idem, id, stored, apiErr.Status)
+		apiErr.write(w)
+		return
+	}
+	a.endKey(r, key, idem, id, true, http.StatusOK)
+	writeRun(w, run)
+}
+
+// asyncRequest is an async run's call as stored: enough to prepare it
+// again on any node, with the registry of that node's config.
+type asyncRequest struct {
+	Kind     string                     `json:"kind"`
+	Platform string                     `json:"platform,omitempty"`
+	Service  string                     `json:"service,omitempty"`
+	Body     map[string]json.RawMessage `json:"body"`
+}
+
+// runningRun is the document of an async run in flight: the Run of the
+// API with status running, no completed_at yet, and the attempts so far.
+type runningRun struct {
+	ID          string            `json:"id"`
+	Kind        string            `json:"kind,omitempty"`
+	Status      string            `json:"status"`
+	Platform    string            `json:"platform,omitempty"`
+	Service     string            `json:"service,omitempty"`
+	Source      string            `json:"source,omitempty"`
+	Type        string            `json:"type,omitempty"`
+	URL         string            `json:"url"`
+	Queries     []string          `json:"queries,omitempty"`
+	CreditsUsed int64             `json:"credits_used"`
+	Data        []json.RawMessage `json:"data"`
+	Pagination  runs.Pagination   `json:"pagination"`
+	CreatedAt   time.Time         `json:"created_at"`
+	Attempts    []runs.Attempt    `json:"attempts"`
+}
+
+func runningDoc(run *runs.Run, attempts []runs.Attempt) []byte {
+	if attempts == nil {
+		attempts = []runs.Attempt{}
+	}
+	b, _ := json.Marshal(runningRun{
+		ID: run.ID, Kind: run.Kind, Status: runs.StatusRunning, Platform: run.Platform, Service: run.Service,
+		Source: run.Source, Type: run.Type, URL: run.URL, Queries: run.Queries, Data: []json.RawMessage{},
+		Pagination: run.Pagination, CreatedAt: run.CreatedAt, Attempts: attempts,
+	})
+	return b
+}
+
+// submitAsync answers 202 with the run once everything that refuses a
+// sync call has passed (submit), recording the outcome on the call's
+// Idempotency-Key.
+func (a *API) submitAsync(w http.ResponseWriter, r *http.Request, key store.Key, c *prepared, body map[string]json.RawMessage, id, idem string) {
+	doc, apiErr := a.submit(r.Context(), key, c, body, id)
+	if apiErr != nil {
+		a.endKey(r, key, idem, id, false, 0)
+		apiErr.write(w)
+		return
+	}
+	a.endKey(r, key, idem, id, true, http.StatusAccepted)
+	w.Header().Set("Preference-Applied", "respond-async")
+	writeAccepted(w, id, doc)
+}
+
+// submit starts the async run id of a validated call and returns its
+// running document: the money for the run's first payable offer is held
+// first (402/429 as a sync call otherwise, nothing stored or started),
+// then the run is stored; this node's worker starts it at once when it
+// has room, else any node's claims it.
+func (a *API) submit(ctx context.Context, key store.Key, c *prepared, body map[string]json.RawMessage, id string) ([]byte, *Error) {
+	now := time.Now().UTC()
+	run := &runs.Run{ID: id, CreatedAt: now, AccountID: key.AccountID, KeyID: key.ID}
+	if c.kind == KindSearch {
+		run.Kind = runs.KindSearch
+	}
+	c.fill(run)
+	noteRun(ctx, run)
+	bill := billing.New(a.Store, id, key, now)
+	hold, apiErr := a.reserveAhead(ctx, bill, c, key, now)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	req, _ := json.Marshal(asyncRequest{Kind: c.kind, Platform: c.svc.Platform, Service: c.svc.Name, Body: body})
+	deadline := a.AsyncDeadline
+	if deadline <= 0 {
+		deadline = DefaultAsyncDeadline
+	}
+	ar := store.AsyncRun{
+		ID: id, AccountID: key.AccountID, KeyID: key.ID, Request: req, Doc: runningDoc(run, nil),
+		HoldPrice: hold.Price, HoldRecords: hold.Records, CreatedAt: now, Deadline: now.Add(deadline),
+	}
+	local := a.Async.Room()
+	if local {
+		ar.Owner, ar.LeaseUntil = a.Async.Owner(), now.Add(a.Async.Lease())
+	}
+	if err := a.Store.CreateAsyncRun(context.WithoutCancel(ctx), ar); err != nil {
+		a.Logger.Error("storing an async run", zap.String("run_id", id), zap.Error(err))
+		if rerr := bill.Release(context.WithoutCancel(ctx)); rerr != nil {
+			a.Logger.Error("releasing an async run's hold", zap.String("run_id", id), zap.Error(rerr))
+		}
+		return nil, storeUnavailable()
+	}
+	if local {
+		a.Async.Submit(ar)
+	}
+	return ar.Doc, nil
+}
+
+// ExceedsSync reports whether a call body asks more than a synchronous
+// call serves (a limit above limits.ExtractLimitMax for an extract, above
+// the search cap for a search), so a front-end without Prefer (MCP) runs
+// it asynchronously; false when this API runs no async calls.
+func (a *API) ExceedsSync(search bool, body map[string]json.RawMessage) bool {
+	if a.Async == nil {
+		return false
+	}
+	f, ok := jsonNumber(body["limit"])
+	if !ok {
+		return false
+	}
+	if search {
+		return f > limits.SearchLimitMax
+	}
+	return f > limits.ExtractLimitMax
+}
+
+// SubmitExtract is an extract call run asynchronously, without the HTTP
+// around it: validated with the async limit, its money held, stored and
+// started; it returns the running run's document.
+func (a *API) SubmitExtract(ctx context.Context, key store.Key, svc *registry.Service, body map[string]json.RawMessage) ([]byte, *Error) {
+	c, apiErr := a.prepareExtract(svc, body, limits.AsyncLimitMax)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	return a.submit(ctx, key, c, body, newRunID(time.Now().UTC()))
+}
+
+// SubmitSearch is SubmitExtract for a search body.
+func (a *API) SubmitSearch(ctx context.Context, key store.Key, body map[string]json.RawMessage) ([]byte, *Error) {
+	c, apiErr := a.prepareSearch(body, limits.AsyncLimitMax)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	return a.submit(ctx, key, c, body, newRunID(time.Now().UTC()))
+}
+
+// writeAccepted answers 202 with an async run's document and where to
+// follow it.
+func writeAccepted(w http.ResponseWriter, id string, doc []byte) {
+	w.Header().Set("Location", "/v1/extractions/"+id)
+	writeRaw(w, http.StatusAccepted, doc)
+}
+
+// reserveAhead holds, before the 202, what the run's first attempt will
+// hold: the first candidate offer of which the money pays at least one
+// record, for as many records as the call may ask (router.Request's
+// MaxRecords). Every candidate unpayable is the sync call's 402/429.
+func (a *API) reserveAhead(ctx context.Context, bill *billing.Call, c *prepared, key store.Key, now time.Time) (store.Hold, *Error) {
+	offers := c.req.Offers
+	switch {
+	case c.req.Pin != nil:
+		offers = []*registry.Offer{c.req.Pin}
+	case offers == nil:
+		offers = c.svc.LiveOffers()
+	}
+	if len(offers) == 0 {
+		return store.Hold{}, newError(http.StatusNotFound, "service_not_available", typeNotFound,
+			c.svc.Key+" has no live offer yet; see the catalogue for callable services.")
+	}
+	want, least := c.req.MaxRecords(), c.req.LeastRecords()
+	for _, o := range offers {
+		covered, _, err := bill.Reserve(ctx, o, want, least)
+		if err != nil {
+			a.Logger.Error("reserving for an async run", zap.Error(err))
+			return store.Hold{}, storeUnavailable()
+		}
+		if covered > 0 {
+			return store.Hold{ID: bill.ID(), AccountID: key.AccountID, KeyID: key.ID, Price: o.Price, Records: covered, Now: now}, nil
+		}
+	}
+	ans, err := bill.Refused(ctx, bill.Refusal())
+	if err != nil || ans == nil {
+		a.Logger.Error("answering a refused async call", zap.Error(err))
+		return store.Hold{}, storeUnavailable()
+	}
+	e := Error(*ans)
+	return store.Hold{}, &e
+}

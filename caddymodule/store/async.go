@@ -1,0 +1,107 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"socialrouter/caddymodule/credits"
+)
+
+// AsyncRun is an asynchronous run in flight, stored from its 202 until its
+// Settle: what a worker needs to run it again (Request), what GET
+// /v1/extractions/{id} shows meanwhile (Doc), the hold to take again when
+// a worker resumes it after a crash (HoldPrice × HoldRecords), and which
+// worker runs it until when (Owner, LeaseUntil). A worker that stops
+// renewing its lease (its node died) loses the run to the next claim.
+type AsyncRun struct {
+	ID        string
+	AccountID string
+	KeyID     string
+	// Request is the call as the API stored it (JSON), opaque to the store.
+	Request []byte
+	// Doc is the run document as it stands (status running, the attempts
+	// so far), opaque to the store.
+	Doc []byte
+	// HoldPrice and HoldRecords are the run's hold: re-reserved on resume,
+	// since a hold does not outlive a crash.
+	HoldPrice   credits.Micros
+	HoldRecords int
+	CreatedAt   time.Time
+	// Deadline ends the run (failed) whoever runs it.
+	Deadline time.Time
+	// Owner is the worker holding the lease until LeaseUntil; "" and a
+	// zero LeaseUntil: no worker took it yet.
+	Owner      string
+	LeaseUntil time.Time
+	// Cancelled is set by CancelAsyncRun: the owner stops the work at its
+	// next renewal.
+	Cancelled bool
+}
+
+// IdempotencyKey is an Idempotency-Key a call was made with, scoped to the
+// account: the fingerprint of the request it came with, the run it
+// started and, once that call answered, its HTTP status. Until then a
+// call holds the key until LockedUntil, so a key whose node died mid-call
+// is not blocked for its whole life.
+type IdempotencyKey struct {
+	AccountID   string
+	Key         string
+	Fingerprint [32]byte
+	RunID       string
+	// Async says the run is asynchronous: its state is the AsyncRun, then
+	// the settled run.
+	Async bool
+	// Status is the HTTP status the call answered; 0 while it runs.
+	Status      int
+	CreatedAt   time.Time
+	ExpiresAt   time.Time
+	LockedUntil time.Time
+}
+
+// ErrLeaseLost is the answer to a worker that writes to a run it no
+// longer holds the lease of: another worker took it over.
+var ErrLeaseLost = errors.New("the lease of the async run is held by another worker")
+
+// Async is the persistence of asynchronous runs and idempotency keys.
+// Times are compared with the caller's now, so every node must keep its
+// clock in step (as the holds already require).
+type Async interface {
+	// CreateAsyncRun stores a new async run; ErrExists if its id is taken.
+	CreateAsyncRun(ctx context.Context, r AsyncRun) error
+	// GetAsyncRun returns an account's async run in flight; ErrNotFound
+	// for an unknown id, another account's, or one already settled and
+	// deleted.
+	GetAsyncRun(ctx context.Context, accountID, id string) (AsyncRun, error)
+	// ClaimAsyncRuns gives owner the lease, until until, of at most n runs
+	// no live lease holds at now (oldest first), and returns them. Two
+	// concurrent claims never take the same run.
+	ClaimAsyncRuns(ctx context.Context, owner string, n int, now, until time.Time) ([]AsyncRun, error)
+	// RenewAsyncRuns extends owner's leases of ids to until (and keeps
+	// their holds alive where holds expire). It returns the ids owner
+	// still holds and, among them, those cancelled; an id not returned
+	// was lost to another worker or deleted.
+	RenewAsyncRuns(ctx context.Context, owner string, ids []string, until time.Time) (held, cancelled []string, err error)
+	// UpdateAsyncRun writes the run's document and hold as it stands;
+	// ErrLeaseLost if owner does not hold it.
+	UpdateAsyncRun(ctx context.Context, owner string, r AsyncRun) error
+	// CancelAsyncRun marks an account's run cancelled and returns it;
+	// ErrNotFound as GetAsyncRun.
+	CancelAsyncRun(ctx context.Context, accountID, id string) (AsyncRun, error)
+	// DeleteAsyncRun removes a run once settled; deleting an absent one is
+	// not an error.
+	DeleteAsyncRun(ctx context.Context, id string) error
+
+	// PutIdempotencyKey stores k if the account has no live record of
+	// k.Key (none, expired at k.CreatedAt, or a running one whose lock
+	// lapsed, which k replaces) and returns (k, true); otherwise it
+	// returns the live record and false.
+	PutIdempotencyKey(ctx context.Context, k IdempotencyKey) (IdempotencyKey, bool, error)
+	// FinishIdempotencyKey records the status a call of runID answered;
+	// nothing if the key now belongs to another run.
+	FinishIdempotencyKey(ctx context.Context, accountID, key, runID string, status int) error
+	// DropIdempotencyKey forgets the key if it still belongs to runID: a
+	// call that stored no run (refused for money, store down) leaves the
+	// key free for its retry.
+	DropIdempotencyKey(ctx context.Context, accountID, key, runID string) error
+}

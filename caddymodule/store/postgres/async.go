@@ -1,0 +1,236 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/store"
+	"socialrouter/caddymodule/store/internal/settle"
+)
+
+const asyncColumns = `id, account_id, key_id, request, doc, hold_price, hold_records, created_at, deadline, owner, lease_until, cancelled`
+
+func scanAsync(row pgx.Row) (store.AsyncRun, error) {
+	var r store.AsyncRun
+	var price int64
+	var lease *time.Time
+	err := row.Scan(&r.ID, &r.AccountID, &r.KeyID, &r.Request, &r.Doc, &price, &r.HoldRecords,
+		&r.CreatedAt, &r.Deadline, &r.Owner, &lease, &r.Cancelled)
+	if lease != nil {
+		r.LeaseUntil = lease.UTC()
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.AsyncRun{}, store.ErrNotFound
+	}
+	r.HoldPrice = credits.Micros(price)
+	r.CreatedAt, r.Deadline = r.CreatedAt.UTC(), r.Deadline.UTC()
+	return r, err
+}
+
+// CreateAsyncRun stores a new async run; ErrExists if its id is taken.
+func (s *Store) CreateAsyncRun(ctx context.Context, r store.AsyncRun) error {
+	if !settle.ValidID(r.ID) || !settle.ValidID(r.AccountID) {
+		return fmt.Errorf("storing async run %q: invalid id", r.ID)
+	}
+	var lease *time.Time
+	if !r.LeaseUntil.IsZero() {
+		t := settle.Time(r.LeaseUntil)
+		lease = &t
+	}
+	_, err := s.pool.Exec(ctx, `
+INSERT INTO async_runs (id, account_id, key_id, request, doc, hold_price, hold_records, created_at, deadline, owner, lease_until, cancelled)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+		r.ID, r.AccountID, r.KeyID, r.Request, r.Doc, int64(r.HoldPrice), r.HoldRecords,
+		settle.Time(r.CreatedAt), settle.Time(r.Deadline), r.Owner, lease, r.Cancelled)
+	if pgCode(err) == codeUniqueViolation {
+		err = store.ErrExists
+	}
+	if err != nil {
+		return fmt.Errorf("storing async run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// GetAsyncRun returns an account's async run in flight.
+func (s *Store) GetAsyncRun(ctx context.Context, accountID, id string) (store.AsyncRun, error) {
+	r, err := scanAsync(s.pool.QueryRow(ctx, `SELECT `+asyncColumns+` FROM async_runs WHERE id = $1 AND account_id = $2`, id, accountID))
+	if err != nil {
+		return store.AsyncRun{}, fmt.Errorf("reading async run %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// ClaimAsyncRuns leases at most n unleased runs to owner, oldest first:
+// FOR UPDATE SKIP LOCKED, so claims of several nodes at once pass each
+// other's rows by instead of waiting or taking them twice.
+func (s *Store) ClaimAsyncRuns(ctx context.Context, owner string, n int, now, until time.Time) ([]store.AsyncRun, error) {
+	rows, err := s.pool.Query(ctx, `
+UPDATE async_runs a SET owner = $1, lease_until = $4
+FROM (SELECT id FROM async_runs WHERE lease_until IS NULL OR lease_until <= $3 ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED) c
+WHERE a.id = c.id
+RETURNING a.id, a.account_id, a.key_id, a.request, a.doc, a.hold_price, a.hold_records, a.created_at, a.deadline, a.owner, a.lease_until, a.cancelled`,
+		owner, n, now, settle.Time(until))
+	if err != nil {
+		return nil, fmt.Errorf("claiming async runs: %w", err)
+	}
+	defer rows.Close()
+	var out []store.AsyncRun
+	for rows.Next() {
+		r, err := scanAsync(rows)
+		if err != nil {
+			return nil, fmt.Errorf("claiming async runs: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("claiming async runs: %w", err)
+	}
+	return out, nil
+}
+
+// RenewAsyncRuns extends owner's leases of ids, and the holds of those
+// runs: a hold lapses after the hold timeout (15 minutes), an async run
+// lasts up to its deadline (an hour by default).
+func (s *Store) RenewAsyncRuns(ctx context.Context, owner string, ids []string, until time.Time) (held, cancelled []string, err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		held, cancelled = held[:0], cancelled[:0]
+		rows, err := tx.Query(ctx, `
+UPDATE async_runs SET lease_until = $3 WHERE owner = $1 AND id = ANY($2) RETURNING id, cancelled`,
+			owner, ids, settle.Time(until))
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id string
+			var c bool
+			if err := rows.Scan(&id, &c); err != nil {
+				rows.Close()
+				return err
+			}
+			held = append(held, id)
+			if c {
+				cancelled = append(cancelled, id)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `
+UPDATE holds SET expires_at = now() + make_interval(secs => $2)
+WHERE id = ANY($1) AND expires_at > now() AND expires_at < now() + make_interval(secs => $2)`,
+			held, s.holdTimeout.Seconds())
+		return err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("renewing async runs: %w", err)
+	}
+	return held, cancelled, nil
+}
+
+// UpdateAsyncRun writes the run's document and hold as it stands.
+func (s *Store) UpdateAsyncRun(ctx context.Context, owner string, r store.AsyncRun) error {
+	tag, err := s.pool.Exec(ctx, `
+UPDATE async_runs SET doc = $3, hold_price = $4, hold_records = $5 WHERE id = $1 AND owner = $2`,
+		r.ID, owner, r.Doc, int64(r.HoldPrice), r.HoldRecords)
+	if err == nil && tag.RowsAffected() == 0 {
+		err = store.ErrLeaseLost
+	}
+	if err != nil {
+		return fmt.Errorf("updating async run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// CancelAsyncRun marks an account's run cancelled.
+func (s *Store) CancelAsyncRun(ctx context.Context, accountID, id string) (store.AsyncRun, error) {
+	r, err := scanAsync(s.pool.QueryRow(ctx, `
+UPDATE async_runs SET cancelled = true WHERE id = $1 AND account_id = $2 RETURNING `+asyncColumns, id, accountID))
+	if err != nil {
+		return store.AsyncRun{}, fmt.Errorf("cancelling async run %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// DeleteAsyncRun removes a settled run.
+func (s *Store) DeleteAsyncRun(ctx context.Context, id string) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM async_runs WHERE id = $1`, id); err != nil {
+		return fmt.Errorf("deleting async run %s: %w", id, err)
+	}
+	return nil
+}
+
+const idemColumns = `fingerprint, run_id, async, status, created_at, expires_at, locked_until`
+
+func scanIdem(row pgx.Row, k *store.IdempotencyKey) error {
+	var fp []byte
+	if err := row.Scan(&fp, &k.RunID, &k.Async, &k.Status, &k.CreatedAt, &k.ExpiresAt, &k.LockedUntil); err != nil {
+		return err
+	}
+	copy(k.Fingerprint[:], fp)
+	k.CreatedAt, k.ExpiresAt, k.LockedUntil = k.CreatedAt.UTC(), k.ExpiresAt.UTC(), k.LockedUntil.UTC()
+	return nil
+}
+
+// PutIdempotencyKey stores k unless the account has a live record of it:
+// one upsert whose update applies only to a dead record (expired, or
+// running with its lock lapsed). Concurrent puts of one key wait on its
+// row, so one creates it and the others find it. It also deletes keys
+// expired for an hour, which keeps the table the size of a day of keys.
+func (s *Store) PutIdempotencyKey(ctx context.Context, k store.IdempotencyKey) (store.IdempotencyKey, bool, error) {
+	for range 5 {
+		out := store.IdempotencyKey{AccountID: k.AccountID, Key: k.Key}
+		err := scanIdem(s.pool.QueryRow(ctx, `
+INSERT INTO idempotency_keys AS i (account_id, key, fingerprint, run_id, async, status, created_at, expires_at, locked_until)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+ON CONFLICT (account_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, run_id = EXCLUDED.run_id,
+	async = EXCLUDED.async, status = EXCLUDED.status, created_at = EXCLUDED.created_at,
+	expires_at = EXCLUDED.expires_at, locked_until = EXCLUDED.locked_until
+WHERE i.expires_at <= EXCLUDED.created_at OR (i.status = 0 AND i.locked_until <= EXCLUDED.created_at)
+RETURNING `+idemColumns,
+			k.AccountID, k.Key, k.Fingerprint[:], k.RunID, k.Async, k.Status,
+			settle.Time(k.CreatedAt), settle.Time(k.ExpiresAt), settle.Time(k.LockedUntil)), &out)
+		if err == nil {
+			if _, err := s.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE expires_at < $1`, settle.Time(k.CreatedAt).Add(-time.Hour)); err != nil {
+				return store.IdempotencyKey{}, false, fmt.Errorf("deleting expired idempotency keys: %w", err)
+			}
+			return out, true, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return store.IdempotencyKey{}, false, fmt.Errorf("storing idempotency key: %w", err)
+		}
+		err = scanIdem(s.pool.QueryRow(ctx, `SELECT `+idemColumns+` FROM idempotency_keys WHERE account_id = $1 AND key = $2`,
+			k.AccountID, k.Key), &out)
+		if err == nil {
+			return out, false, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return store.IdempotencyKey{}, false, fmt.Errorf("reading idempotency key: %w", err)
+		}
+		// Dropped between the two statements: put again.
+	}
+	return store.IdempotencyKey{}, false, errors.New("storing idempotency key: it keeps changing under the put")
+}
+
+// FinishIdempotencyKey records the status a call of runID answered.
+func (s *Store) FinishIdempotencyKey(ctx context.Context, accountID, key, runID string, status int) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE idempotency_keys SET status = $4 WHERE account_id = $1 AND key = $2 AND run_id = $3`,
+		accountID, key, runID, status); err != nil {
+		return fmt.Errorf("finishing idempotency key: %w", err)
+	}
+	return nil
+}
+
+// DropIdempotencyKey forgets the key if it still belongs to runID.
+func (s *Store) DropIdempotencyKey(ctx context.Context, accountID, key, runID string) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE account_id = $1 AND key = $2 AND run_id = $3`,
+		accountID, key, runID); err != nil {
+		return fmt.Errorf("dropping idempotency key: %w", err)
+	}
+	return nil
+}

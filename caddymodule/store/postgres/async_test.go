@@ -1,0 +1,48 @@
+package postgres_test
+
+import (
+	"testing"
+	"time"
+
+	"socialrouter/caddymodule/store"
+	"socialrouter/caddymodule/store/postgres"
+)
+
+// TestRenewKeepsAsyncHolds: an async run lasts longer than the hold
+// timeout, so renewing its lease keeps its hold from expiring; the hold
+// of a run no worker renews expires as any dead call's does.
+func TestRenewKeepsAsyncHolds(t *testing.T) {
+	url := testURL(t)
+	s, err := postgres.Open(t.Context(), url, postgres.WithSchema(testSchema(t, url)), postgres.WithHoldTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.CreateAccount(t.Context(), "acme", 20, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for _, id := range []string{"ext_live", "ext_dead"} {
+		if got, err := s.Reserve(t.Context(), store.Hold{ID: id, AccountID: "acme", Price: 1, Records: 10}); err != nil || got.Records != 10 {
+			t.Fatalf("Reserve %s = %+v, %v", id, got, err)
+		}
+		if err := s.CreateAsyncRun(t.Context(), store.AsyncRun{ID: id, AccountID: "acme", Request: []byte(`{}`), Doc: []byte(`{}`),
+			HoldPrice: 1, HoldRecords: 10, CreatedAt: now, Deadline: now.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.ClaimAsyncRuns(t.Context(), "node1", 10, now, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 { // 2 s: twice the hold timeout
+		time.Sleep(500 * time.Millisecond)
+		if _, _, err := s.RenewAsyncRuns(t.Context(), "node1", []string{"ext_live"}, time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// ext_dead's hold lapsed, ext_live's holds 10 of the 20.
+	got, err := s.Reserve(t.Context(), store.Hold{ID: "ext_next", AccountID: "acme", Price: 1, Records: 20})
+	if err != nil || got.Records != 10 {
+		t.Errorf("Reserve after 2 s = %+v, %v; want 10 records (the renewed hold still counts)", got, err)
+	}
+}
