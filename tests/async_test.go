@@ -507,3 +507,36 @@ func TestAsyncMCP(t *testing.T) {
 		t.Errorf("sync tool call: %v %v", isErr, run["status"])
 	}
 }
+
+// TestAsyncFailsAsSync: an async run whose upstream fails ends failed
+// exactly as the sync call fails (same code, type and attempts), charged
+// nothing.
+func TestAsyncFailsAsSync(t *testing.T) {
+	s := startSim(t)
+	g := startGateway(t, defaultConfig(t, s))
+	key := g.account("acme", 10)
+	start := balanceMicros(t, g, key)
+	s.fault(t, map[string]any{"target": postsTarget, "status": 503})
+	sync := asyncDo(t, g, "POST", "/v1/extract/forum_net/subreddit.posts", key, postsBody(5), nil)
+	if sync.Status < 500 {
+		t.Fatalf("sync call with the upstream down: %d %.300s", sync.Status, sync.Body)
+	}
+	r := asyncDo(t, g, "POST", "/v1/extract/forum_net/subreddit.posts", key, postsBody(5), preferAsync)
+	if r.Status != 202 {
+		t.Fatalf("submit: %d %.300s", r.Status, r.Body)
+	}
+	run := follow(t, g, key, r.JSON["id"].(string), 30*time.Second)
+	runErr, _ := run.JSON["error"].(map[string]any)
+	syncErr, _ := sync.JSON["error"].(map[string]any)
+	if run.JSON["status"] != "failed" || runErr["code"] != syncErr["code"] || runErr["type"] != syncErr["type"] {
+		t.Errorf("async run %.300s; the sync call answered %.300s", run.Body, sync.Body)
+	}
+	ra, _ := run.JSON["attempts"].([]any)
+	sa, _ := syncErr["attempts"].([]any)
+	if len(ra) != len(sa) || len(ra) == 0 {
+		t.Errorf("attempts: async %v, sync %v", ra, sa)
+	}
+	if got := balanceMicros(t, g, key); got != start {
+		t.Errorf("balance %v after failed runs, want %v", got, start)
+	}
+}
