@@ -540,3 +540,29 @@ func TestAsyncFailsAsSync(t *testing.T) {
 		t.Errorf("balance %v after failed runs, want %v", got, start)
 	}
 }
+
+// TestAsyncDeadline: an async run ends failed at its deadline
+// (async_deadline), which is also its attempts' deadline, uncharged; a
+// sync call keeps the attempt deadline.
+func TestAsyncDeadline(t *testing.T) {
+	s := startSim(t, "-latency", "6s")
+	c := defaultConfig(t, s)
+	c.SoftTimeout = "10s"
+	c.AttemptTimeout = "10s"
+	c.AppExtra = "async_deadline 2s"
+	g := startGateway(t, c)
+	key := g.account("acme", 10)
+	start := balanceMicros(t, g, key)
+	r := asyncDo(t, g, "POST", "/v1/extract/forum_net/subreddit.posts", key, postsBody(5), preferAsync)
+	if r.Status != 202 {
+		t.Fatalf("submit: %d %.300s", r.Status, r.Body)
+	}
+	t0 := time.Now()
+	run := follow(t, g, key, r.JSON["id"].(string), 20*time.Second)
+	if d := time.Since(t0); run.JSON["status"] != "failed" || d > 5*time.Second {
+		t.Errorf("after %s: %.400s", d.Round(time.Millisecond), run.Body)
+	}
+	if got := balanceMicros(t, g, key); got != start {
+		t.Errorf("balance %v, want %v", got, start)
+	}
+}
