@@ -566,3 +566,27 @@ func TestAsyncDeadline(t *testing.T) {
 		t.Errorf("balance %v, want %v", got, start)
 	}
 }
+
+// TestAsyncSearch: POST /v1/search with Prefer: respond-async runs the
+// search as an async run, up to 5,000 records per query (1,000 for a sync
+// search), ending as the search run a sync call answers.
+func TestAsyncSearch(t *testing.T) {
+	const provider, target = "source_a/maps/place.search", "compass~crawler-google-places"
+	s := startSim(t)
+	g := startGateway(t, defaultConfig(t, s))
+	key := g.account("acme", 100)
+	s.fault(t, map[string]any{"target": target, "items": 1500})
+	body := map[string]any{"queries": []string{"coffee in Lisbon"}, "provider": provider, "limit": 1200}
+	r := asyncDo(t, g, "POST", "/v1/search", key, body, preferAsync)
+	if r.Status != 202 || r.JSON["kind"] != "search" || r.JSON["status"] != "running" {
+		t.Fatalf("submit: %d %.300s", r.Status, r.Body)
+	}
+	run := follow(t, g, key, r.JSON["id"].(string), 60*time.Second)
+	data, _ := run.JSON["data"].([]any)
+	if run.JSON["status"] != "completed" || run.JSON["kind"] != "search" || len(data) != 1200 {
+		t.Errorf("async search ended %v with %d records", run.JSON["status"], len(data))
+	}
+	if used := micros(t, run.Body, "credits_used"); used != credits.Micros(len(data))*5520 {
+		t.Errorf("credits_used %v for %d records", used, len(data))
+	}
+}
