@@ -507,3 +507,86 @@ func TestAsyncMCP(t *testing.T) {
 		t.Errorf("sync tool call: %v %v", isErr, run["status"])
 	}
 }
+
+// TestAsyncFailsAsSync: an async run whose upstream fails ends failed
+// exactly as the sync call fails (same code, type and attempts), charged
+// nothing.
+func TestAsyncFailsAsSync(t *testing.T) {
+	s := startSim(t)
+	g := startGateway(t, defaultConfig(t, s))
+	key := g.account("acme", 10)
+	start := balanceMicros(t, g, key)
+	s.fault(t, map[string]any{"target": postsTarget, "status": 503})
+	sync := asyncDo(t, g, "POST", "/v1/extract/forum_net/subreddit.posts", key, postsBody(5), nil)
+	if sync.Status < 500 {
+		t.Fatalf("sync call with the upstream down: %d %.300s", sync.Status, sync.Body)
+	}
+	r := asyncDo(t, g, "POST", "/v1/extract/forum_net/subreddit.posts", key, postsBody(5), preferAsync)
+	if r.Status != 202 {
+		t.Fatalf("submit: %d %.300s", r.Status, r.Body)
+	}
+	run := follow(t, g, key, r.JSON["id"].(string), 30*time.Second)
+	runErr, _ := run.JSON["error"].(map[string]any)
+	syncErr, _ := sync.JSON["error"].(map[string]any)
+	if run.JSON["status"] != "failed" || runErr["code"] != syncErr["code"] || runErr["type"] != syncErr["type"] {
+		t.Errorf("async run %.300s; the sync call answered %.300s", run.Body, sync.Body)
+	}
+	ra, _ := run.JSON["attempts"].([]any)
+	sa, _ := syncErr["attempts"].([]any)
+	if len(ra) != len(sa) || len(ra) == 0 {
+		t.Errorf("attempts: async %v, sync %v", ra, sa)
+	}
+	if got := balanceMicros(t, g, key); got != start {
+		t.Errorf("balance %v after failed runs, want %v", got, start)
+	}
+}
+
+// TestAsyncDeadline: an async run ends failed at its deadline
+// (async_deadline), which is also its attempts' deadline, uncharged; a
+// sync call keeps the attempt deadline.
+func TestAsyncDeadline(t *testing.T) {
+	s := startSim(t, "-latency", "6s")
+	c := defaultConfig(t, s)
+	c.SoftTimeout = "10s"
+	c.AttemptTimeout = "10s"
+	c.AppExtra = "async_deadline 2s"
+	g := startGateway(t, c)
+	key := g.account("acme", 10)
+	start := balanceMicros(t, g, key)
+	r := asyncDo(t, g, "POST", "/v1/extract/forum_net/subreddit.posts", key, postsBody(5), preferAsync)
+	if r.Status != 202 {
+		t.Fatalf("submit: %d %.300s", r.Status, r.Body)
+	}
+	t0 := time.Now()
+	run := follow(t, g, key, r.JSON["id"].(string), 20*time.Second)
+	if d := time.Since(t0); run.JSON["status"] != "failed" || d > 5*time.Second {
+		t.Errorf("after %s: %.400s", d.Round(time.Millisecond), run.Body)
+	}
+	if got := balanceMicros(t, g, key); got != start {
+		t.Errorf("balance %v, want %v", got, start)
+	}
+}
+
+// TestAsyncSearch: POST /v1/search with Prefer: respond-async runs the
+// search as an async run, up to 5,000 records per query (1,000 for a sync
+// search), ending as the search run a sync call answers.
+func TestAsyncSearch(t *testing.T) {
+	const provider, target = "source_a/maps/place.search", "compass~crawler-google-places"
+	s := startSim(t)
+	g := startGateway(t, defaultConfig(t, s))
+	key := g.account("acme", 100)
+	s.fault(t, map[string]any{"target": target, "items": 1500})
+	body := map[string]any{"queries": []string{"coffee in Lisbon"}, "provider": provider, "limit": 1200}
+	r := asyncDo(t, g, "POST", "/v1/search", key, body, preferAsync)
+	if r.Status != 202 || r.JSON["kind"] != "search" || r.JSON["status"] != "running" {
+		t.Fatalf("submit: %d %.300s", r.Status, r.Body)
+	}
+	run := follow(t, g, key, r.JSON["id"].(string), 60*time.Second)
+	data, _ := run.JSON["data"].([]any)
+	if run.JSON["status"] != "completed" || run.JSON["kind"] != "search" || len(data) != 1200 {
+		t.Errorf("async search ended %v with %d records", run.JSON["status"], len(data))
+	}
+	if used := micros(t, run.Body, "credits_used"); used != credits.Micros(len(data))*5520 {
+		t.Errorf("credits_used %v for %d records", used, len(data))
+	}
+}
