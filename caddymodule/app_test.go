@@ -2,16 +2,14 @@ package caddymodule
 
 import (
 	"context"
-	"io/fs"
-	"os"
 	"path/filepath"
+	"socialrouter/internal/testservices"
 	"testing"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 
 	"socialrouter/caddymodule/store/backend"
-	"socialrouter/services"
 )
 
 // TestReloadSharesState: a config provisioned before the previous one is
@@ -67,18 +65,9 @@ func TestReloadSharesState(t *testing.T) {
 func declarationsDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	names, err := fs.Glob(services.FS, "*.cue")
-	if err != nil || len(names) == 0 {
-		t.Fatalf("no declarations in services.FS: %v", err)
-	}
-	for _, n := range names {
-		b, err := fs.ReadFile(services.FS, n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+	// With their examples: Provision runs sdr check's example checks.
+	if err := testservices.CopyServices(testservices.ServicesDir(filepath.Join("..", "services")), dir); err != nil {
+		t.Fatal(err)
 	}
 	return dir
 }
