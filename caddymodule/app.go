@@ -197,13 +197,15 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.swap = &swapState{}
 	a.swap.live.Store(c)
 	metrics.Offers(a.offerSources())
-	a.noteServicesOnly()
 
 	if err := a.openStore(); err != nil {
 		return err
 	}
 	a.provisionWebhooks()
 	a.provisionAsync()
+	// After every default is set: the running config's fingerprint was
+	// taken with them.
+	a.noteServicesOnly()
 	return a.provisionMCP()
 }
 

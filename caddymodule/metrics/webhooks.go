@@ -21,7 +21,10 @@ var (
 func init() {
 	collectors = append(collectors, webhookAttempts, webhookAttemptDuration)
 	for _, o := range []string{"succeeded", "retry", "failed", "gone"} {
+		// Both exposed from the start, so dashboards and the documented
+		// list see them before the first delivery.
 		webhookAttempts.WithLabelValues(o)
+		webhookAttemptDuration.WithLabelValues(o)
 	}
 }
 
