@@ -212,6 +212,18 @@ func TestWebhooksSurviveRestart(t *testing.T) {
 		t.Fatalf("test event: %d %s", st, body)
 	}
 	first := rcv.waitDeliveries(1, 10*time.Second)
+	// The retry is what must survive the kill: wait until the first
+	// attempt's 500 is recorded (a kill before that loses the attempt's
+	// outcome, and the delivery is simply due again at the restart).
+	for end := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, b := g.admin("GET", "/sdr/webhooks/"+ep.ID+"/deliveries", nil)
+		if strings.Contains(string(b), `"attempts":1`) {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the first attempt was not recorded: %s", b)
+		}
+	}
 	if err := g.p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

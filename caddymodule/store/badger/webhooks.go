@@ -513,3 +513,37 @@ func (s *Store) PruneDeliveries(ctx context.Context, before time.Time, limit int
 	}
 	return n, nil
 }
+
+// releaseDeliveryLeases, as the store opens, takes back every delivery
+// lease: one process owns a badger store, so a lease found at open was
+// taken by a process that died mid-attempt, and its delivery is due again
+// at its own time rather than when the dead lease would have run out
+// (minutes later). The attempt the dead process made, if any, was never
+// recorded; the receiver tells a retry by its unchanged webhook-id.
+func (s *Store) releaseDeliveryLeases() error {
+	return s.db.Update(func(txn *bdb.Txn) error {
+		prefix := hookKey(hookQueue)
+		var ids []string
+		it := txn.NewIterator(bdb.IteratorOptions{Prefix: prefix})
+		for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
+			k := it.Item().Key()
+			ids = append(ids, string(k[len(prefix)+8:]))
+		}
+		it.Close()
+		for _, id := range ids {
+			was, err := readDelivery(txn, id)
+			if err != nil {
+				return err
+			}
+			if was.LeasedUntil.IsZero() {
+				continue
+			}
+			r := was
+			r.LeasedUntil = time.Time{}
+			if err := putDelivery(txn, &was, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

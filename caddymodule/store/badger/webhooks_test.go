@@ -65,3 +65,43 @@ func TestDeleteWebhookInBatches(t *testing.T) {
 		t.Errorf("%d claimable, want %d", len(claimed), n/5)
 	}
 }
+
+// TestDeliveryLeasesReleasedAtOpen: a delivery claimed by a process that
+// died (the store closed with the lease held) is due again as soon as the
+// store reopens, not when the dead lease would have run out.
+func TestDeliveryLeasesReleasedAtOpen(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	if _, err := s.CreateAccount(t.Context(), "acme", 0, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateWebhook(t.Context(), store.WebhookEndpoint{ID: "wh_1", AccountID: "acme", URL: "https://x/wh_1", Events: []string{"run.completed"}, Secret: "whsec_x", CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EnqueueDeliveries(t.Context(), []store.WebhookDelivery{{ID: "msg_1", EndpointID: "wh_1", AccountID: "acme", Event: "run.completed",
+		Payload: []byte(`{}`), Status: store.DeliveryPending, NextAt: now, CreatedAt: now}}); err != nil {
+		t.Fatal(err)
+	}
+	if ds, err := s.ClaimDeliveries(t.Context(), now, 2*time.Minute, 10); err != nil || len(ds) != 1 {
+		t.Fatalf("first claim = %v, %v", ds, err)
+	}
+	if ds, _ := s.ClaimDeliveries(t.Context(), now.Add(time.Second), 2*time.Minute, 10); len(ds) != 0 {
+		t.Fatalf("a leased delivery was claimed again while its lease runs: %v", ds)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(dir, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ds, err := s.ClaimDeliveries(t.Context(), now.Add(time.Second), 2*time.Minute, 10)
+	if err != nil || len(ds) != 1 || ds[0].ID != "msg_1" {
+		t.Errorf("after reopening: claim = %v, %v; want msg_1 due again at once", ds, err)
+	}
+}
