@@ -32,6 +32,9 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 	if dir == "" {
 		dir = "./services"
 	}
+	if err := checkServicesAtAdapt(dir); err != nil {
+		return nil, err
+	}
 	app.ServicesDigest = registry.Digest(dir)
 	return httpcaddyfile.App{Name: "social_router", Value: caddyconfig.JSON(app, nil)}, nil
 }

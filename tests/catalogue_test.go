@@ -154,10 +154,11 @@ func TestReload(t *testing.T) {
 		return r.Status == 200
 	})
 
-	// Caddy provisions the app either on its own or through the handler
-	// that asks for it, so either chain may stand before our message,
-	// which starts with the operator's file:line:column.
-	caddyPrefix := `(provision [a-z_.]+: |loading new config: )(loading social_router app module: )?`
+	// The reload is refused while the CLI adapts the Caddyfile, before the
+	// config reaches the instance: only the adapter's two short prefixes
+	// stand before the operator's file:line:column, on the error's first
+	// line (not the ~330 characters of module path of a refused /load).
+	caddyPrefix := `(?m)"msg":"adapting config using caddyfile: parsing caddyfile tokens for 'social_router': `
 	refused := []struct {
 		name, old, new string
 		leads          string // after Caddy's prefix
