@@ -81,7 +81,7 @@ func listInputs(in []string) string {
 
 // kept is what a walk keeps of partly served attempts.
 type kept struct {
-	// offers served records, in serving order.
+	// offers are those that served inputs, in serving order.
 	offers []*registry.Offer
 	// perInput and from are indexed by the call's inputs: the records
 	// kept for each, and the index in offers of the offer that served it
@@ -112,11 +112,11 @@ func (w *walk) request() Request {
 	return req
 }
 
-// absorb keeps what attempt a of offer o served of req (the request it
-// ran) and tells the Budget, so the next offer's hold covers it too. It
-// reports whether the walk is done: nothing left to serve, or a per-call
-// window already filled.
-func (w *walk) absorb(o *registry.Offer, a *attempt, req Request) (done bool) {
+// absorb keeps what attempt a of offer o served of the pending inputs
+// (the request() it ran) and tells the Budget, so the next offer's hold
+// covers it too. It reports whether the walk is done: nothing left to
+// serve, or a per-call window already filled.
+func (w *walk) absorb(o *registry.Offer, a *attempt) (done bool) {
 	k := w.keep
 	if k == nil {
 		// The first partial attempt: it ran every input (an attempt

@@ -323,13 +323,13 @@ func (w *walk) try(ctx context.Context, o *registry.Offer, trial bool, note stri
 		return nil, fail, fail != nil
 	}
 	a := w.r.attempt(ctx, o, *req, w.nowISO)
-	return w.record(o, a, *req, trial, note)
+	return w.record(o, a, trial, note)
 }
 
 // record reports an attempt to the offer's breaker, the observer and the
 // log, and decides whether the walk ends with it. It is apart from try so
 // that the frame a held call keeps while it waits stays small.
-func (w *walk) record(o *registry.Offer, a *attempt, req Request, trial bool, note string) (res *Result, fail *Failure, done bool) {
+func (w *walk) record(o *registry.Offer, a *attempt, trial bool, note string) (res *Result, fail *Failure, done bool) {
 	if note != "" {
 		a.rec.Message = joinMsg(note, a.rec.Message)
 	}
@@ -347,7 +347,7 @@ func (w *walk) record(o *registry.Offer, a *attempt, req Request, trial bool, no
 	case a.ok:
 		// Some batches served (now or before): keep them, go on with
 		// the inputs of the failed ones.
-		if w.absorb(o, a, req) {
+		if w.absorb(o, a) {
 			return w.keptResult(), nil, true
 		}
 		return nil, nil, false
