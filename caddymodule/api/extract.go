@@ -183,9 +183,7 @@ func (a *API) settle(ctx context.Context, bill *billing.Call, run *runs.Run, res
 		run.Data = []json.RawMessage{}
 	}
 	run.Pagination.Total = res.Total
-	sr, serr := a.Store.Settle(ctx, store.Settlement{
-		Run: run, Price: res.Offer.Price, Offer: res.Offer.ID, Platform: platform, Now: run.CompletedAt,
-	})
+	sr, serr := a.Store.Settle(ctx, servedSettlement(run, res, platform))
 	if serr != nil {
 		a.Logger.Error("settling run", zap.String("run_id", run.ID), zap.Error(serr))
 		return nil, newError(http.StatusServiceUnavailable, "store_unavailable", typeInternal,
@@ -195,6 +193,21 @@ func (a *API) settle(ctx context.Context, bill *billing.Call, run *runs.Run, res
 	a.Logger.Debug("run settled", zap.String("run_id", run.ID), zap.String("offer", res.Offer.ID),
 		zap.Int("records", sr.Records), zap.Stringer("charged", sr.Charged))
 	return run, nil
+}
+
+// servedSettlement is the settlement of a served run: every record at the
+// price of the offer that served it (SPEC), so a run whose failed batches
+// failed over to another offer carries the offer and price of each record.
+func servedSettlement(run *runs.Run, res *router.Result, platform string) store.Settlement {
+	st := store.Settlement{Run: run, Price: res.Offer.Price, Offer: res.Offer.ID, Platform: platform, Now: run.CompletedAt}
+	if res.Served != nil {
+		st.Lines = make([]store.Line, len(res.From))
+		for i, k := range res.From {
+			o := res.Served[k]
+			st.Lines[i] = store.Line{Offer: o.ID, Price: o.Price}
+		}
+	}
+	return st
 }
 
 func nonNilAttempts(a []runs.Attempt) []runs.Attempt {

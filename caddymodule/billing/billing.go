@@ -31,6 +31,7 @@ type Call struct {
 
 	mu      sync.Mutex
 	held    map[string]store.HoldResult // by offer id, the last Reserve of each
+	kept    credits.Micros              // the price of the records kept from earlier offers (Keep)
 	refused []refusal                   // offers not one record of which could be paid
 	refusal *router.Failure             // what Refusal returned, to know it again
 	settled bool                        // Settle committed: it captured the hold
@@ -62,6 +63,12 @@ func (c *Call) ID() string { return c.hold.ID }
 // page whose upstream must produce the earlier pages again is not called
 // unless the money covers them all and one record of this page.
 func (c *Call) Reserve(ctx context.Context, o *registry.Offer, records, least int) (int, string, error) {
+	c.mu.Lock()
+	kept := c.kept
+	c.mu.Unlock()
+	if kept > 0 {
+		return c.reserveKept(ctx, o, records, least, kept)
+	}
 	h := c.hold
 	h.Price, h.Records = o.Price, records
 	res, err := c.st.Reserve(ctx, h)
@@ -75,6 +82,11 @@ func (c *Call) Reserve(ctx context.Context, o *registry.Offer, records, least in
 		}
 		res = store.HoldResult{CappedBy: res.CappedBy, Period: res.Period}
 	}
+	return c.note(o, res, least)
+}
+
+// note records the hold of offer o and, when it covers nothing, why.
+func (c *Call) note(o *registry.Offer, res store.HoldResult, least int) (int, string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.held[o.ID] = res
@@ -90,6 +102,49 @@ func (c *Call) Reserve(ctx context.Context, o *registry.Offer, records, least in
 		return 0, fmt.Sprintf("skipped: this %s's credit limit per %s has no room for %s at %s credits", c.credential(), res.Period, what, o.Price), nil
 	}
 	return 0, fmt.Sprintf("skipped: the available balance does not pay for %s at %s credits", what, o.Price), nil
+}
+
+// Keep adds the records the call keeps of offer o while its failed
+// batches' inputs move on (router.Budget): later Reserves hold their price
+// on top of their own offer's records.
+func (c *Call) Keep(o *registry.Offer, records int) {
+	c.mu.Lock()
+	c.kept += credits.Micros(records) * o.Price
+	c.mu.Unlock()
+}
+
+// reserveKept is Reserve once records are kept: one hold (the run's, which
+// Settle captures) must pay for the kept records and the new offer's. The
+// store holds whole records of one price, so it is asked for the new
+// offer's records plus ⌈kept ÷ price⌉ more; the hold then covers kept
+// and the new records, over by less than one record of the new offer,
+// which the settle releases. A free offer holds the kept records alone.
+// The hold is never dropped below the kept records: they are served.
+func (c *Call) reserveKept(ctx context.Context, o *registry.Offer, records, least int, kept credits.Micros) (int, string, error) {
+	h := c.hold
+	extra := 0
+	if o.Price > 0 {
+		extra = int((kept + o.Price - 1) / o.Price)
+		h.Price, h.Records = o.Price, records+extra
+	} else {
+		h.Price, h.Records = kept, 1
+	}
+	res, err := c.st.Reserve(ctx, h)
+	if err != nil {
+		return 0, "", err
+	}
+	covered := 0
+	switch {
+	case o.Price > 0:
+		covered = max(0, res.Records-extra)
+	case res.Records == 1:
+		covered = records
+	}
+	if covered < max(1, least) {
+		covered = 0
+	}
+	res.Records, res.Amount = covered, credits.Micros(covered)*o.Price
+	return c.note(o, res, least)
 }
 
 // CappedBy says what money capped the records asked of offer o (the

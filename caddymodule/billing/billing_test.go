@@ -2,7 +2,9 @@ package billing
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"socialrouter/caddymodule/credits"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/router"
+	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
 	"socialrouter/caddymodule/store/badger"
 )
@@ -199,6 +202,66 @@ func TestReleaseAfterSettled(t *testing.T) {
 			}
 			if cs.n != tc.want {
 				t.Errorf("store Release calls = %d, want %d", cs.n, tc.want)
+			}
+		})
+	}
+}
+
+// TestReserveKeptRecords: once a call keeps 3 records of the dear offer
+// (its failed batch's inputs fail over to the cheap one), the cheap
+// offer's hold pays for them too: one hold, the run's, covers the kept
+// records at the dear price and the new ones at the cheap price, so its
+// Settle, each record at its own price, is captured in full; a balance
+// that cannot add one new record keeps the hold of the kept ones.
+func TestReserveKeptRecords(t *testing.T) {
+	kept := 3 * dear.Price
+	tests := []struct {
+		name    string
+		balance credits.Micros
+		covered int            // of the 2 records asked of the cheap offer
+		other   int            // cheap records another call can still hold
+		lines   string         // the records settled: 'd' dear, 'c' cheap
+		charged credits.Micros // exact: each record at its offer's price
+	}{
+		// 6 cheap records held (2 + ⌈6000 ÷ 1725⌉ = 4): 10,350.
+		{name: "room for all", balance: 20000, covered: 2, other: 5, lines: "ddccd", charged: kept + 2*cheap.Price},
+		// 7,000 holds 4 cheap records (6,900): the kept ones, no new one.
+		{name: "room for the kept records only", balance: 7000, covered: 0, other: 0, lines: "ddd", charged: kept},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st, k := openStore(t, tc.balance, nil)
+			ctx := t.Context()
+			c := New(st, "ext_1", k, now)
+			if n, _, err := c.Reserve(ctx, dear, 3, 1); n != 3 || err != nil {
+				t.Fatalf("Reserve(3 at dear) = %d, %v", n, err)
+			}
+			c.Keep(dear, 3)
+			n, note, err := c.Reserve(ctx, cheap, 2, 1)
+			if err != nil || n != tc.covered || (n == 0) != (note != "") {
+				t.Fatalf("Reserve(2 at cheap) after keeping 3 dear = %d, %q, %v; want %d", n, note, err, tc.covered)
+			}
+			if got, _, _ := New(st, "ext_2", k, now).Reserve(ctx, cheap, 100, 1); got != tc.other {
+				t.Errorf("another call holds %d cheap records, want %d", got, tc.other)
+			}
+			st.Release(ctx, "ext_2")
+			run := &runs.Run{ID: "ext_1", AccountID: "acme", KeyID: k.ID, Status: runs.StatusCompleted, CreatedAt: now}
+			var lines []store.Line
+			for i, l := range tc.lines {
+				run.Data = append(run.Data, json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)))
+				o := dear
+				if l == 'c' {
+					o = cheap
+				}
+				lines = append(lines, store.Line{Offer: o.ID, Price: o.Price})
+			}
+			res, err := st.Settle(ctx, store.Settlement{Run: run, Price: cheap.Price, Offer: cheap.ID, Platform: "pro_net", Now: now, Lines: lines})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Settled()
+			if res.Records != len(tc.lines) || res.Charged != tc.charged || res.Balance != tc.balance-tc.charged {
+				t.Errorf("Settle = %+v, want %d records, %s charged", res, len(tc.lines), tc.charged)
 			}
 		})
 	}

@@ -52,10 +52,23 @@ func (s *Store) Settle(ctx context.Context, st store.Settlement) (store.SettleRe
 	}
 	settleDuration.WithLabelValues(s.kind, result(err)).Observe(time.Since(start).Seconds())
 	if err == nil && st.Offer != "" && res.Records > 0 {
-		recordsServed.WithLabelValues(st.Offer).Add(float64(res.Records))
-		creditsCharged.add(st.Offer, res.Charged)
+		if st.Lines == nil {
+			recordsServed.WithLabelValues(st.Offer).Add(float64(res.Records))
+			creditsCharged.add(st.Offer, res.Charged)
+		} else {
+			countLines(st.Lines[:min(res.Records, len(st.Lines))])
+		}
 	}
 	return res, err
+}
+
+// countLines counts the settled records of a run that several offers
+// served, each under its own offer.
+func countLines(lines []store.Line) {
+	for _, l := range lines {
+		recordsServed.WithLabelValues(l.Offer).Inc()
+		creditsCharged.add(l.Offer, l.Price)
+	}
 }
 
 // Ping asks the store whether it answers; a store that cannot tell is

@@ -32,6 +32,12 @@ type attempt struct {
 	records []json.RawMessage
 	total   int
 	more    bool
+	// perInput holds the records of each input of the attempt before the
+	// limit, nil for an input of a failed batch; failed lists those inputs
+	// (indexes into the attempt's inputs) when the attempt served only
+	// some batches (chunks.go): they fail over, the others are kept.
+	perInput [][]json.RawMessage
+	failed   []int
 	// retryable: the walk may move on. A failure that is not retryable
 	// stops the walk (the upstream rejected the input).
 	retryable bool
@@ -82,9 +88,15 @@ type run struct {
 	actx   context.Context
 	cancel context.CancelCauseFunc
 
-	mu      sync.Mutex
-	closed  bool // the attempt has been assembled; late batches are ignored
+	mu     sync.Mutex
+	closed bool // the attempt has been assembled; late batches are ignored
+	// failure is a final failure (the upstream rejected the input): it
+	// ends the attempt and cancels the other batches.
 	failure *batchFailure
+	// failed holds, per batch, a failure the next offer may cure: the
+	// other batches run on and are kept, only this batch's inputs fail
+	// over.
+	failed  []*batchFailure
 	handles []string
 	outs    []batchOut
 }
@@ -98,20 +110,30 @@ func (rn *run) started(h sources.Handle) {
 	rn.mu.Unlock()
 }
 
-// fail records the first real failure of a batch and cancels its siblings.
-// A failure seen after the attempt's context ended is a consequence of that
-// (deadline, soft timeout, sibling failure, caller gone) and the cause
+// fail records the failure of batch i. A final failure (not retryable:
+// another offer would fail the same way) is the attempt's and cancels the
+// siblings; a retryable one is the batch's alone: the siblings run on and
+// what they serve is kept while this batch's inputs fail over. A failure
+// seen after the attempt's context ended is a consequence of that
+// (deadline, soft timeout, final failure, caller gone) and the cause
 // decides instead.
-func (rn *run) fail(f *batchFailure, handles []string) {
+func (rn *run) fail(i int, f *batchFailure, handles []string) {
 	rn.mu.Lock()
+	final := !f.retryable
 	if !rn.closed {
 		rn.handles = sources.MergeHandles(rn.handles, handles...)
-		if rn.failure == nil && rn.actx.Err() == nil {
+		switch {
+		case rn.actx.Err() != nil:
+		case final && rn.failure == nil:
 			rn.failure = f
+		case !final && rn.failed[i] == nil:
+			rn.failed[i] = f
 		}
 	}
 	rn.mu.Unlock()
-	rn.cancel(errBatchFailed)
+	if final {
+		rn.cancel(errBatchFailed)
+	}
 }
 
 // succeed stores a batch's output.
@@ -230,7 +252,7 @@ func (r *Router) attempt(ctx context.Context, o *registry.Offer, req Request, no
 	defer cancelDeadline()
 	actx, cancel := context.WithCancelCause(dctx)
 	defer cancel(nil)
-	rn := &run{actx: actx, cancel: cancel, outs: make([]batchOut, len(batches))}
+	rn := &run{actx: actx, cancel: cancel, outs: make([]batchOut, len(batches)), failed: make([]*batchFailure, len(batches))}
 
 	wd := newWatchdog(r.cfg.SoftTimeout, len(batches))
 	defer wd.watch(cancel)()
@@ -249,7 +271,7 @@ func (r *Router) attempt(ctx context.Context, o *registry.Offer, req Request, no
 	runBatch := func(i int, in []string) {
 		defer done()
 		defer func() { <-sem }()
-		defer r.recoverBatch(rn, o)
+		defer r.recoverBatch(rn, o, i)
 		r.batch(rn, wd, client, o, req, in, limits[i], opts, nowISO, i)
 	}
 	_, inline := client.(sources.ReturnsOnCancel)
@@ -285,7 +307,7 @@ dispatch:
 		grace.Stop()
 	}
 
-	r.conclude(ctx, a, rn, req)
+	r.conclude(ctx, a, rn, req, batches)
 	return a
 }
 
@@ -293,16 +315,22 @@ dispatch:
 // abandoned, and sets its outcome. It is apart from attempt so that the
 // frame a held call keeps on its stack while it waits stays small (see
 // attempt).
-func (r *Router) conclude(ctx context.Context, a *attempt, rn *run, req Request) {
+func (r *Router) conclude(ctx context.Context, a *attempt, rn *run, req Request, batches [][]string) {
 	rn.mu.Lock()
 	rn.closed = true
-	failed, outs := rn.failure, rn.outs
+	failed, outs, lost := rn.failure, rn.outs, rn.failed
 	a.rec.Handles = rn.handles
 	rn.mu.Unlock()
 
-	complete := true
-	for _, out := range outs {
-		complete = complete && out.done
+	complete, served := true, 0
+	for i, out := range outs {
+		complete = complete && (out.done || lost[i] != nil)
+		if out.done {
+			served++
+		}
+	}
+	if failed == nil && complete && served == 0 {
+		failed = firstFailure(lost) // every batch failed: the attempt did
 	}
 	switch {
 	case ctx.Err() != nil:
@@ -323,7 +351,10 @@ func (r *Router) conclude(ctx context.Context, a *attempt, rn *run, req Request)
 			a.rec.Message = fmt.Sprintf("the attempt did not finish within its %s deadline", r.cfg.AttemptTimeout)
 		}
 	default:
-		r.assemble(a, outs, req)
+		r.assemble(a, outs, req, batches)
+		if a.ok && served < len(outs) {
+			partial(a, lost, batches)
+		}
 	}
 }
 
@@ -335,10 +366,10 @@ func noClient(a *attempt, o *registry.Offer) {
 
 // recoverBatch, deferred by each batch, turns a panic in it (a client, a
 // program) into the attempt's failure instead of the process's end.
-func (r *Router) recoverBatch(rn *run, o *registry.Offer) {
+func (r *Router) recoverBatch(rn *run, o *registry.Offer, i int) {
 	if e := sources.Recovered(recover()); e != nil {
 		r.logger.Error("panic in an upstream batch", zap.String("offer", o.ID), zap.String("panic", e.Message), zap.Stack("stack"))
-		rn.fail(&batchFailure{outcome: e.Outcome, retryable: true, verdict: failure, message: e.Message}, nil)
+		rn.fail(i, &batchFailure{outcome: e.Outcome, retryable: true, verdict: failure, message: e.Message}, nil)
 	}
 }
 
@@ -354,13 +385,18 @@ func offerOptions(o *registry.Offer, options map[string]any) map[string]any {
 }
 
 // assemble turns the batches' outputs into the attempt's records, or an
-// error_records failure when every item was an error record.
-func (r *Router) assemble(a *attempt, outs []batchOut, req Request) {
+// error_records failure when every item was an error record. A batch that
+// failed (not done) contributes no records: its inputs get none.
+func (r *Router) assemble(a *attempt, outs []batchOut, req Request, batches [][]string) {
 	var items, errItems, dead, skipped, invalid, dropped, records int
 	var skipErr error
 	var invalidMsg string
 	var perInput [][]json.RawMessage
-	for _, out := range outs {
+	for i, out := range outs {
+		if !out.done {
+			perInput = append(perInput, make([][]json.RawMessage, max(1, len(batches[i])))...)
+			continue
+		}
 		items += out.items
 		errItems += out.errorItems
 		dead += out.deadItems
@@ -395,6 +431,7 @@ func (r *Router) assemble(a *attempt, outs []batchOut, req Request) {
 	}
 	a.ok, a.verdict = true, success
 	a.rec.Outcome = OutcomeOK
+	a.perInput = perInput
 	a.records, a.total, a.more = applyLimit(perInput, req.Limit, req.Skip, req.scope())
 	a.rec.Records = a.total
 	var notes []string

@@ -33,7 +33,7 @@ func (r *Router) call(rn *run, wd *watchdog, client sources.Client, o *registry.
 	wd.touch()
 	body, err := buildBody(ctx, o, inputs, opts, limit, nowISO)
 	if err != nil {
-		failRequest(rn, err)
+		failRequest(rn, i, err)
 		return nil
 	}
 	callLimit := limit
@@ -53,27 +53,27 @@ func (r *Router) call(rn *run, wd *watchdog, client sources.Client, o *registry.
 	}
 	res, err := r.do(ctx, client, c)
 	if err != nil || res == nil {
-		failCall(rn, err)
+		failCall(rn, i, err)
 		return nil
 	}
 	wd.touch()
 	return res
 }
 
-// failRequest records a batch whose request program failed.
-func failRequest(rn *run, err error) {
-	rn.fail(&batchFailure{outcome: OutcomeRequestError, retryable: true, verdict: neutral,
+// failRequest records batch i whose request program failed.
+func failRequest(rn *run, i int, err error) {
+	rn.fail(i, &batchFailure{outcome: OutcomeRequestError, retryable: true, verdict: neutral,
 		message: fmt.Sprintf("building the upstream request: %v", err)}, nil)
 }
 
-// failCall records a failed client call (err) or a client that returned
+// failCall records batch i's failed client call (err) or a client that returned
 // neither a result nor an error.
-func failCall(rn *run, err error) {
+func failCall(rn *run, i int, err error) {
 	if err != nil {
-		rn.fail(callFailure(err), errHandles(err))
+		rn.fail(i, callFailure(err), errHandles(err))
 		return
 	}
-	rn.fail(&batchFailure{outcome: sources.OutcomeMalformed, retryable: true, verdict: failure,
+	rn.fail(i, &batchFailure{outcome: sources.OutcomeMalformed, retryable: true, verdict: failure,
 		message: "the source client returned no result"}, nil)
 }
 

@@ -24,6 +24,11 @@ type Budget interface {
 	// answered 0, holding nothing; 0 skips the offer, with note as the
 	// attempt's message; an error ends the call.
 	Reserve(ctx context.Context, o *registry.Offer, records, least int) (covered int, note string, err error)
+	// Keep tells that the call keeps records records served by offer o
+	// while the inputs of its failed batches move on (chunks.go): every
+	// later Reserve must hold their price too, on top of its own offer's
+	// records, so the call's hold still pays for everything it serves.
+	Keep(o *registry.Offer, records int)
 	// Refusal is the failure of a call whose every candidate offer was
 	// skipped because not one record of it could be paid.
 	Refusal() error
@@ -128,7 +133,7 @@ func batchLimits(batches [][]string, window int, scope string) []int {
 // returns the request the attempt runs, cut to what the money covers; nil
 // (and no failure) when the offer is skipped as unpayable.
 func (w *walk) reserve(ctx context.Context, o *registry.Offer, trial bool) (*Request, *Failure) {
-	req := w.req
+	req := w.request()
 	covered := req.records()
 	if b := req.Budget; b != nil {
 		n, note, err := b.Reserve(ctx, o, covered, req.least())

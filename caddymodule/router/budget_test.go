@@ -39,6 +39,12 @@ func (b *tableBudget) Reserve(_ context.Context, o *registry.Offer, records, lea
 
 func (b *tableBudget) Refusal() error { return b.refusal }
 
+func (b *tableBudget) Keep(o *registry.Offer, records int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.asked = append(b.asked, fmt.Sprintf("keep %s:%d", o.ID, records))
+}
+
 // asked sums the records the upstream calls of a fake asked for: the
 // limit of each call, or its inputs when it has none.
 func askedRecords(calls []sources.Call) (records, inputs int) {

@@ -78,12 +78,14 @@ func (m *inputMatcher) match(item json.RawMessage) int {
 // records of earlier pages and applies the limit by scope: per_call keeps
 // records [skip, skip+limit) overall, per_input the same range of each
 // input. total is the count before skip and limit; more reports that a
-// window was full, so a next page may exist.
-func applyLimit(perInput [][]json.RawMessage, limit, skip int, scope string) (records []json.RawMessage, total int, more bool) {
+// window was full, so a next page may exist. It is generic so that the
+// offer of each record of a call served by two offers (chunks.go) is cut
+// exactly as the records are.
+func applyLimit[T any](perInput [][]T, limit, skip int, scope string) (records []T, total int, more bool) {
 	for _, recs := range perInput {
 		total += len(recs)
 	}
-	window := func(recs []json.RawMessage) []json.RawMessage {
+	window := func(recs []T) []T {
 		if limit > 0 && len(recs) >= skip+limit {
 			more = true
 		}
@@ -96,7 +98,7 @@ func applyLimit(perInput [][]json.RawMessage, limit, skip int, scope string) (re
 		}
 		return recs
 	}
-	records = make([]json.RawMessage, 0, total)
+	records = make([]T, 0, total)
 	if scope == registry.ScopePerInput {
 		for _, recs := range perInput {
 			records = append(records, window(recs)...)

@@ -199,6 +199,12 @@ type Result struct {
 	// More reports that some input (or the call) filled its whole window,
 	// so a next page may exist.
 	More bool
+	// Served, set when more than one offer served the call (a failed
+	// batch's inputs failed over, chunks.go), lists them in serving order,
+	// Offer last; From[i] is the index in Served of the offer of
+	// Records[i], billed at that offer's price. Nil: Offer served all.
+	Served []*registry.Offer
+	From   []int
 }
 
 // Run walks the offers until one serves the call. A failure is always a
@@ -247,7 +253,7 @@ func (r *Router) Run(ctx context.Context, req Request) (*Result, error) {
 			}
 		}
 		if len(w.tried) > 0 {
-			return nil, w.classify()
+			return w.finish(nil, nil, false)
 		}
 		if w.unpayable > 0 {
 			return nil, w.refusal()
@@ -289,6 +295,11 @@ type walk struct {
 	skipped  int
 	// unpayable counts offers skipped because the Budget covered nothing.
 	unpayable int
+	// keep holds the records of batches served while others failed over
+	// (chunks.go); nil until an attempt serves only some of its batches.
+	keep *kept
+	// gone: the caller went away (or its deadline passed).
+	gone bool
 }
 
 // skip records an offer the walk passed over.
@@ -330,10 +341,18 @@ func (w *walk) record(o *registry.Offer, a *attempt, trial bool, note string) (r
 	w.tried = append(w.tried, a)
 	w.r.observe(o, a.rec.Outcome, a.rec.DurationMS, false)
 	switch {
-	case a.ok:
+	case a.ok && w.keep == nil && len(a.failed) == 0:
 		w.logAttempt(zap.DebugLevel, "offer attempt served", o, a)
 		return &Result{Offer: o, Records: a.records, Total: a.total, Attempts: w.attempts, More: a.more}, nil, true
+	case a.ok:
+		// Some batches served (now or before): keep them, go on with
+		// the inputs of the failed ones.
+		if w.absorb(o, a) {
+			return w.keptResult(), nil, true
+		}
+		return nil, nil, false
 	case a.canceled != nil:
+		w.gone = true
 		return nil, w.canceled(o, a.canceled), true
 	case !a.retryable:
 		w.logAttempt(zap.InfoLevel, "offer attempt rejected the input", o, a)
@@ -360,12 +379,17 @@ func (w *walk) logAttempt(lvl zapcore.Level, msg string, o *registry.Offer, a *a
 	ce.Write(fields...)
 }
 
-// finish ends the walk after the last try: a result, a failure, or (the
-// attempt failed retryably) the classified failure of all attempts.
+// finish ends the walk after the last try: a result, the records kept of
+// partly served attempts, a failure, or (the attempt failed retryably) the
+// classified failure of all attempts.
 func (w *walk) finish(res *Result, fail *Failure, done bool) (*Result, error) {
 	switch {
 	case res != nil:
 		return res, nil
+	case w.keep != nil && !w.gone:
+		// Batches served before are paid upstream: serve them; the
+		// attempts say which inputs no offer served.
+		return w.keptResult(), nil
 	case fail != nil:
 		return nil, fail
 	case len(w.tried) == 0:

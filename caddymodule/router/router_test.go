@@ -386,32 +386,6 @@ func TestRunBatching(t *testing.T) {
 		})
 	}
 
-	t.Run("one failing batch fails the attempt", func(t *testing.T) {
-		a := &fake{do: func(ctx context.Context, c sources.Call) (*sources.Result, error) {
-			if bodyInputs(c.Body)[0] == inputs[2] {
-				// A 404 is not retried on the offer: the attempt fails at once.
-				return nil, &sources.Error{Outcome: sources.OutcomeUpstream4xx, Status: 404, Retryable: true}
-			}
-			select {
-			case <-ctx.Done():
-				return nil, &sources.Error{Outcome: sources.OutcomeTimeout, Retryable: true}
-			case <-time.After(time.Second):
-				return echo(1)(ctx, c)
-			}
-		}}
-		r := setup(t, Config{}, a, &fake{})
-		start := time.Now()
-		res, err := r.Run(context.Background(), Request{Service: svc, Inputs: inputs})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if time.Since(start) > 500*time.Millisecond {
-			t.Error("siblings of a failed batch were not cancelled")
-		}
-		if res.Attempts[0].Outcome != "upstream_4xx" || res.Attempts[0].Status != 404 || res.Offer.ID != secondID {
-			t.Errorf("attempts %+v", res.Attempts)
-		}
-	})
 }
 
 func TestRunLimit(t *testing.T) {

@@ -87,6 +87,20 @@ type Settlement struct {
 	// Now is the settle time: the UTC day of the usage rollup and the
 	// key-spend period buckets.
 	Now time.Time
+	// Lines, set when more than one offer served the run (the inputs of a
+	// failed batch failed over to the next offer), are the offer and price
+	// of each record of Run.Data, in order: each record is charged at its
+	// own offer's price and counted in its offer's usage row. Price and
+	// Offer are then those of the last offer that served (served_by),
+	// whose row counts the request. Nil: every record is Offer's at Price.
+	Lines []Line
+}
+
+// Line is the offer and price of one record of a run that more than one
+// offer served.
+type Line struct {
+	Offer string
+	Price credits.Micros
 }
 
 // SettleResult reports what Settle charged.
@@ -143,7 +157,9 @@ type Store interface {
 	KeySpend(ctx context.Context, keyID, period string, at time.Time) (credits.Micros, error)
 
 	// Settle, in ONE transaction: debits min(len(Run.Data), balance/Price,
-	// hold/Price) records × Price from the run's account (never below zero),
+	// hold/Price) records × Price from the run's account (never below zero;
+	// with Lines, the first records whose prices the balance and the hold
+	// pay for, each at its price),
 	// hold being the run id's hold when it has one (the capture: never more
 	// than reserved), releases that hold (also for a failed run), truncates
 	// Run.Data to match, writes the run, adds to the daily usage rollup of

@@ -70,7 +70,8 @@ func (s *Store) write(ctx context.Context, r *writeReq) error {
 }
 
 // Settle, in ONE transaction: debits min(len(Run.Data), balance/Price,
-// hold/Price) records × Price from the run's account (never below zero),
+// hold/Price) records × Price from the run's account (never below zero;
+// with Lines each record at its own price, see store.Store),
 // releases the run's hold, truncates
 // Run.Data to match, writes the run, adds to the daily usage rollup of
 // (account, day, offer, platform) and to the key's spend in the current
@@ -287,7 +288,7 @@ func (b *batch) settle(p *settle.Prepared, pd settle.Packed, held credits.Micros
 		}
 		return res, nil, err
 	}
-	records, charged := settle.Plan(settle.Payable(a.Balance, held, hasHold), p.S.Price, len(p.Data))
+	records, charged := p.Plan(settle.Payable(a.Balance, held, hasHold))
 	doc, err := p.Doc(records, charged)
 	if err != nil {
 		return res, err, nil
@@ -302,16 +303,18 @@ func (b *batch) settle(p *settle.Prepared, pd settle.Packed, held credits.Micros
 	if err := b.txn.Set(expiryKey(runCreated(p), run.AccountID, run.ID), nil); err != nil {
 		return res, nil, err
 	}
-	uk := usageKey(run.AccountID, store.PeriodStart(store.PeriodDay, p.Now).Unix(), p.S.Offer, p.S.Platform)
-	u, err := readUsage(b.txn, uk)
-	if err != nil {
-		return res, nil, err
-	}
-	u.Requests++
-	u.Records += int64(records)
-	u.Credits += charged
-	if err := b.txn.Set(uk, encodeUsage(u)); err != nil {
-		return res, nil, err
+	for _, add := range p.Usage(records, charged) {
+		uk := usageKey(run.AccountID, store.PeriodStart(store.PeriodDay, p.Now).Unix(), add.Offer, p.S.Platform)
+		u, err := readUsage(b.txn, uk)
+		if err != nil {
+			return res, nil, err
+		}
+		u.Requests += add.Requests
+		u.Records += add.Records
+		u.Credits += add.Credits
+		if err := b.txn.Set(uk, encodeUsage(u)); err != nil {
+			return res, nil, err
+		}
 	}
 	if run.KeyID != "" && charged > 0 {
 		for _, period := range store.Periods {

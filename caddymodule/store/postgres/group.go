@@ -228,7 +228,7 @@ func (s *Store) queueGroupWrites(b *pgx.Batch, group []*waiter, accounts []strin
 		st, p := g.p.S, g.p
 		run := st.Run
 		h, hasHold := held[run.ID]
-		records, charged := settle.Plan(settle.Payable(credits.Micros(balance[run.AccountID]), h, hasHold), st.Price, len(p.Data))
+		records, charged := p.Plan(settle.Payable(credits.Micros(balance[run.AccountID]), h, hasHold))
 		doc, err := p.Doc(records, charged)
 		if err != nil {
 			return err
@@ -241,16 +241,18 @@ func (s *Store) queueGroupWrites(b *pgx.Batch, group []*waiter, accounts []strin
 			keyID = &run.KeyID
 		}
 		queueInsertRun(b, run, keyID, charged, records, doc, g.pk)
-		uk := usageKey{run.AccountID, store.PeriodStart(store.PeriodDay, p.Now), st.Offer, st.Platform}
-		u := usage[uk]
-		if u == nil {
-			u = &usageSum{}
-			usage[uk] = u
-			usageOrder = append(usageOrder, uk)
+		for _, add := range p.Usage(records, charged) {
+			uk := usageKey{run.AccountID, store.PeriodStart(store.PeriodDay, p.Now), add.Offer, st.Platform}
+			u := usage[uk]
+			if u == nil {
+				u = &usageSum{}
+				usage[uk] = u
+				usageOrder = append(usageOrder, uk)
+			}
+			u.requests += add.Requests
+			u.records += add.Records
+			u.credits += int64(add.Credits)
 		}
-		u.requests++
-		u.records += int64(records)
-		u.credits += int64(charged)
 		if run.KeyID != "" && charged > 0 {
 			for _, per := range store.Periods {
 				sk := spendKey{run.KeyID, per, store.PeriodStart(per, p.Now)}

@@ -15,7 +15,8 @@ import (
 )
 
 // Settle, in ONE transaction: debits min(len(Run.Data), balance/Price,
-// hold/Price) records × Price from the run's account (never below zero),
+// hold/Price) records × Price from the run's account (never below zero;
+// with Lines each record at its own price, see store.Store),
 // deletes the run's hold (the capture), truncates
 // Run.Data to match, writes the run, adds to the daily usage rollup of
 // (account, day, offer, platform) and to the key's spend in the current
@@ -94,7 +95,7 @@ func (s *Store) settleOne(ctx context.Context, p *settle.Prepared, pk settle.Pac
 			return err
 		}
 		h, hasHold := held[run.ID]
-		records, charged := settle.Plan(settle.Payable(credits.Micros(balance), h, hasHold), st.Price, len(p.Data))
+		records, charged := p.Plan(settle.Payable(credits.Micros(balance), h, hasHold))
 		doc, err := p.Doc(records, charged)
 		if err != nil {
 			return err
@@ -118,8 +119,10 @@ RETURNING balance`, run.AccountID, int64(charged)).QueryRow(func(row pgx.Row) er
 			keyID = &run.KeyID
 		}
 		queueInsertRun(b, run, keyID, charged, records, doc, pk)
-		b.Queue(addUsageSQL, run.AccountID, store.PeriodStart(store.PeriodDay, p.Now), st.Offer, st.Platform,
-			1, int64(records), int64(charged))
+		for _, u := range p.Usage(records, charged) {
+			b.Queue(addUsageSQL, run.AccountID, store.PeriodStart(store.PeriodDay, p.Now), u.Offer, st.Platform,
+				u.Requests, u.Records, int64(u.Credits))
+		}
 		if run.KeyID != "" && charged > 0 {
 			// Rows in a fixed order (and under the account's lock, which
 			// every settle of the key takes first): no deadlock.

@@ -46,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"settle_charge", testSettleCharge},
 		{"settle_failed_run", testSettleFailedRun},
 		{"settle_errors", testSettleErrors},
+		{"settle_mixed", testSettleMixed},
 		{"run_scope", testRunScope},
 		{"run_json", testRunJSON},
 		{"usage_rollup", testUsageRollup},

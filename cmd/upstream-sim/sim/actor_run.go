@@ -44,7 +44,7 @@ func (s *Sim) startRun(r *http.Request, target string, body []byte) (*job, Fault
 	if err != nil {
 		return nil, Fault{}, errAnswer(http.StatusInternalServerError, apiError("internal-server-error", err.Error()))
 	}
-	f := s.takeFault(target)
+	f := s.takeFault(target, body)
 	if f.Status != 0 {
 		sleep(r.Context(), s.scaled(time.Duration(f.LatencyMS)*time.Millisecond))
 		return nil, f, s.faultAnswer(f, ProtocolActorRun)
@@ -187,7 +187,7 @@ func (s *Sim) runGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if f, ok := s.peekFault(j.target); ok && f.PollStatus != 0 {
-		s.takeFault(j.target)
+		s.takeFault(j.target, nil)
 		s.faultAnswer(Fault{Status: f.PollStatus, RetryAfter: f.RetryAfter}, ProtocolActorRun).write(w, r)
 		return
 	}

@@ -68,7 +68,7 @@ func (s *Sim) newSnapshot(r *http.Request, target string, body []byte, sync bool
 	if err != nil {
 		return nil, Fault{}, errAnswer(http.StatusInternalServerError, scrapeError("internal_error", err.Error()))
 	}
-	f := s.takeFault(target)
+	f := s.takeFault(target, body)
 	if len(f.ValidationErrors) > 0 {
 		return nil, f, validationErrors(f.ValidationErrors...)
 	}
@@ -236,7 +236,7 @@ func (s *Sim) progress(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if f, ok := s.peekFault(j.target); ok && f.PollStatus != 0 {
-		s.takeFault(j.target)
+		s.takeFault(j.target, nil)
 		s.faultAnswer(Fault{Status: f.PollStatus, RetryAfter: f.RetryAfter}, ProtocolDatasetScrape).write(w, r)
 		return
 	}

@@ -88,6 +88,11 @@ type Fault struct {
 	// Times limits the fault to the next n calls; 0 means forever. GET
 	// /_sim/faults shows the calls left.
 	Times int `json:"times,omitempty"`
+	// Inputs, if set, limits the fault to the run starts and scrapes whose
+	// request body names one of these inputs (a substring): one batch of
+	// a call fails while its other batches are answered. Other calls
+	// behave and use none of the fault's times.
+	Inputs []string `json:"inputs,omitempty"`
 }
 
 func (f Fault) validate() error {
@@ -139,9 +144,9 @@ func (s *Sim) Faults() []Fault {
 	return out
 }
 
-// takeFault returns the fault for a call to target and uses up one of its
-// times.
-func (s *Sim) takeFault(target string) Fault {
+// takeFault returns the fault for a call to target whose request body is
+// body (nil for a poll) and uses up one of its times.
+func (s *Sim) takeFault(target string, body []byte) Fault {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	key := target
@@ -151,6 +156,9 @@ func (s *Sim) takeFault(target string) Fault {
 		if f, ok = s.faults[key]; !ok {
 			return Fault{}
 		}
+	}
+	if !f.names(body) {
+		return Fault{}
 	}
 	if f.Times > 0 {
 		if f.Times == 1 {
@@ -195,7 +203,23 @@ func (s *Sim) postFaults(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.Faults())
 }
 
-// peekFault returns the fault for target without using one of its times.
+// names reports whether a call with request body body is one the fault
+// applies to: any call without Inputs, else one naming one of them.
+func (f Fault) names(body []byte) bool {
+	if len(f.Inputs) == 0 {
+		return true
+	}
+	for _, in := range f.Inputs {
+		if in != "" && bytes.Contains(body, []byte(in)) {
+			return true
+		}
+	}
+	return false
+}
+
+// peekFault returns the fault of target's polls without using one of its
+// times: none when the fault is limited to some inputs (a poll names no
+// input).
 func (s *Sim) peekFault(target string) (Fault, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -203,7 +227,7 @@ func (s *Sim) peekFault(target string) (Fault, bool) {
 	if !ok {
 		f, ok = s.faults[AnyTarget]
 	}
-	return f, ok
+	return f, ok && len(f.Inputs) == 0
 }
 
 // unknown reports whether an input names nothing the upstream can collect:

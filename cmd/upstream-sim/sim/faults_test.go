@@ -80,6 +80,27 @@ func TestFaultTimes(t *testing.T) {
 	}
 }
 
+// TestFaultInputs: a fault limited to some inputs fails only the calls
+// naming one of them (one batch of a call); the others are answered and
+// use none of its times.
+func TestFaultInputs(t *testing.T) {
+	s, srv := start(t, Options{})
+	_ = s.SetFault(Fault{Target: actorTarget, Status: 503, Times: 2, Inputs: []string{"/in/bob"}})
+	url := srv.URL + "/v2/acts/" + actorTarget + "/run-sync-get-dataset-items"
+	var got []int
+	for _, body := range []string{
+		`{"urls":["https://x.com/in/alice"]}`, `{"urls":["https://x.com/in/bob"]}`,
+		`{"urls":["https://x.com/in/carol"]}`, `{"urls":["https://x.com/in/bob","https://x.com/in/dan"]}`,
+		`{"urls":["https://x.com/in/bob"]}`,
+	} {
+		st, _ := post(t, url, body)
+		got = append(got, st)
+	}
+	if fmt.Sprint(got) != "[201 503 201 503 201]" {
+		t.Errorf("statuses %v, want the fault on the 2 calls naming bob only", got)
+	}
+}
+
 func TestStallTripsSoftTimeout(t *testing.T) {
 	for _, p := range []struct{ protocol, target string }{
 		{sources.ProtocolActorRun, actorTarget}, {sources.ProtocolDatasetScrape, datasetTarget},

@@ -1,7 +1,6 @@
 package settle
 
 import (
-	"socialrouter/caddymodule/credits"
 	"socialrouter/caddymodule/store/internal/rundoc"
 )
 
@@ -16,7 +15,7 @@ type Packed struct {
 
 // Pack encodes p's full document (Prepare rendered it).
 func Pack(p *Prepared) Packed {
-	doc, err := p.Doc(len(p.Data), credits.Micros(len(p.Data))*p.S.Price)
+	doc, err := p.Doc(len(p.Data), p.fullCharge)
 	if err != nil {
 		return Packed{} // the leader renders and reports it
 	}

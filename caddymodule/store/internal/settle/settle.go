@@ -35,6 +35,13 @@ func Check(s store.Settlement) error {
 		return fmt.Errorf("settling run %s: negative price %d", s.Run.ID, s.Price)
 	case strings.ContainsRune(s.Offer, 0) || strings.ContainsRune(s.Platform, 0):
 		return fmt.Errorf("settling run %s: NUL in offer or platform", s.Run.ID)
+	case s.Lines != nil && len(s.Lines) != len(s.Run.Data):
+		return fmt.Errorf("settling run %s: %d lines for %d records", s.Run.ID, len(s.Lines), len(s.Run.Data))
+	}
+	for _, l := range s.Lines {
+		if l.Price < 0 || strings.ContainsRune(l.Offer, 0) {
+			return fmt.Errorf("settling run %s: invalid line %q at %d", s.Run.ID, l.Offer, l.Price)
+		}
 	}
 	return nil
 }
@@ -60,6 +67,54 @@ func Plan(balance, price credits.Micros, n int) (records int, charged credits.Mi
 		records = int(afford)
 	}
 	return records, credits.Micros(records) * price
+}
+
+// Plan returns how many of the run's records, the first ones, the payable
+// money pays for, and their cost: Plan of the one price, or, for a run
+// of several offers (Lines), each record at its own price.
+func (p *Prepared) Plan(payable credits.Micros) (records int, charged credits.Micros) {
+	if p.S.Lines == nil {
+		return Plan(payable, p.S.Price, len(p.Data))
+	}
+	payable = max(payable, 0)
+	for _, l := range p.S.Lines {
+		if charged+l.Price > payable {
+			break
+		}
+		charged += l.Price
+		records++
+	}
+	return records, charged
+}
+
+// Usage is what one settle adds to one offer's usage row.
+type Usage struct {
+	Offer             string
+	Requests, Records int64
+	Credits           credits.Micros
+}
+
+// Usage returns the usage rows a settle keeping records records charged
+// charged adds to: the serving offer's (the request, and every record
+// for a run of one offer), then, for a run of several offers, each other
+// offer that served a kept record, with its records and their cost.
+func (p *Prepared) Usage(records int, charged credits.Micros) []Usage {
+	if p.S.Lines == nil {
+		return []Usage{{Offer: p.S.Offer, Requests: 1, Records: int64(records), Credits: charged}}
+	}
+	out := []Usage{{Offer: p.S.Offer, Requests: 1}}
+	for _, l := range p.S.Lines[:records] {
+		i := 0
+		for i < len(out) && out[i].Offer != l.Offer {
+			i++
+		}
+		if i == len(out) {
+			out = append(out, Usage{Offer: l.Offer})
+		}
+		out[i].Records++
+		out[i].Credits += l.Price
+	}
+	return out
 }
 
 // Payable is what a settle may charge: the balance, and at most the run's
@@ -94,8 +149,10 @@ type Prepared struct {
 	S    store.Settlement
 	Data []json.RawMessage // the run's records before truncation
 	Now  time.Time
-	full []byte
-	buf  *[]byte // full's pooled buffer, until Release
+	// fullCharge is the cost of every record.
+	fullCharge credits.Micros
+	full       []byte
+	buf        *[]byte // full's pooled buffer, until Release
 }
 
 // docBufs holds the buffers run documents are rendered into: a document
@@ -120,8 +177,17 @@ func Prepare(s store.Settlement) (*Prepared, error) {
 	if s.Price > 0 && credits.Micros(n) > math.MaxInt64/s.Price {
 		return nil, fmt.Errorf("settling run %s: charge overflows", s.Run.ID)
 	}
+	for _, l := range s.Lines {
+		if p.fullCharge > math.MaxInt64-l.Price {
+			return nil, fmt.Errorf("settling run %s: charge overflows", s.Run.ID)
+		}
+		p.fullCharge += l.Price
+	}
+	if s.Lines == nil {
+		p.fullCharge = credits.Micros(n) * s.Price
+	}
 	buf := docBufs.Get(docSize(p.Data))
-	full, err := p.render((*buf)[:0], n, credits.Micros(n)*s.Price)
+	full, err := p.render((*buf)[:0], n, p.fullCharge)
 	if err != nil {
 		return nil, err
 	}
