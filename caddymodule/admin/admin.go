@@ -1,8 +1,10 @@
-// Package admin is the administration API of accounts, keys and source
-// overrides (the /sdr/… routes of Caddy's admin endpoint) as a plain
-// handler over a store and a registry. Caddy's admin module adapts it;
-// errors are returned, as Caddy's admin handlers return them, with the
-// HTTP status they answer with.
+// Package admin is the administration API of accounts, keys, member
+// invitations, webhook endpoints, backups and source overrides (the
+// /sdr/… routes of Caddy's admin endpoint) as a plain handler over the
+// store methods it declares (Store, store.go) and a registry. Caddy's
+// admin module adapts it; errors are returned, as Caddy's admin handlers
+// return them, with the HTTP status they answer with (a failure kind's
+// from the API's table, errwire).
 package admin
 
 import (
@@ -29,7 +31,7 @@ import (
 
 // Config is what the admin routes work with; every field is required.
 type Config struct {
-	Store     store.Store
+	Store     Store
 	Registry  *registry.Registry
 	KeyPrefix string
 	// SetSourceOverride sets (or with "" clears) a source's status override.

@@ -1,6 +1,6 @@
 // Package billing is the money of one call, authorize then capture: before
 // each offer attempt it holds price × the most records the attempt may
-// return (store.Store.Reserve), so the upstream is never asked for records
+// return (Store.Reserve), so the upstream is never asked for records
 // nobody can pay; the run's Settle captures what was served and releases
 // the rest. It implements router.Budget and decides the refusal of a call
 // no offer of which can be paid one record: insufficient credits or the
@@ -22,11 +22,22 @@ import (
 	"socialrouter/caddymodule/store"
 )
 
+// Store is the part of the account store the money of a call uses: its
+// hold, and the balance and key spend that explain a refusal. It is
+// declared here, where it is used, so that billing depends on these four
+// methods and not on the whole store.Store.
+type Store interface {
+	Reserve(ctx context.Context, h store.Hold) (store.HoldResult, error)
+	Release(ctx context.Context, id string) error
+	GetAccount(ctx context.Context, id string) (store.Account, error)
+	KeySpend(ctx context.Context, keyID, period string, at time.Time) (credits.Micros, error)
+}
+
 // Call holds the money of one call. Create it with New, pass it as the
 // router.Request's Budget, tell it Settled once the run's Settle
 // committed, and Release it when the call ends.
 type Call struct {
-	st   store.Store
+	st   Store
 	hold store.Hold
 	key  store.Key
 
@@ -44,7 +55,7 @@ type refusal struct {
 
 // New returns the money of the call that will be stored as run runID,
 // made with key at now.
-func New(st store.Store, runID string, key store.Key, now time.Time) *Call {
+func New(st Store, runID string, key store.Key, now time.Time) *Call {
 	return &Call{
 		st:   st,
 		hold: store.Hold{ID: runID, AccountID: key.AccountID, KeyID: key.ID, Now: now},
