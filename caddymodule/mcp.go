@@ -16,6 +16,8 @@ import (
 	"go.uber.org/zap/exp/zapslog"
 
 	"socialrouter/caddymodule/api"
+	"socialrouter/caddymodule/api/errwire"
+	"socialrouter/caddymodule/errkind"
 	"socialrouter/caddymodule/mcp"
 	"socialrouter/caddymodule/oauth"
 	"socialrouter/caddymodule/runs"
@@ -107,6 +109,13 @@ var _ mcp.Backend = toolBackend{}
 
 func toolError(e *api.Error) *mcp.Error {
 	return mcp.NewError(e.Code, e.Type, e.Message, e.Extra)
+}
+
+// kindToolError is the tool answer to a failure of kind k, rendered from
+// the API's table as REST would answer it.
+func kindToolError(k errkind.Kind, msg string, extra map[string]any) *mcp.Error {
+	w := errwire.Of(k)
+	return mcp.NewError(w.Code, w.Type, msg, extra)
 }
 
 // Authenticate takes an API key as REST does, or an OAuth access token:
@@ -202,7 +211,7 @@ func runAnswer(run *runs.Run, e *api.Error) ([]byte, *mcp.Error) {
 	}
 	doc, err := api.AppendRun(nil, run)
 	if err != nil {
-		return nil, mcp.NewError("internal_error", "internal", "rendering the run failed", map[string]any{"run_id": run.ID})
+		return nil, kindToolError(errkind.Internal, "rendering the run failed", map[string]any{"run_id": run.ID})
 	}
 	return doc, nil
 }
@@ -216,7 +225,7 @@ func docAnswer(v map[string]any, e *api.Error) ([]byte, *mcp.Error) {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		return nil, mcp.NewError("internal_error", "internal", "rendering the response failed", nil)
+		return nil, kindToolError(errkind.Internal, "rendering the response failed", nil)
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

@@ -1,8 +1,10 @@
-// Package admin is the administration API of accounts, keys and source
-// overrides (the /sdr/… routes of Caddy's admin endpoint) as a plain
-// handler over a store and a registry. Caddy's admin module adapts it;
-// errors are returned, as Caddy's admin handlers return them, with the
-// HTTP status they answer with.
+// Package admin is the administration API of accounts, keys, member
+// invitations, webhook endpoints, backups and source overrides (the
+// /sdr/… routes of Caddy's admin endpoint) as a plain handler over the
+// store methods it declares (Store, store.go) and a registry. Caddy's
+// admin module adapts it; errors are returned, as Caddy's admin handlers
+// return them, with the HTTP status they answer with (a failure kind's
+// from the API's table, errwire).
 package admin
 
 import (
@@ -17,7 +19,9 @@ import (
 	"strings"
 	"time"
 
+	"socialrouter/caddymodule/api/errwire"
 	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/errkind"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/store"
 	"socialrouter/caddymodule/webhooks"
@@ -27,7 +31,7 @@ import (
 
 // Config is what the admin routes work with; every field is required.
 type Config struct {
-	Store     store.Store
+	Store     Store
 	Registry  *registry.Registry
 	KeyPrefix string
 	// SetSourceOverride sets (or with "" clears) a source's status override.
@@ -50,6 +54,12 @@ func (e *Error) Unwrap() error { return e.Err }
 
 func apiErr(status int, format string, args ...any) error {
 	return &Error{Status: status, Err: fmt.Errorf(format, args...)}
+}
+
+// kindErr is the answer to a failure of kind k, with the status the API's
+// table (errwire) gives it on every surface.
+func kindErr(k errkind.Kind, format string, args ...any) error {
+	return apiErr(errwire.Of(k).Status, format, args...)
 }
 
 // Handler serves /sdr/…. Build it with New.
@@ -132,7 +142,7 @@ func storeErr(err error, what string) error {
 	case errors.Is(err, store.ErrOverflow):
 		return apiErr(http.StatusConflict, "%s: %v; nothing was added", what, store.ErrOverflow)
 	}
-	return apiErr(http.StatusInternalServerError, "%s: %v", what, err)
+	return kindErr(errkind.Internal, "%s: %v", what, err)
 }
 
 // maxBody is the largest admin request body.
@@ -258,7 +268,7 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request) error {
 	}
 	secret, k, err := NewKey(h.KeyPrefix, id, body.Name, body.CreditLimit, time.Now().UTC())
 	if err != nil {
-		return apiErr(http.StatusInternalServerError, "generating key: %v", err)
+		return kindErr(errkind.Internal, "generating key: %v", err)
 	}
 	if err := h.Store.CreateKey(r.Context(), k); err != nil {
 		return storeErr(err, "key")

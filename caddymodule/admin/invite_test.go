@@ -43,7 +43,7 @@ func TestInviteMember(t *testing.T) {
 		time.Until(got.ExpiresAt) < InviteLifetime-time.Minute || time.Until(got.ExpiresAt) > InviteLifetime {
 		t.Errorf("invite answer %+v", got)
 	}
-	m, err := h.Store.AcceptInvite(t.Context(), sha256.Sum256([]byte(got.Token)), store.Member{ID: "mem_1", PasswordHash: "h"}, time.Now())
+	m, err := h.Store.(store.Members).AcceptInvite(t.Context(), sha256.Sum256([]byte(got.Token)), store.Member{ID: "mem_1", PasswordHash: "h"}, time.Now())
 	if err != nil || m.AccountID != "acme" || m.Email != "alice@example.com" {
 		t.Fatalf("accepting the invite: %+v, %v", m, err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"socialrouter/caddymodule/store"
 	"socialrouter/caddymodule/webhooks"
 )
 
@@ -28,7 +29,7 @@ func TestWebhookRoutes(t *testing.T) {
 	defer rcv.Close()
 
 	h, _ := newTestHandler(t)
-	svc := webhooks.New(webhooks.Config{Store: h.Store, AllowPrivate: true})
+	svc := webhooks.New(webhooks.Config{Store: h.Store.(store.Store), AllowPrivate: true})
 	h = New(Config{Store: h.Store, Registry: h.Registry, KeyPrefix: "sdr", Webhooks: svc,
 		SetSourceOverride: h.SetSourceOverride, SourceStatus: h.SourceStatus})
 	svc.Start()
@@ -131,7 +132,7 @@ func TestWebhookRoutes(t *testing.T) {
 // receiver is refused at registration.
 func TestWebhookRoutesRefusePrivate(t *testing.T) {
 	h, _ := newTestHandler(t)
-	h.Webhooks = webhooks.New(webhooks.Config{Store: h.Store})
+	h.Webhooks = webhooks.New(webhooks.Config{Store: h.Store.(store.Store)})
 	serve(t, h, "POST", "/sdr/accounts", `{"id": "acme"}`)
 	st, body, _ := serve(t, h, "POST", "/sdr/accounts/acme/webhooks", `{"url": "https://127.0.0.1:8443/x", "events": ["run.failed"]}`)
 	if st != 400 || !strings.Contains(body, "127.0.0.1 is not a public address") {

@@ -13,6 +13,7 @@ import (
 
 	"socialrouter/caddymodule/async"
 	"socialrouter/caddymodule/billing"
+	"socialrouter/caddymodule/errkind"
 	"socialrouter/caddymodule/limits"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/router"
@@ -113,7 +114,7 @@ func (ar *AsyncRunner) Run(ctx context.Context, r store.AsyncRun, p async.Progre
 func (a *API) prepareStored(b []byte) (*prepared, *Error) {
 	var req asyncRequest
 	if err := json.Unmarshal(b, &req); err != nil {
-		return nil, newError(http.StatusInternalServerError, "internal_error", typeInternal, "the stored async request is unreadable: "+err.Error())
+		return nil, kindError(errkind.Internal, "the stored async request is unreadable: "+err.Error())
 	}
 	if req.Kind == KindSearch {
 		return a.prepareSearch(req.Body, limits.AsyncLimitMax)

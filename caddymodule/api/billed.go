@@ -27,6 +27,5 @@ func (a *API) refusedForMoney(ctx context.Context, bill *billing.Call, run *runs
 	if ans == nil {
 		return nil
 	}
-	e := Error(*ans)
-	return &e
+	return failureError(ans)
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"socialrouter/caddymodule/errkind"
 	"socialrouter/caddymodule/registry"
 )
 
@@ -101,7 +102,7 @@ func (a *API) Service(platform, name string) (*registry.Service, *Error) {
 		return nil, e.with("available_services", names)
 	}
 	if !svc.Callable() {
-		return nil, newError(http.StatusNotFound, "service_not_available", typeNotFound,
+		return nil, kindError(errkind.ServiceNotAvailable,
 			fmt.Sprintf("%s/%s is declared but no offer serves it yet; GET /v1/services lists the callable services", platform, name))
 	}
 	return svc, nil

@@ -1,21 +1,26 @@
 package api
 
 import (
+	"maps"
 	"net/http"
 	"strconv"
 	"time"
+
+	"socialrouter/caddymodule/api/errwire"
+	"socialrouter/caddymodule/errkind"
+	"socialrouter/caddymodule/router"
 )
 
 // Error types of the envelope.
 const (
-	typeValidation     = "validation"
-	typeAuthentication = "authentication"
-	typeBilling        = "billing"
-	typeRateLimit      = "rate_limit"
-	typeNotFound       = "not_found"
-	typeTimeout        = "timeout"
-	typeProvider       = "provider"
-	typeInternal       = "internal"
+	typeValidation     = errwire.TypeValidation
+	typeAuthentication = errwire.TypeAuthentication
+	typeBilling        = errwire.TypeBilling
+	typeRateLimit      = errwire.TypeRateLimit
+	typeNotFound       = errwire.TypeNotFound
+	typeTimeout        = errwire.TypeTimeout
+	typeProvider       = errwire.TypeProvider
+	typeInternal       = errwire.TypeInternal
 )
 
 // Error is a client-facing error: the envelope
@@ -37,9 +42,25 @@ func newError(status int, code, typ, msg string) *Error {
 	return &Error{Status: status, Code: code, Type: typ, Message: msg}
 }
 
+// kindError is the answer to a failure of kind k: its status, code and
+// type are errwire's, the one table every surface renders from.
+func kindError(k errkind.Kind, msg string) *Error {
+	w := errwire.Of(k)
+	return newError(w.Status, w.Code, w.Type, msg)
+}
+
+// failureError is the answer to a router failure, a money refusal
+// included: its kind, message, extra fields and Retry-After.
+func failureError(f *router.Failure) *Error {
+	e := kindError(f.Kind, f.Message)
+	e.Extra = maps.Clone(f.Extra)
+	e.RetryAfter = f.RetryAfter
+	return e
+}
+
 // storeUnavailable is the 503 of a failed store read.
 func storeUnavailable() *Error {
-	return newError(http.StatusServiceUnavailable, "store_unavailable", typeInternal, "the account store is unavailable; retry shortly")
+	return kindError(errkind.StoreUnavailable, "the account store is unavailable; retry shortly")
 }
 
 // with adds an extra field to the error object.

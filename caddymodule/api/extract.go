@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"socialrouter/caddymodule/billing"
+	"socialrouter/caddymodule/errkind"
 	"socialrouter/caddymodule/limits"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/router"
@@ -149,10 +150,11 @@ func (a *API) settle(ctx context.Context, bill *billing.Call, run *runs.Run, res
 	if err != nil {
 		var f *router.Failure
 		if !errors.As(err, &f) {
-			f = &router.Failure{Status: http.StatusBadGateway, Code: "provider_error", Type: typeProvider, Message: err.Error()}
+			f = &router.Failure{Kind: errkind.ProviderError, Message: err.Error()}
 		}
+		e := failureError(f).with("run_id", run.ID).with("attempts", nonNilAttempts(f.Attempts))
 		run.Status = runs.StatusFailed
-		run.Error = &runs.RunError{Code: f.Code, Type: f.Type, Message: f.Message}
+		run.Error = &runs.RunError{Code: e.Code, Type: e.Type, Message: e.Message}
 		run.Attempts = f.Attempts
 		offer := ""
 		if f.Offer != nil {
@@ -167,8 +169,6 @@ func (a *API) settle(ctx context.Context, bill *billing.Call, run *runs.Run, res
 		} else {
 			bill.Settled()
 		}
-		e := newError(f.Status, f.Code, f.Type, f.Message).with("run_id", run.ID).with("attempts", nonNilAttempts(f.Attempts))
-		e.RetryAfter = f.RetryAfter
 		return nil, e
 	}
 	run.Status = runs.StatusCompleted
@@ -186,7 +186,7 @@ func (a *API) settle(ctx context.Context, bill *billing.Call, run *runs.Run, res
 	sr, serr := a.Store.Settle(ctx, servedSettlement(run, res, platform))
 	if serr != nil {
 		a.Logger.Error("settling run", zap.String("run_id", run.ID), zap.Error(serr))
-		return nil, newError(http.StatusServiceUnavailable, "store_unavailable", typeInternal,
+		return nil, kindError(errkind.StoreUnavailable,
 			"the run could not be recorded, so nothing was charged; retry shortly").with("run_id", run.ID)
 	}
 	bill.Settled()

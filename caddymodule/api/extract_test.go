@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"socialrouter/caddymodule/billing"
 	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/errkind"
 	"socialrouter/caddymodule/router"
 	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
@@ -99,7 +99,7 @@ func TestSettleTellsBill(t *testing.T) {
 				t.Fatalf("Reserve = %d, %v; want 1", n, err)
 			}
 			var res *router.Result
-			var err error = &router.Failure{Status: http.StatusBadGateway, Code: "provider_error", Offer: offer}
+			var err error = &router.Failure{Kind: errkind.ProviderError, Offer: offer}
 			if tc.served {
 				res, err = &router.Result{Offer: offer, Records: []json.RawMessage{json.RawMessage(`{"a":1}`)}, Total: 1}, nil
 			}

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"socialrouter/caddymodule/billing"
+	"socialrouter/caddymodule/errkind"
 	"socialrouter/caddymodule/limits"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/runs"
@@ -245,7 +246,7 @@ func (a *API) reserveAhead(ctx context.Context, bill *billing.Call, c *prepared,
 		offers = c.svc.LiveOffers()
 	}
 	if len(offers) == 0 {
-		return store.Hold{}, newError(http.StatusNotFound, "service_not_available", typeNotFound,
+		return store.Hold{}, kindError(errkind.ServiceNotAvailable,
 			c.svc.Key+" has no live offer yet; see the catalogue for callable services.")
 	}
 	want, least := c.req.MaxRecords(), c.req.LeastRecords()
@@ -264,6 +265,5 @@ func (a *API) reserveAhead(ctx context.Context, bill *billing.Call, c *prepared,
 		a.Logger.Error("answering a refused async call", zap.Error(err))
 		return store.Hold{}, storeUnavailable()
 	}
-	e := Error(*ans)
-	return store.Hold{}, &e
+	return store.Hold{}, failureError(ans)
 }

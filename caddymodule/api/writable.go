@@ -1,9 +1,9 @@
 package api
 
 import (
-	"net/http"
 	"time"
 
+	"socialrouter/caddymodule/errkind"
 	"socialrouter/caddymodule/metrics"
 	"socialrouter/caddymodule/store"
 )
@@ -26,7 +26,7 @@ func (a *API) writable() *Error {
 	if reason == "" {
 		return nil
 	}
-	e := newError(http.StatusServiceUnavailable, "store_unavailable", typeInternal,
+	e := kindError(errkind.StoreUnavailable,
 		"the account store cannot record runs now ("+reason+"), so no upstream was called and nothing was charged; retry later").
 		with("reason", reason)
 	e.RetryAfter = unwritableRetry

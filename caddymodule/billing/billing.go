@@ -1,31 +1,43 @@
 // Package billing is the money of one call, authorize then capture: before
 // each offer attempt it holds price × the most records the attempt may
-// return (store.Store.Reserve), so the upstream is never asked for records
+// return (Store.Reserve), so the upstream is never asked for records
 // nobody can pay; the run's Settle captures what was served and releases
-// the rest. It implements router.Budget and decides the 402/429 answers of
-// a call no offer of which can be paid one record. It knows nothing of
-// HTTP handlers: the caller writes what it decides.
+// the rest. It implements router.Budget and decides the refusal of a call
+// no offer of which can be paid one record: insufficient credits or the
+// key's credit limit (errkind), with the figures that explain it. It
+// knows nothing of HTTP handlers: the caller answers the kind it reports.
 package billing
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"sync"
 	"time"
 
 	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/errkind"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/router"
 	"socialrouter/caddymodule/store"
 )
 
+// Store is the part of the account store the money of a call uses: its
+// hold, and the balance and key spend that explain a refusal. It is
+// declared here, where it is used, so that billing depends on these four
+// methods and not on the whole store.Store.
+type Store interface {
+	Reserve(ctx context.Context, h store.Hold) (store.HoldResult, error)
+	Release(ctx context.Context, id string) error
+	GetAccount(ctx context.Context, id string) (store.Account, error)
+	KeySpend(ctx context.Context, keyID, period string, at time.Time) (credits.Micros, error)
+}
+
 // Call holds the money of one call. Create it with New, pass it as the
 // router.Request's Budget, tell it Settled once the run's Settle
 // committed, and Release it when the call ends.
 type Call struct {
-	st   store.Store
+	st   Store
 	hold store.Hold
 	key  store.Key
 
@@ -33,7 +45,6 @@ type Call struct {
 	held    map[string]store.HoldResult // by offer id, the last Reserve of each
 	kept    credits.Micros              // the price of the records kept from earlier offers (Keep)
 	refused []refusal                   // offers not one record of which could be paid
-	refusal *router.Failure             // what Refusal returned, to know it again
 	settled bool                        // Settle committed: it captured the hold
 }
 
@@ -45,7 +56,7 @@ type refusal struct {
 
 // New returns the money of the call that will be stored as run runID,
 // made with key at now.
-func New(st store.Store, runID string, key store.Key, now time.Time) *Call {
+func New(st Store, runID string, key store.Key, now time.Time) *Call {
 	return &Call{
 		st:   st,
 		hold: store.Hold{ID: runID, AccountID: key.AccountID, KeyID: key.ID, Now: now},
@@ -182,34 +193,18 @@ func (c *Call) Release(ctx context.Context) error {
 // Refusal is the router failure of a call whose every offer was unpayable
 // (router.Budget); Refused turns it into the answer.
 func (c *Call) Refusal() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.refusal = &router.Failure{Status: http.StatusPaymentRequired, Code: "insufficient_credits", Type: "billing",
-		Message: "not one record of any offer can be paid"}
-	return c.refusal
+	return &router.Failure{Kind: errkind.InsufficientCredits, Message: "not one record of any offer can be paid"}
 }
 
-// Answer is an error answer the caller writes as the error envelope:
-// status, code, type, message, the extra fields of the error object and
-// the Retry-After header when set.
-type Answer struct {
-	Status     int
-	Code       string
-	Type       string
-	Message    string
-	Extra      map[string]any
-	RetryAfter time.Duration
-}
-
-// Refused returns the answer of a call the router refused because no
-// offer could be paid one record (nil for any other outcome): 402
-// insufficient_credits when the balance is short, else 429
-// credit_limit_exceeded with Retry-After to the end of the key's window.
+// Refused returns the failure to answer for a call the router refused
+// because no offer of this call could be paid one record (nil for any
+// other outcome): InsufficientCredits when the balance is short, else
+// CreditLimitExceeded with RetryAfter to the end of the key's window.
 // The messages and fields are those of the balance and limit checks.
-func (c *Call) Refused(ctx context.Context, err error) (*Answer, error) {
+func (c *Call) Refused(ctx context.Context, err error) (*router.Failure, error) {
 	var f *router.Failure
 	c.mu.Lock()
-	if !errors.As(err, &f) || f != c.refusal || f == nil {
+	if !errors.As(err, &f) || f.Kind != errkind.InsufficientCredits || len(c.refused) == 0 {
 		c.mu.Unlock()
 		return nil, nil
 	}
@@ -233,12 +228,13 @@ func (c *Call) Refused(ctx context.Context, err error) (*Answer, error) {
 	if acct.Balance >= cheapest {
 		msg = fmt.Sprintf("balance %s credits does not pay for one record at %s credits once the calls in flight are paid; add credits to the account or wait for them", acct.Balance, cheapest)
 	}
-	return &Answer{Status: http.StatusPaymentRequired, Code: "insufficient_credits", Type: "billing", Message: msg,
+	return &router.Failure{Kind: errkind.InsufficientCredits, Message: msg,
 		Extra: map[string]any{"balance": acct.Balance, "price_per_record": cheapest}}, nil
 }
 
-// limitAnswer is the 429 of a key whose window has no room for a record.
-func (c *Call) limitAnswer(ctx context.Context) (*Answer, error) {
+// limitAnswer is the refusal of a key whose window has no room for a
+// record.
+func (c *Call) limitAnswer(ctx context.Context) (*router.Failure, error) {
 	lim := c.key.CreditLimit
 	now := c.hold.Now
 	spent, err := c.st.KeySpend(ctx, c.key.ID, lim.Period, now)
@@ -250,8 +246,8 @@ func (c *Call) limitAnswer(ctx context.Context) (*Answer, error) {
 	if spent < lim.Credits {
 		held = ", and what is left is held by its calls in flight or pays for no record"
 	}
-	return &Answer{
-		Status: http.StatusTooManyRequests, Code: "credit_limit_exceeded", Type: "rate_limit",
+	return &router.Failure{
+		Kind: errkind.CreditLimitExceeded,
 		Message: fmt.Sprintf("credit limit exceeded: this %s spent %s of its %s credits per %s%s; the limit resets at %s",
 			c.credential(), spent, lim.Credits, lim.Period, held, end.Format(time.RFC3339)),
 		Extra:      map[string]any{"period": lim.Period, "limit": lim.Credits, "spent": spent, "resets_at": end.Format(time.RFC3339)},

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/errkind"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/router"
 	"socialrouter/caddymodule/runs"
@@ -101,23 +101,22 @@ func TestReserveLeast(t *testing.T) {
 func TestRefused(t *testing.T) {
 	day := &store.CreditLimit{Period: store.PeriodDay, Credits: 1000}
 	tests := []struct {
-		name       string
-		balance    credits.Micros
-		limit      *store.CreditLimit
-		hold       bool // another call holds the balance
-		wantStatus int
-		wantCode   string
-		wantMsg    string
-		wantExtra  []string
-		wantRetry  time.Duration
+		name      string
+		balance   credits.Micros
+		limit     *store.CreditLimit
+		hold      bool // another call holds the balance
+		wantKind  errkind.Kind
+		wantMsg   string
+		wantExtra []string
+		wantRetry time.Duration
 	}{
-		{"empty balance", 100, nil, false, http.StatusPaymentRequired, "insufficient_credits",
+		{"empty balance", 100, nil, false, errkind.InsufficientCredits,
 			"balance 0.0001 credits does not pay for one record at 0.001725 credits", []string{"balance", "price_per_record"}, 0},
-		{"balance held by calls in flight", 1725, nil, true, http.StatusPaymentRequired, "insufficient_credits",
+		{"balance held by calls in flight", 1725, nil, true, errkind.InsufficientCredits,
 			"once the calls in flight are paid", []string{"balance", "price_per_record"}, 0},
-		{"key limit below one record", 100 * credits.PerCredit, day, false, http.StatusTooManyRequests, "credit_limit_exceeded",
+		{"key limit below one record", 100 * credits.PerCredit, day, false, errkind.CreditLimitExceeded,
 			"credit limit exceeded: this key spent 0 of its 0.001 credits per day", []string{"period", "limit", "spent", "resets_at"}, 13*time.Hour + 30*time.Minute},
-		{"grant limit below one record", 100 * credits.PerCredit, day, false, http.StatusTooManyRequests, "credit_limit_exceeded",
+		{"grant limit below one record", 100 * credits.PerCredit, day, false, errkind.CreditLimitExceeded,
 			"credit limit exceeded: this application's sign-in spent 0 of its 0.001 credits per day", []string{"period", "limit", "spent", "resets_at"}, 13*time.Hour + 30*time.Minute},
 	}
 	for _, tt := range tests {
@@ -142,8 +141,8 @@ func TestRefused(t *testing.T) {
 			if err != nil || a == nil {
 				t.Fatalf("Refused = %+v, %v", a, err)
 			}
-			if a.Status != tt.wantStatus || a.Code != tt.wantCode || !strings.Contains(a.Message, tt.wantMsg) || a.RetryAfter != tt.wantRetry {
-				t.Errorf("answer %+v; want %d %s %q Retry-After %s", a, tt.wantStatus, tt.wantCode, tt.wantMsg, tt.wantRetry)
+			if a.Kind != tt.wantKind || !strings.Contains(a.Message, tt.wantMsg) || a.RetryAfter != tt.wantRetry {
+				t.Errorf("answer %+v; want %v %q Retry-After %s", a, tt.wantKind, tt.wantMsg, tt.wantRetry)
 			}
 			for _, f := range tt.wantExtra {
 				if _, ok := a.Extra[f]; !ok {
@@ -158,7 +157,7 @@ func TestRefusedOnlyItsOwnRefusal(t *testing.T) {
 	st, k := openStore(t, 0, nil)
 	c := New(st, "ext_1", k, now)
 	other := New(st, "ext_2", k, now)
-	for _, err := range []error{nil, errors.New("boom"), &router.Failure{Status: 502, Code: "provider_error"}, other.Refusal(), context.Canceled} {
+	for _, err := range []error{nil, errors.New("boom"), &router.Failure{Kind: errkind.ProviderError}, other.Refusal(), context.Canceled} {
 		if a, rerr := c.Refused(t.Context(), err); a != nil || rerr != nil {
 			t.Errorf("Refused(%v) = %+v, %v; want nothing", err, a, rerr)
 		}

@@ -1,7 +1,8 @@
 // Package dashboard is the account dashboard: server-rendered pages where
 // an account's members sign in, create and revoke API keys, set credit
 // limits and see their spend and runs. It is a plain http.Handler over the
-// store and the current registry; Caddy's sdr_dashboard handler mounts it.
+// store methods it declares (Store, store.go) and the current registry;
+// Caddy's sdr_dashboard handler mounts it.
 //
 // Layout (after miniflux): routes.go lists every route, one small file per
 // page or action, forms.go validates every form, middleware.go loads the
@@ -19,7 +20,6 @@ import (
 	"socialrouter/caddymodule/oauth"
 	"socialrouter/caddymodule/passhash"
 	"socialrouter/caddymodule/registry"
-	"socialrouter/caddymodule/store"
 	"socialrouter/caddymodule/webhooks"
 )
 
@@ -35,7 +35,7 @@ const (
 
 // Config is what the dashboard works with.
 type Config struct {
-	Store store.Store
+	Store Store
 	// Registry returns the registry of the current config generation.
 	Registry func() *registry.Registry
 	// KeyPrefix is the prefix of API keys (<prefix>_live_…).

@@ -16,6 +16,9 @@ import (
 	"encoding/json"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"socialrouter/caddymodule/api/errwire"
+	"socialrouter/caddymodule/errkind"
 )
 
 // Caller is an authenticated caller, as the Backend returned it; this
@@ -68,9 +71,10 @@ func NewError(code, typ, message string, extra map[string]any) *Error {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(map[string]any{"error": body}); err != nil {
-		code, message = "internal_error", "rendering the error failed"
+		w := errwire.Of(errkind.Internal)
+		code, message = w.Code, "rendering the error failed"
 		buf.Reset()
-		buf.WriteString(`{"error":{"code":"internal_error","message":"rendering the error failed","type":"internal"}}`)
+		_ = enc.Encode(map[string]any{"error": map[string]any{"code": code, "message": message, "type": w.Type}})
 	}
 	return &Error{Code: code, Message: message, Envelope: bytes.TrimSpace(buf.Bytes())}
 }

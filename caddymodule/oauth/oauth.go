@@ -10,7 +10,8 @@
 // access token is billed exactly like one with a key. Codes, access and
 // refresh tokens are random (130 bits) and stored only as their SHA-256.
 // The sign-in and consent pages are the dashboard's (package dashboard
-// calls ParseAuthorize and Approve); this package knows nothing of Caddy.
+// calls ParseAuthorize and Approve); this package knows nothing of Caddy
+// and uses only the store methods it declares (Store).
 //
 // The token code is written here rather than taken from a library:
 // zitadel/oidc's op package is an OpenID provider around its own client
@@ -20,6 +21,7 @@
 package oauth
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"net/http"
@@ -79,10 +81,22 @@ const (
 	maxClientNameRune = 100
 )
 
+// Store is the part of the account store the authorization server uses:
+// its clients, codes and tokens (store.OAuth), and the keys of kind oauth
+// its grants are. It is declared here, where it is used, so that oauth
+// depends on these methods and not on the whole store.Store.
+type Store interface {
+	store.OAuth
+	CreateKey(ctx context.Context, k store.Key) error
+	GetKey(ctx context.Context, id string) (store.Key, error)
+	KeyByHash(ctx context.Context, hash [32]byte) (store.Key, error)
+	RevokeKey(ctx context.Context, id string, at time.Time) (store.Key, error)
+}
+
 // Server is the authorization server over a store. It holds no state of
 // its own, so every node serving one PostgreSQL store is the same server.
 type Server struct {
-	Store store.Store
+	Store Store
 	// KeyPrefix is the prefix of the gateway's secrets (sdr): access
 	// tokens are <prefix>_oat_…, refresh tokens <prefix>_ort_….
 	KeyPrefix string

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"socialrouter/caddymodule/errkind"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/sources"
 )
@@ -276,8 +277,8 @@ func TestOverrideDownIsNeverCalled(t *testing.T) {
 				return
 			}
 			f := asFailure(t, err)
-			if f.Status != 502 || f.Code != "provider_error" || !strings.Contains(f.Message, tt.failIsFor) {
-				t.Errorf("failure %d %s %q", f.Status, f.Code, f.Message)
+			if f.Kind != errkind.ProviderError || !strings.Contains(f.Message, tt.failIsFor) {
+				t.Errorf("failure %v %q", f.Kind, f.Message)
 			}
 			if got := outcomes(f.Attempts); !reflect.DeepEqual(got, tt.attempts) {
 				t.Errorf("attempts %v, want %v", got, tt.attempts)

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 
 	"go.uber.org/zap"
 
+	"socialrouter/caddymodule/errkind"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/runs"
 )
@@ -142,7 +142,7 @@ func (w *walk) reserve(ctx context.Context, o *registry.Offer, trial bool) (*Req
 		}
 		if err != nil {
 			w.r.logger.Error("reserving credits", zap.String("offer", o.ID), zap.Error(err))
-			return nil, &Failure{Status: http.StatusServiceUnavailable, Code: "store_unavailable", Type: "internal",
+			return nil, &Failure{Kind: errkind.StoreUnavailable,
 				Message:  "the account store is unavailable, so no upstream was called and nothing was charged; retry shortly",
 				Attempts: w.attempts, cause: err}
 		}
@@ -176,6 +176,6 @@ func (w *walk) refusal() *Failure {
 	if err == nil {
 		err = ErrNoBudget
 	}
-	return &Failure{Status: http.StatusPaymentRequired, Code: "insufficient_credits", Type: "billing",
+	return &Failure{Kind: errkind.InsufficientCredits,
 		Message: err.Error(), Attempts: w.attempts, cause: err}
 }

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"reflect"
 	"sync"
 	"testing"
 
+	"socialrouter/caddymodule/errkind"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/sources"
 )
@@ -144,20 +144,19 @@ func TestBudgetCapsUpstream(t *testing.T) {
 func TestBudgetRefusal(t *testing.T) {
 	reg := testRegistry(t)
 	svc := service(t, reg, "pro_net/profile.info")
-	refusal := &Failure{Status: http.StatusPaymentRequired, Code: "insufficient_credits", Type: "billing", Message: "no money"}
+	refusal := &Failure{Kind: errkind.InsufficientCredits, Message: "no money"}
 	tests := []struct {
-		name       string
-		bud        *tableBudget
-		pin        bool
-		skip       int
-		wantStatus int
-		wantCode   string
+		name     string
+		bud      *tableBudget
+		pin      bool
+		skip     int
+		wantKind errkind.Kind
 	}{
-		{"every offer unpayable", &tableBudget{covers: map[string]int{headID: 0, secondID: 0}, refusal: refusal}, false, 0, 402, "insufficient_credits"},
-		{"pinned offer unpayable", &tableBudget{covers: map[string]int{headID: 0}, refusal: refusal}, true, 0, 402, "insufficient_credits"},
-		{"refusal without a Failure", &tableBudget{covers: map[string]int{headID: 0, secondID: 0}, refusal: errors.New("plain")}, false, 0, 402, "insufficient_credits"},
-		{"later page: money for the earlier pages only", &tableBudget{covers: map[string]int{headID: 10, secondID: 10}, refusal: refusal}, false, 10, 402, "insufficient_credits"},
-		{"store down", &tableBudget{err: errors.New("connection refused")}, false, 0, 503, "store_unavailable"},
+		{"every offer unpayable", &tableBudget{covers: map[string]int{headID: 0, secondID: 0}, refusal: refusal}, false, 0, errkind.InsufficientCredits},
+		{"pinned offer unpayable", &tableBudget{covers: map[string]int{headID: 0}, refusal: refusal}, true, 0, errkind.InsufficientCredits},
+		{"refusal without a Failure", &tableBudget{covers: map[string]int{headID: 0, secondID: 0}, refusal: errors.New("plain")}, false, 0, errkind.InsufficientCredits},
+		{"later page: money for the earlier pages only", &tableBudget{covers: map[string]int{headID: 10, secondID: 10}, refusal: refusal}, false, 10, errkind.InsufficientCredits},
+		{"store down", &tableBudget{err: errors.New("connection refused")}, false, 0, errkind.StoreUnavailable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -169,8 +168,8 @@ func TestBudgetRefusal(t *testing.T) {
 			}
 			_, err := r.Run(context.Background(), req)
 			f := asFailure(t, err)
-			if f.Status != tt.wantStatus || f.Code != tt.wantCode {
-				t.Errorf("failure %d %s, want %d %s", f.Status, f.Code, tt.wantStatus, tt.wantCode)
+			if f.Kind != tt.wantKind {
+				t.Errorf("failure %v, want %v", f.Kind, tt.wantKind)
 			}
 			if n := len(a.Calls()) + len(b.Calls()); n != 0 {
 				t.Errorf("%d upstream calls, want none", n)

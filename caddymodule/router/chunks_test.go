@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"socialrouter/caddymodule/errkind"
 	"socialrouter/caddymodule/sources"
 )
 
@@ -138,8 +139,8 @@ func TestChunksFinalFailure(t *testing.T) {
 	start := time.Now()
 	_, err := r.Run(context.Background(), Request{Service: svc, Inputs: in})
 	f := asFailure(t, err)
-	if f.Status != 400 || f.Code != "upstream_rejected_input" || len(b.Calls()) != 0 {
-		t.Errorf("failure %d %s, next offer called %d times", f.Status, f.Code, len(b.Calls()))
+	if f.Kind != errkind.UpstreamRejectedInput || len(b.Calls()) != 0 {
+		t.Errorf("failure %s, next offer called %d times", f.Kind, len(b.Calls()))
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -165,7 +166,7 @@ func TestChunksCallerGone(t *testing.T) {
 	}}
 	r := setup(t, Config{}, a, b)
 	_, err := r.Run(ctx, Request{Service: svc, Inputs: in})
-	if f := asFailure(t, err); f.Status != 499 || !errors.Is(err, context.Canceled) {
-		t.Errorf("failure %d %s, want 499 client_closed_request", f.Status, f.Code)
+	if f := asFailure(t, err); f.Kind != errkind.ClientClosed || !errors.Is(err, context.Canceled) {
+		t.Errorf("failure %s, want %s", f.Kind, errkind.ClientClosed)
 	}
 }

@@ -7,22 +7,25 @@ import (
 	"math"
 	"time"
 
+	"socialrouter/caddymodule/errkind"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/sources"
 )
 
 // Failure is a call that no offer served. It carries everything the caller
-// needs to answer with the error envelope and to store the failed run.
+// needs to answer with the error envelope and to store the failed run;
+// how its Kind is answered (status, code, type) is the caller's table.
 type Failure struct {
-	// Status is the HTTP status to answer with (400, 429, 499, 502, 504…).
-	Status int
-	// Code and Type are the error object's code and type.
-	Code string
-	Type string
+	// Kind is what went wrong (ProviderError, RequestTimeout, …).
+	Kind errkind.Kind
 	// Message says what happened and what to do.
 	Message string
-	// RetryAfter is set on 429: the largest upstream Retry-After, else 30s.
+	// Extra holds fields of the error object beside code, message and
+	// type (a money refusal's balance, price_per_record, period…).
+	Extra map[string]any
+	// RetryAfter is set on 429: the largest upstream Retry-After, else 30s;
+	// or the end of the key's credit limit period.
 	RetryAfter time.Duration
 	// Offer is the last offer tried (served_by of the failed run); nil when
 	// none was.
@@ -33,8 +36,8 @@ type Failure struct {
 	cause error
 }
 
-// Error returns the code and the message.
-func (f *Failure) Error() string { return f.Code + ": " + f.Message }
+// Error returns the kind and the message.
+func (f *Failure) Error() string { return f.Kind.String() + ": " + f.Message }
 
 // Unwrap returns the cause, if any (the caller's context error when the
 // caller went away), so errors.Is(err, context.Canceled) works.
@@ -51,11 +54,11 @@ func (f *Failure) RetryAfterSeconds() int {
 func (w *walk) canceled(o *registry.Offer, err error) *Failure {
 	f := &Failure{Offer: o, Attempts: w.attempts, cause: err}
 	if errors.Is(err, context.DeadlineExceeded) {
-		f.Status, f.Code, f.Type = 504, "request_timeout", "timeout"
+		f.Kind = errkind.RequestTimeout
 		f.Message = fmt.Sprintf("the call's deadline passed while %s was running. Retry with fewer inputs or a lower limit.", o.ID)
 		return f
 	}
-	f.Status, f.Code, f.Type = 499, "client_closed_request", "canceled"
+	f.Kind = errkind.ClientClosed
 	f.Message = fmt.Sprintf("the caller went away while %s was running; nothing was returned.", o.ID)
 	return f
 }
@@ -63,11 +66,11 @@ func (w *walk) canceled(o *registry.Offer, err error) *Failure {
 // rejected is the failure of an input the upstream reports invalid: another
 // offer would reject it too, so the walk stops.
 func (w *walk) rejected(o *registry.Offer, a *attempt) *Failure {
-	f := &Failure{Offer: o, Attempts: w.attempts, Status: 400, Code: "upstream_rejected_input", Type: "validation"}
+	f := &Failure{Offer: o, Attempts: w.attempts, Kind: errkind.UpstreamRejectedInput}
 	if a.rec.Outcome != sources.OutcomeInvalidInput {
 		// Not retryable for another reason the source knows of: still final,
 		// but not the caller's input to blame.
-		f.Status, f.Code, f.Type = 502, "provider_error", "provider"
+		f.Kind = errkind.ProviderError
 		f.Message = fmt.Sprintf("%s %s, and another offer cannot help: %q. Retry later or contact support.",
 			o.ID, describe(a, w.r.cfg), a.upstreamMsg)
 		return f
@@ -98,7 +101,7 @@ func (w *walk) classify() *Failure {
 		if f.RetryAfter <= 0 {
 			f.RetryAfter = defaultRetryAfter
 		}
-		f.Status, f.Code, f.Type = 429, "upstream_rate_limited", "rate_limit"
+		f.Kind = errkind.UpstreamRateLimited
 		if w.pinned {
 			f.Message = fmt.Sprintf("the pinned offer %s of %s was rate-limited upstream. Retry after %d s%s",
 				last.offer.ID, svc, f.RetryAfterSeconds(), w.unpinAdvice(", or "))
@@ -115,12 +118,12 @@ func (w *walk) classify() *Failure {
 	}
 	switch last.rec.Outcome {
 	case sources.OutcomeTimeout:
-		f.Status, f.Code, f.Type = 504, "request_timeout", "timeout"
+		f.Kind = errkind.RequestTimeout
 		advice = "Retry later with fewer inputs or a lower limit" + w.pinAdvice(", or ")
 	case sources.OutcomeSoftTimeout:
-		f.Status, f.Code, f.Type = 504, "request_soft_timeout", "timeout"
+		f.Kind = errkind.RequestSoftTimeout
 	default:
-		f.Status, f.Code, f.Type = 502, "provider_error", "provider"
+		f.Kind = errkind.ProviderError
 	}
 	if w.pinned {
 		f.Message = fmt.Sprintf("the pinned offer %s of %s failed: it %s. %s", last.offer.ID, svc, describe(last, w.r.cfg), advice)

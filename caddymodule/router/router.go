@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"socialrouter/caddymodule/errkind"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/sources"
@@ -208,10 +209,10 @@ type Result struct {
 }
 
 // Run walks the offers until one serves the call. A failure is always a
-// *Failure carrying the HTTP status, error code and the attempts made.
+// *Failure carrying the kind of failure and the attempts made.
 func (r *Router) Run(ctx context.Context, req Request) (*Result, error) {
 	if req.Service == nil {
-		return nil, &Failure{Status: 500, Code: "internal_error", Type: "internal",
+		return nil, &Failure{Kind: errkind.Internal,
 			Message: "routing a call: no service given"}
 	}
 	now := req.Now
@@ -231,7 +232,7 @@ func (r *Router) Run(ctx context.Context, req Request) (*Result, error) {
 		offers = req.Service.LiveOffers()
 	}
 	if len(offers) == 0 {
-		return nil, &Failure{Status: 404, Code: "service_not_available", Type: "not_found",
+		return nil, &Failure{Kind: errkind.ServiceNotAvailable,
 			Message: fmt.Sprintf("%s has no live offer yet; see the catalogue for callable services.", req.Service.Key)}
 	}
 	allRefused := true
@@ -280,7 +281,7 @@ func (w *walk) sourcesDown(offers []*registry.Offer) *Failure {
 	for _, o := range offers {
 		w.skip(o)
 	}
-	return &Failure{Status: 502, Code: "provider_error", Type: "provider", Offer: offers[len(offers)-1], Attempts: w.attempts,
+	return &Failure{Kind: errkind.ProviderError, Offer: offers[len(offers)-1], Attempts: w.attempts,
 		Message: fmt.Sprintf("every offer of %s is on a source an operator marked down or coming_soon; nothing was called or charged. Retry later.", w.req.Service.Key)}
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"socialrouter/caddymodule/errkind"
 	"socialrouter/caddymodule/sources"
 )
 
@@ -90,8 +91,8 @@ func TestRunPin(t *testing.T) {
 		r := setup(t, Config{}, a, b)
 		_, err := r.Run(context.Background(), Request{Service: svc, Inputs: []string{in1}, Pin: offer(t, svc, headID)})
 		f := asFailure(t, err)
-		if f.Status != 502 || f.Code != "provider_error" || f.Type != "provider" {
-			t.Errorf("failure %d %s %s", f.Status, f.Code, f.Type)
+		if f.Kind != errkind.ProviderError {
+			t.Errorf("failure %v", f.Kind)
 		}
 		if f.Offer.ID != headID || len(f.Attempts) != 1 || len(b.Calls()) != 0 {
 			t.Errorf("offer %s, attempts %v, second called %d times", f.Offer.ID, outcomes(f.Attempts), len(b.Calls()))
@@ -139,8 +140,8 @@ func TestRunInvalidInputStopsWalk(t *testing.T) {
 	r := setup(t, Config{BreakerFailures: 1}, a, b)
 	_, err := r.Run(context.Background(), Request{Service: svc, Inputs: []string{in1}})
 	f := asFailure(t, err)
-	if f.Status != 400 || f.Code != "upstream_rejected_input" || f.Type != "validation" {
-		t.Errorf("failure %d %s %s", f.Status, f.Code, f.Type)
+	if f.Kind != errkind.UpstreamRejectedInput {
+		t.Errorf("failure %v", f.Kind)
 	}
 	if !strings.Contains(f.Message, `"invalid-input: profile URL is not public"`) {
 		t.Errorf("message does not quote the upstream: %q", f.Message)
@@ -167,26 +168,24 @@ func TestRunFailureClassification(t *testing.T) {
 	tests := []struct {
 		name       string
 		a, b       *sources.Error
-		status     int
-		code, typ  string
+		kind       errkind.Kind
 		retryAfter time.Duration
 		msg        string
 	}{
-		{"all rate limited: largest Retry-After", limited(10 * time.Second), limited(45 * time.Second), 429, "upstream_rate_limited", "rate_limit", 45 * time.Second, "Retry after 45 s"},
-		{"all rate limited: no Retry-After", limited(0), limited(0), 429, "upstream_rate_limited", "rate_limit", 30 * time.Second, "Retry after 30 s"},
-		{"rate limited then 503", limited(10 * time.Second), e503, 502, "provider_error", "provider", 0,
+		{"all rate limited: largest Retry-After", limited(10 * time.Second), limited(45 * time.Second), errkind.UpstreamRateLimited, 45 * time.Second, "Retry after 45 s"},
+		{"all rate limited: no Retry-After", limited(0), limited(0), errkind.UpstreamRateLimited, 30 * time.Second, "Retry after 30 s"},
+		{"rate limited then 503", limited(10 * time.Second), e503, errkind.ProviderError, 0,
 			"all 2 offers of pro_net/profile.info failed; last: source_b/pro_net answered HTTP 503. Retry later or pin another offer with provider."},
-		{"503 then upstream timeout", e503, e504, 504, "request_timeout", "timeout", 0, "timed out upstream (HTTP 504)"},
-		{"timeout then 503", e504, e503, 502, "provider_error", "provider", 0, "answered HTTP 503"},
+		{"503 then upstream timeout", e503, e504, errkind.RequestTimeout, 0, "timed out upstream (HTTP 504)"},
+		{"timeout then 503", e504, e503, errkind.ProviderError, 0, "answered HTTP 503"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := setup(t, Config{}, &fake{do: fail(tt.a)}, &fake{do: fail(tt.b)})
 			_, err := r.Run(context.Background(), Request{Service: svc, Inputs: []string{in1}})
 			f := asFailure(t, err)
-			if f.Status != tt.status || f.Code != tt.code || f.Type != tt.typ || f.RetryAfter != tt.retryAfter {
-				t.Errorf("got %d %s %s retry %v, want %d %s %s retry %v", f.Status, f.Code, f.Type, f.RetryAfter,
-					tt.status, tt.code, tt.typ, tt.retryAfter)
+			if f.Kind != tt.kind || f.RetryAfter != tt.retryAfter {
+				t.Errorf("got %v retry %v, want %v retry %v", f.Kind, f.RetryAfter, tt.kind, tt.retryAfter)
 			}
 			if !strings.Contains(f.Message, tt.msg) {
 				t.Errorf("message %q lacks %q", f.Message, tt.msg)
@@ -245,14 +244,14 @@ func TestRunTimeouts(t *testing.T) {
 		cfg     Config
 		do      func(context.Context, sources.Call) (*sources.Result, error)
 		outcome string
-		code    string
+		kind    errkind.Kind
 	}{
 		{"soft timeout when the upstream stalls", Config{SoftTimeout: 50 * time.Millisecond, AttemptTimeout: 5 * time.Second},
-			stall(0), "soft_timeout", "request_soft_timeout"},
+			stall(0), "soft_timeout", errkind.RequestSoftTimeout},
 		{"attempt deadline while active", Config{SoftTimeout: 50 * time.Millisecond, AttemptTimeout: 150 * time.Millisecond},
-			stall(10 * time.Millisecond), "timeout", "request_timeout"},
+			stall(10 * time.Millisecond), "timeout", errkind.RequestTimeout},
 		{"activity keeps a slow call alive", Config{SoftTimeout: 50 * time.Millisecond, AttemptTimeout: 5 * time.Second},
-			slowButAlive(200 * time.Millisecond), "ok", ""},
+			slowButAlive(200 * time.Millisecond), "ok", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -269,8 +268,8 @@ func TestRunTimeouts(t *testing.T) {
 				return
 			}
 			f := asFailure(t, err)
-			if f.Status != 504 || f.Code != tt.code || f.Type != "timeout" {
-				t.Errorf("failure %d %s %s", f.Status, f.Code, f.Type)
+			if f.Kind != tt.kind {
+				t.Errorf("failure %v, want %v", f.Kind, tt.kind)
 			}
 			if got := f.Attempts[0].Outcome; got != tt.outcome {
 				t.Errorf("outcome %s, want %s", got, tt.outcome)
@@ -314,8 +313,8 @@ func TestRunClientCancel(t *testing.T) {
 		t.Errorf("Run took %v after the caller went away", d)
 	}
 	f := asFailure(t, err)
-	if !errors.Is(err, context.Canceled) || f.Status != 499 || f.Attempts[0].Outcome != "canceled" {
-		t.Errorf("failure %d %s, attempts %v", f.Status, f.Code, outcomes(f.Attempts))
+	if !errors.Is(err, context.Canceled) || f.Kind != errkind.ClientClosed || f.Attempts[0].Outcome != "canceled" {
+		t.Errorf("failure %v, attempts %v", f.Kind, outcomes(f.Attempts))
 	}
 	if len(b.Calls()) != 0 {
 		t.Error("the walk went on after the caller left")
@@ -576,7 +575,7 @@ func TestRunNoLiveOfferOrClient(t *testing.T) {
 	if got := outcomes(res.Attempts); !reflect.DeepEqual(got, want) {
 		t.Errorf("attempts %v", got)
 	}
-	if _, err := r.Run(context.Background(), Request{}); asFailure(t, err).Status != 500 {
+	if _, err := r.Run(context.Background(), Request{}); asFailure(t, err).Kind != errkind.Internal {
 		t.Errorf("no service: %v", err)
 	}
 }
