@@ -72,6 +72,7 @@ type config struct {
 	signinAttack, signinIdle         time.Duration
 	signinAddrs                      []int
 	signinHashSlots                  int
+	signinRate                       float64
 	longJobCalls                     int
 	longJobSeconds, longJobScale     float64
 	soak, retentionWindow            time.Duration
@@ -107,6 +108,7 @@ func main() {
 	flag.DurationVar(&cfg.signinAttack, "signin-attack", 20*time.Second, "sign-in phase: length of each attack")
 	flag.DurationVar(&cfg.signinIdle, "signin-idle", 5*time.Second, "sign-in phase: length of the idle /v1 measurement")
 	flag.IntVar(&cfg.signinHashSlots, "signin-hash-slots", 0, "sign-in phase: the gateway's hash_slots (0: its default, one per core)")
+	flag.Float64Var(&cfg.signinRate, "signin-rate", 36, "sign-in phase: the paced attack's posts a second (the issue's 36; 0: no paced attack)")
 	signinAddrs := flag.String("signin-addrs", "1,64", "sign-in phase: loopback source addresses the attackers spread over, one attack per value, comma-separated")
 	flag.DurationVar(&cfg.timeout, "timeout", 6*time.Minute, "stop everything after this long")
 	levels := flag.String("inflight", "1000,5000,10000", "in-flight phase: calls held at once, one level per fresh process, comma-separated")
