@@ -464,7 +464,7 @@ func statusText(m map[int]int) string {
 
 func slotsText(n int) string {
 	if n == 0 {
-		return "the default size (one slot per core)"
+		return "the default size (one slot per two cores, at least one)"
 	}
 	return fmt.Sprintf("%d slot(s) (hash_slots)", n)
 }
