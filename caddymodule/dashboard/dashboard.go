@@ -65,7 +65,6 @@ type Handler struct {
 	Config
 	handler   http.Handler
 	authorize http.Handler // /oauth/authorize
-	gate      *gate        // the anonymous password-form posts (gate.go)
 }
 
 // New builds the dashboard and its routes.
@@ -86,7 +85,7 @@ func New(c Config) *Handler {
 		c.Hashes = passhash.Default()
 	}
 	c.Limits = c.Limits.withDefaults()
-	h := &Handler{Config: c, gate: defaultGate()}
+	h := &Handler{Config: c}
 	h.handler = h.routes()
 	h.authorize = h.authorizeHandler()
 	return h

@@ -38,8 +38,7 @@ func (h *Handler) legacyInvite(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, h.link("invite")+"#"+url.PathEscape(r.PathValue("token")), http.StatusSeeOther)
 }
 
-// acceptInvite serves POST /invite, inside the gate (gate.go) up to the
-// hash: counts the attempt against the
+// acceptInvite serves POST /invite: counts the attempt against the
 // address, looks the token up (before any hash: a guessed token costs a
 // store read, not 19 MiB and a core), then hashes the chosen password,
 // consumes the invite, creates the member and signs them in.
@@ -48,12 +47,6 @@ func (h *Handler) acceptInvite(w http.ResponseWriter, r *http.Request) {
 	again := func(status int, msg string) {
 		h.render(w, status, "invite", nil, view{Title: "Accept your invitation", Data: inviteData{Token: token, Error: msg}})
 	}
-	leave, err := h.gate.enter(r.Context())
-	if err != nil {
-		h.shed(w, err, h.link("invite")) // or the client left: nothing to answer
-		return
-	}
-	defer leave()
 	if err := parseForm(w, r); err != nil {
 		again(http.StatusBadRequest, err.Error())
 		return
@@ -85,7 +78,6 @@ func (h *Handler) acceptInvite(w http.ResponseWriter, r *http.Request) {
 		again(http.StatusBadRequest, err.Error())
 		return
 	}
-	leave() // the hash is the pool's to bound
 	hash, err := h.Hashes.Hash(ctx, pw)
 	if err != nil {
 		if !h.shed(w, err, h.link("invite")) {

@@ -18,7 +18,7 @@ func refusal(err error) (status int, msg string, retry int) {
 	switch {
 	case errors.As(err, &t):
 		return http.StatusTooManyRequests, t.Error(), int((t.wait + time.Second - 1) / time.Second)
-	case errors.Is(err, passhash.ErrBusy), errors.Is(err, errGateBusy):
+	case errors.Is(err, passhash.ErrBusy):
 		return http.StatusServiceUnavailable, "the service is busy; try again in a moment", 1
 	}
 	return 0, "", 0

@@ -27,18 +27,11 @@ func (h *Handler) signinPage(w http.ResponseWriter, r *http.Request) {
 // password, so the form never tells whether an email has a member.
 var errBadCredentials = errors.New("incorrect email or password")
 
-// signin serves POST /signin, inside the gate (gate.go) up to the hash.
-// The attempt is counted against the email
+// signin serves POST /signin. The attempt is counted against the email
 // and the address before any hash runs (throttle.go); an unknown email
 // costs the same argon2id check as a known one; a good password forgets
 // the email's attempts and gives its attempt back to the address.
 func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
-	leave, err := h.gate.enter(r.Context())
-	if err != nil {
-		h.shed(w, err, h.link("signin")) // or the client left: nothing to answer
-		return
-	}
-	defer leave()
 	f, err := readSignin(w, r)
 	again := func(status int, msg string) {
 		h.render(w, status, "signin", nil, view{Title: "Sign in", Data: signinData{Email: f.Email, Next: f.Next, Error: msg}})
@@ -56,7 +49,6 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	m, err := h.Store.MemberByEmail(ctx, f.Email)
-	leave() // the hash is the pool's to bound
 	ok := false
 	switch {
 	case err == nil:
