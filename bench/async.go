@@ -51,7 +51,8 @@ func (rep *report) asyncRuns(ctx context.Context, tmp string, cfg *config) error
 		SimA: e.simA, SimB: e.simB, SimBHost: b, Catalogue: "none", Run: "none",
 		// The runs must outlive the measurement: no attempt deadline or
 		// soft timeout ends them, and the node runs all of them at once.
-		AppExtra: fmt.Sprintf("attempt_timeout 30m\n\t\tsoft_timeout 30m\n\t\tasync_workers %d", n),
+		// async_max_per_account: the phase's runs are one account's.
+		AppExtra: fmt.Sprintf("attempt_timeout 30m\n\t\tsoft_timeout 30m\n\t\tasync_workers %d\n\t\tasync_max_per_account %d", n, n),
 	}
 	e.addresses(d)
 	sim, err := startChild("upstream-sim", filepath.Join(dir, "sim.log"), nil, cfg.simBin, "-a", a, "-b", b, "-latency", "0")

@@ -72,6 +72,7 @@ type config struct {
 	signinAttack, signinIdle         time.Duration
 	signinAddrs                      []int
 	signinHashSlots                  int
+	signinRate                       float64
 	longJobCalls                     int
 	longJobSeconds, longJobScale     float64
 	soak, retentionWindow            time.Duration
@@ -106,7 +107,8 @@ func main() {
 	flag.StringVar(&phases, "phases", "provision,settle,retention,e2e,pg-e2e,lookup,profile,inflight,signin,longjob,webhooks,async", "phases to run, comma-separated (pg-e2e: the N = 1 call through a gateway on PostgreSQL, when SDR_TEST_POSTGRES_URL is set; signin: bad sign-ins and invitation posts while /v1 is measured; longjob: calls each waiting on a minute-long upstream job; retention: stored bytes per run and disk after a soak with retention on; webhooks: deliveries per second to a local receiver; async: async runs in flight and restart-to-resumed)")
 	flag.DurationVar(&cfg.signinAttack, "signin-attack", 20*time.Second, "sign-in phase: length of each attack")
 	flag.DurationVar(&cfg.signinIdle, "signin-idle", 5*time.Second, "sign-in phase: length of the idle /v1 measurement")
-	flag.IntVar(&cfg.signinHashSlots, "signin-hash-slots", 0, "sign-in phase: the gateway's hash_slots (0: its default, one per core)")
+	flag.IntVar(&cfg.signinHashSlots, "signin-hash-slots", 0, "sign-in phase: the gateway's hash_slots (0: its default, one per two cores)")
+	flag.Float64Var(&cfg.signinRate, "signin-rate", 36, "sign-in phase: the paced attack's posts a second (the issue's 36; 0: no paced attack)")
 	signinAddrs := flag.String("signin-addrs", "1,64", "sign-in phase: loopback source addresses the attackers spread over, one attack per value, comma-separated")
 	flag.DurationVar(&cfg.timeout, "timeout", 6*time.Minute, "stop everything after this long")
 	levels := flag.String("inflight", "1000,5000,10000", "in-flight phase: calls held at once, one level per fresh process, comma-separated")

@@ -343,17 +343,18 @@ func (a *App) API(logger *zap.Logger) *api.API { return a.apiFor(a.current(), lo
 // c's registry and router to its end, whatever swap happens meanwhile.
 func (a *App) apiFor(c *compiled, logger *zap.Logger) *api.API {
 	return api.New(api.Config{
-		Registry:          c.reg,
-		Store:             a.store,
-		Router:            c.router,
-		KeyPrefix:         a.KeyPrefix,
-		MaxConcurrentRuns: a.MaxConcurrentRuns,
-		InFlight:          a.shared.inflight,
-		SourceStatus:      a.sourceStatus,
-		Logger:            logger,
-		Async:             a.async.worker,
-		AsyncRouter:       c.asyncRouter,
-		AsyncDeadline:     cmp.Or(time.Duration(a.AsyncDeadline), api.DefaultAsyncDeadline),
+		Registry:           c.reg,
+		Store:              a.store,
+		Router:             c.router,
+		KeyPrefix:          a.KeyPrefix,
+		MaxConcurrentRuns:  a.MaxConcurrentRuns,
+		InFlight:           a.shared.inflight,
+		SourceStatus:       a.sourceStatus,
+		Logger:             logger,
+		Async:              a.async.worker,
+		AsyncRouter:        c.asyncRouter,
+		AsyncDeadline:      cmp.Or(time.Duration(a.AsyncDeadline), api.DefaultAsyncDeadline),
+		AsyncMaxPerAccount: a.AsyncMaxPerAccount,
 	})
 }
 

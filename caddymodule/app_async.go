@@ -32,6 +32,10 @@ type Async struct {
 	// AsyncWorkers bounds the async runs this node runs at once; more
 	// wait in the store for a claim. Default: 1000.
 	AsyncWorkers int `json:"async_workers,omitempty"`
+	// AsyncMaxPerAccount bounds an account's async runs in flight on all
+	// nodes together: a submit past it is 429 too_many_async_runs, before
+	// any hold. Default: 100.
+	AsyncMaxPerAccount int `json:"async_max_per_account,omitempty"`
 }
 
 // asyncState is what a config generation uses of the async side: the
@@ -54,19 +58,24 @@ func (h workerHandle) Destruct() error {
 	return nil
 }
 
-// unmarshalAsync reads async_deadline, async_lease or async_workers.
+// unmarshalAsync reads async_deadline, async_lease, async_workers or
+// async_max_per_account.
 func (a *App) unmarshalAsync(d *caddyfile.Dispenser) error {
 	name := d.Val()
 	var s string
 	if !d.AllArgs(&s) {
 		return d.ArgErr()
 	}
-	if name == "async_workers" {
+	if name == "async_workers" || name == "async_max_per_account" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
-			return d.Errf("async_workers must be a positive integer, got %q", s)
+			return d.Errf("%s must be a positive integer, got %q", name, s)
 		}
-		a.AsyncWorkers = n
+		if name == "async_workers" {
+			a.AsyncWorkers = n
+		} else {
+			a.AsyncMaxPerAccount = n
+		}
 		return nil
 	}
 	dur, err := caddy.ParseDuration(s)
@@ -82,8 +91,8 @@ func (a *App) unmarshalAsync(d *caddyfile.Dispenser) error {
 }
 
 func (a *App) validateAsync() error {
-	if a.AsyncDeadline < 0 || a.AsyncLease < 0 || a.AsyncWorkers < 0 {
-		return fmt.Errorf("async_deadline, async_lease and async_workers must not be negative")
+	if a.AsyncDeadline < 0 || a.AsyncLease < 0 || a.AsyncWorkers < 0 || a.AsyncMaxPerAccount < 0 {
+		return fmt.Errorf("async_deadline, async_lease, async_workers and async_max_per_account must not be negative")
 	}
 	return nil
 }

@@ -66,6 +66,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //		async_deadline <duration>   # app_async.go
 //		async_lease <duration>
 //		async_workers <n>
+//		async_max_per_account <n>   # async runs in flight per account (default 100)
 //	}
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // option name
@@ -172,7 +173,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			default:
 				a.PollInterval = caddy.Duration(dur)
 			}
-		case "async_deadline", "async_lease", "async_workers":
+		case "async_deadline", "async_lease", "async_workers", "async_max_per_account":
 			if err := a.unmarshalAsync(d); err != nil {
 				return err
 			}

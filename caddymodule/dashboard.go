@@ -38,7 +38,8 @@ type Dashboard struct {
 	// a rule left out keeps dashboard.DefaultLimits'.
 	Limits *dashboard.Limits `json:"limits,omitempty"`
 	// HashSlots is how many password hashes (argon2id, 19 MiB and ~30 ms
-	// of a core each) run at once in the process. Default: one per core.
+	// of a core each) run at once in the process. Default: one per two
+	// cores, at least one.
 	HashSlots int `json:"hash_slots,omitempty"`
 	// HashWait is how long a password check waits for a slot before the
 	// answer is 503 with Retry-After. Default: 1s.

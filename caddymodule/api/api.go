@@ -47,6 +47,9 @@ type Config struct {
 	Async         *async.Worker
 	AsyncRouter   *router.Router
 	AsyncDeadline time.Duration
+	// AsyncMaxPerAccount bounds an account's async runs in flight (429
+	// too_many_async_runs past it); 0: DefaultAsyncMaxPerAccount.
+	AsyncMaxPerAccount int
 }
 
 // API serves /v1. Build it with New; it is safe for concurrent use.

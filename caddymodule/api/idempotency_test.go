@@ -165,7 +165,7 @@ func TestRecordsPaging(t *testing.T) {
 	}
 	ar := store.AsyncRun{ID: "ext_a1", AccountID: "acme", KeyID: a.key.ID, Request: []byte(`{}`), Doc: []byte(`{"id":"ext_a1","status":"running"}`),
 		CreatedAt: now, Deadline: now.Add(time.Hour)}
-	if err := a.store.CreateAsyncRun(t.Context(), ar); err != nil {
+	if err := a.store.CreateAsyncRun(t.Context(), ar, 0); err != nil {
 		t.Fatal(err)
 	}
 	other := "/v1/extractions/ext_p1/records?cursor=ZXh0X290aGVyOjM" // "ext_other:3"

@@ -145,7 +145,8 @@ func (a *API) submitAsync(w http.ResponseWriter, r *http.Request, key store.Key,
 }
 
 // submit starts the async run id of a validated call and returns its
-// running document: the money for the run's first payable offer is held
+// running document: the account's cap of runs in flight is checked first
+// (429 too_many_async_runs), then the money for the run's first payable offer is held
 // first (402/429 as a sync call otherwise, nothing stored or started),
 // then the run is stored; this node's worker starts it at once when it
 // has room, else any node's claims it.
@@ -157,6 +158,9 @@ func (a *API) submit(ctx context.Context, key store.Key, c *prepared, body map[s
 	}
 	c.fill(run)
 	noteRun(ctx, run)
+	if apiErr := a.asyncRoom(ctx, key.AccountID); apiErr != nil {
+		return nil, apiErr
+	}
 	bill := billing.New(a.Store, id, key, now)
 	hold, apiErr := a.reserveAhead(ctx, bill, c, key, now)
 	if apiErr != nil {
@@ -175,10 +179,16 @@ func (a *API) submit(ctx context.Context, key store.Key, c *prepared, body map[s
 	if local {
 		ar.Owner, ar.LeaseUntil = a.Async.Owner(), now.Add(a.Async.Lease())
 	}
-	if err := a.Store.CreateAsyncRun(context.WithoutCancel(ctx), ar); err != nil {
-		a.Logger.Error("storing an async run", zap.String("run_id", id), zap.Error(err))
+	if err := a.Store.CreateAsyncRun(context.WithoutCancel(ctx), ar, a.asyncMax()); err != nil {
+		limited := errors.Is(err, store.ErrAsyncLimit)
+		if !limited {
+			a.Logger.Error("storing an async run", zap.String("run_id", id), zap.Error(err))
+		}
 		if rerr := bill.Release(context.WithoutCancel(ctx)); rerr != nil {
 			a.Logger.Error("releasing an async run's hold", zap.String("run_id", id), zap.Error(rerr))
+		}
+		if limited {
+			return nil, tooManyAsyncRuns(a.asyncMax())
 		}
 		return nil, storeUnavailable()
 	}

@@ -109,7 +109,7 @@ func TestWorkerResumesLeftRuns(t *testing.T) {
 	for _, id := range []string{"ext_1", "ext_2"} {
 		r := newRun(id, now)
 		r.Owner, r.LeaseUntil = "dead-node", now.Add(time.Hour)
-		if err := s.CreateAsyncRun(t.Context(), r); err != nil {
+		if err := s.CreateAsyncRun(t.Context(), r, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -154,7 +154,7 @@ func TestWorkerCancel(t *testing.T) {
 	for _, id := range []string{"ext_local", "ext_remote"} {
 		r := newRun(id, now)
 		r.Owner, r.LeaseUntil = "node-a", now.Add(time.Minute)
-		if err := s.CreateAsyncRun(t.Context(), r); err != nil {
+		if err := s.CreateAsyncRun(t.Context(), r, 0); err != nil {
 			t.Fatal(err)
 		}
 		w.Submit(r)
@@ -193,7 +193,7 @@ func TestWorkerLeaseLost(t *testing.T) {
 	now := time.Now()
 	r := newRun("ext_1", now)
 	r.Owner, r.LeaseUntil = "node-a", now.Add(time.Second)
-	if err := s.CreateAsyncRun(t.Context(), r); err != nil {
+	if err := s.CreateAsyncRun(t.Context(), r, 0); err != nil {
 		t.Fatal(err)
 	}
 	w.Submit(r)

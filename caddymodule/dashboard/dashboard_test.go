@@ -578,3 +578,48 @@ func TestParseCredits(t *testing.T) {
 		}
 	}
 }
+
+// TestRunsInFlight: an async run in flight is listed on the runs page
+// (id, service, submitted time, status running, a link) before it
+// settles, and its page shows it as it stands; another account's is
+// neither listed nor shown; a status filter of settled runs hides them.
+func TestRunsInFlight(t *testing.T) {
+	e := newEnv(t, false)
+	b := e.member("acme", "alice@example.com")
+	at := e.clock.now().Add(-time.Minute).Truncate(time.Second)
+	for _, ar := range []store.AsyncRun{
+		{ID: "ext_01jqmine", AccountID: "acme", KeyID: "key_a", CreatedAt: at, Deadline: at.Add(time.Hour), Request: []byte(`{}`),
+			Doc: []byte(`{"id":"ext_01jqmine","status":"running","platform":"pro_net","service":"company.info","url":"https://x.example/c","credits_used":0,"data":[],"pagination":{"total":0,"returned":0},"created_at":"` + at.Format(time.RFC3339) + `","attempts":[]}`)},
+		{ID: "ext_01jqtheirs", AccountID: "other", KeyID: "key_o", CreatedAt: at, Deadline: at.Add(time.Hour), Request: []byte(`{}`),
+			Doc: []byte(`{"id":"ext_01jqtheirs","status":"running","platform":"photo_net","service":"profile.info","url":"","data":[],"created_at":"` + at.Format(time.RFC3339) + `","attempts":[]}`)},
+	} {
+		if err := e.store.CreateAsyncRun(t.Context(), ar, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := b.get("/dashboard/runs")
+	want(t, p, http.StatusOK, `id="in-flight"`, `href="/dashboard/runs/ext_01jqmine"`, "pro_net company.info",
+		`<span class="status running">running</span>`, at.UTC().Format("2006-01-02 15:04 UTC"))
+	if strings.Contains(p.body, "ext_01jqtheirs") {
+		t.Error("the runs page lists another account's run in flight")
+	}
+	if p := b.get("/dashboard/runs?status=completed"); strings.Contains(p.body, "ext_01jqmine") {
+		t.Error("status=completed lists a run in flight")
+	}
+	want(t, b.get("/dashboard/runs/ext_01jqmine"), http.StatusOK, "running", "https://x.example/c")
+	if p := b.get("/dashboard/runs/ext_01jqmine/download"); p.status != http.StatusOK || !strings.Contains(p.body, `"status":"running"`) {
+		t.Errorf("download of a run in flight: %d %s", p.status, p.body)
+	}
+	for _, path := range []string{"/dashboard/runs/ext_01jqtheirs", "/dashboard/runs/ext_01jqtheirs/download"} {
+		if p := b.get(path); p.status != http.StatusNotFound {
+			t.Errorf("GET %s: %d, want 404", path, p.status)
+		}
+	}
+	// Settled, it leaves the list.
+	if err := e.store.DeleteAsyncRun(t.Context(), "ext_01jqmine"); err != nil {
+		t.Fatal(err)
+	}
+	if p := b.get("/dashboard/runs"); strings.Contains(p.body, "ext_01jqmine") {
+		t.Error("a settled (deleted) async run is still listed in flight")
+	}
+}

@@ -5,10 +5,14 @@ import (
 	"net/http"
 	"slices"
 
+	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
 )
 
 type runsData struct {
+	// InFlight are the async runs not settled yet, newest first (none
+	// when the status filter asks for settled runs only).
+	InFlight []runs.Run
 	Runs     []store.RunSummary
 	Filter   map[string]string
 	Services []string
@@ -16,7 +20,7 @@ type runsData struct {
 }
 
 // runsPage serves GET /runs?service=&status=&from=&to=: the account's
-// latest runs, newest first.
+// async runs in flight, then its latest settled runs, newest first.
 func (h *Handler) runsPage(w http.ResponseWriter, r *http.Request, s *Session) {
 	f, vals, err := runFilter(r)
 	d := runsData{Filter: vals}
@@ -26,6 +30,11 @@ func (h *Handler) runsPage(w http.ResponseWriter, r *http.Request, s *Session) {
 	} else if d.Runs, err = h.Store.ListRuns(r.Context(), s.AccountID, f); err != nil {
 		h.failed(w, r, s, "listing runs", err)
 		return
+	} else if vals["status"] == "" {
+		if d.InFlight, err = h.inFlight(r.Context(), s.AccountID); err != nil {
+			h.failed(w, r, s, "listing async runs", err)
+			return
+		}
 	}
 	if reg := h.Registry(); reg != nil {
 		for _, e := range catalogue(reg) {
@@ -38,9 +47,16 @@ func (h *Handler) runsPage(w http.ResponseWriter, r *http.Request, s *Session) {
 	h.render(w, status, "runs", s, view{Title: "Runs", Nav: "runs", Data: d})
 }
 
-// runPage serves GET /runs/{id}; another account's run is not found.
+// runPage serves GET /runs/{id}; another account's run is not found. An
+// async run in flight shows as it stands (status running).
 func (h *Handler) runPage(w http.ResponseWriter, r *http.Request, s *Session) {
 	run, err := h.Store.GetRun(r.Context(), s.AccountID, r.PathValue("id"))
+	if errors.Is(err, store.ErrNotFound) {
+		var ar store.AsyncRun
+		if ar, err = h.Store.GetAsyncRun(r.Context(), s.AccountID, r.PathValue("id")); err == nil {
+			run, err = runningRun(ar)
+		}
+	}
 	if err != nil {
 		h.runError(w, r, s, err)
 		return
@@ -53,6 +69,12 @@ func (h *Handler) runPage(w http.ResponseWriter, r *http.Request, s *Session) {
 func (h *Handler) downloadRun(w http.ResponseWriter, r *http.Request, s *Session) {
 	id := r.PathValue("id")
 	b, err := h.Store.GetRunJSON(r.Context(), nil, s.AccountID, id)
+	if errors.Is(err, store.ErrNotFound) { // in flight: the document as it stands
+		var ar store.AsyncRun
+		if ar, err = h.Store.GetAsyncRun(r.Context(), s.AccountID, id); err == nil {
+			b = ar.Doc
+		}
+	}
 	if err != nil {
 		h.runError(w, r, s, err)
 		return

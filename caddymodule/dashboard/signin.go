@@ -3,6 +3,7 @@ package dashboard
 import (
 	"errors"
 	"net/http"
+	"net/url"
 
 	"go.uber.org/zap"
 
@@ -41,7 +42,7 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 	}
 	email, address := h.emailKey(f.Email), h.addressKey(r)
 	if _, err := h.attempt(r, email, address); err != nil {
-		if !refused(w, err, again) {
+		if !h.shed(w, err, h.signinLink(f.Next)) {
 			h.failed(w, r, nil, "counting a sign-in attempt", err)
 		}
 		return
@@ -56,7 +57,7 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 		err = h.Hashes.VerifyNone(ctx, f.Password)
 	}
 	if err != nil {
-		if !refused(w, err, again) {
+		if !h.shed(w, err, h.signinLink(f.Next)) {
 			h.failed(w, r, nil, "checking a password", err)
 		}
 		return
@@ -79,6 +80,15 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 	s.AccountID = m.AccountID
 	h.record(ctx, s, "signed_in", "from "+clientIP(r))
 	http.Redirect(w, r, h.safeNext(f.Next), http.StatusSeeOther)
+}
+
+// signinLink is the sign-in form's address, keeping the page to return
+// to (the form checks it again: safeNext).
+func (h *Handler) signinLink(next string) string {
+	if next == "" {
+		return h.link("signin")
+	}
+	return h.link("signin") + "?next=" + url.QueryEscape(next)
 }
 
 // signout serves POST /signout: the session is deleted from the store, so

@@ -3,13 +3,11 @@ package dashboard
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
 	"time"
 
-	"socialrouter/caddymodule/passhash"
 	"socialrouter/caddymodule/store"
 )
 
@@ -124,20 +122,16 @@ func (h *Handler) attempt(r *http.Request, keys ...store.ThrottleKey) (store.Thr
 }
 
 // refused answers an attempt the throttle or the hash pool turned away
-// with Retry-After and again's page: 429 for a throttled attempt, 503
-// when every hash slot stayed busy. It reports false for any other error,
-// which the caller answers itself.
+// with Retry-After and again's page (429 throttled, 503 every hash slot
+// busy): the account page's password check, whose member is signed in.
+// The anonymous forms shed theirs (shed.go). It reports false for any
+// other error, which the caller answers itself.
 func refused(w http.ResponseWriter, err error, again func(status int, msg string)) bool {
-	var t errThrottled
-	switch {
-	case errors.As(err, &t):
-		w.Header().Set("Retry-After", fmt.Sprint(int((t.wait+time.Second-1)/time.Second)))
-		again(http.StatusTooManyRequests, t.Error())
-		return true
-	case errors.Is(err, passhash.ErrBusy):
-		w.Header().Set("Retry-After", "1")
-		again(http.StatusServiceUnavailable, "the service is busy; try again in a moment")
-		return true
+	status, msg, retry := refusal(err)
+	if status == 0 {
+		return false
 	}
-	return false
+	w.Header().Set("Retry-After", fmt.Sprint(retry))
+	again(status, msg)
+	return true
 }

@@ -51,7 +51,7 @@ func TestSigninParallelGuessesAreCounted(t *testing.T) {
 	if through > 5 || through+statuses[http.StatusTooManyRequests] != 64 {
 		t.Errorf("64 parallel guesses answered %v, want at most 5 × 401 (or 503) and the rest 429", statuses)
 	}
-	want(t, e.signinAs("alice@example.com", goodPassword), http.StatusTooManyRequests, "too many attempts")
+	want(t, e.signinAs("alice@example.com", goodPassword), http.StatusTooManyRequests, "Too many attempts")
 }
 
 // TestSigninDelaysGrowInsteadOfLocking: after the free attempts a member
@@ -255,4 +255,29 @@ func TestSuccessReleasesTheAddress(t *testing.T) {
 	}
 	want(t, e.signinAs("last@example.com", "x"), http.StatusUnauthorized)
 	want(t, e.signinAs("over@example.com", "x"), http.StatusTooManyRequests)
+}
+
+// TestRefusalsAreShed: a throttled sign-in or invitation post is answered
+// with the small fixed page (no template, no form: a flood of them must
+// cost the gateway little), its Retry-After and a link back to the form.
+func TestRefusalsAreShed(t *testing.T) {
+	e := newEnv(t, false)
+	for i := range DefaultLimits.Email.Free {
+		want(t, e.signinAs("alice@example.com", fmt.Sprintf("wrong %d", i)), http.StatusUnauthorized)
+	}
+	for range 2 { // the address has its room; the email must wait
+		p := e.browser().post("/dashboard/signin", url.Values{"email": {"alice@example.com"}, "password": {"x"}, "next": {"/dashboard/runs"}})
+		want(t, p, http.StatusTooManyRequests, "Too many attempts; try again in 2 seconds.", `href="/dashboard/signin?next=%2Fdashboard%2Fruns"`)
+		if p.header.Get("Retry-After") != "2" || strings.Contains(p.body, "<form") || len(p.body) > 600 {
+			t.Errorf("throttled sign-in: Retry-After %q, %d bytes, a form: %v", p.header.Get("Retry-After"), len(p.body), strings.Contains(p.body, "<form"))
+		}
+	}
+	for range DefaultLimits.Address.Free {
+		e.browser().post("/dashboard/invite", url.Values{"token": {"guess"}, "password": {goodPassword}, "password_confirm": {goodPassword}})
+	}
+	p := e.browser().post("/dashboard/invite", url.Values{"token": {"guess"}, "password": {goodPassword}, "password_confirm": {goodPassword}})
+	want(t, p, http.StatusTooManyRequests, "Too many attempts", `href="/dashboard/invite"`)
+	if strings.Contains(p.body, "<form") || p.header.Get("Retry-After") == "" {
+		t.Errorf("throttled invitation: a form %v, Retry-After %q", strings.Contains(p.body, "<form"), p.header.Get("Retry-After"))
+	}
 }

@@ -2,6 +2,7 @@ package passhash
 
 import (
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -80,5 +81,19 @@ func TestPoolBoundsHashesInFlight(t *testing.T) {
 	release()
 	if _, err := p.Verify(t.Context(), "h", "pw"); err != nil {
 		t.Errorf("Verify after release: %v", err)
+	}
+}
+
+// TestDefaultSlotsLeaveACore: on a machine of two cores or more the
+// default pool never takes every core, so a flood of password checks
+// leaves the paid API one; it always has at least one slot.
+func TestDefaultSlotsLeaveACore(t *testing.T) {
+	for _, procs := range []int{1, 2, 3, 4, 8} {
+		prev := runtime.GOMAXPROCS(procs)
+		got := defaultSlots()
+		runtime.GOMAXPROCS(prev)
+		if got < 1 || (procs >= 2 && got >= procs) {
+			t.Errorf("GOMAXPROCS %d: %d default slots, want at least 1 and fewer than the cores", procs, got)
+		}
 	}
 }

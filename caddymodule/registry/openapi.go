@@ -181,7 +181,8 @@ func errorResponses() obj {
 			"another account behaves as nonexistent)."),
 		"PayloadTooLarge": resp("`request_too_large`: the body exceeds 1 MiB."),
 		"TooManyRequests": resp("Rate limited: `credit_limit_exceeded` (per-key credit limit, type " +
-			"`rate_limit`), `too_many_concurrent_runs`, `upstream_rate_limited` (every offer was rate-limited " +
+			"`rate_limit`), `too_many_concurrent_runs`, `too_many_async_runs` (`Prefer: respond-async`: the account " +
+			"has its most async runs in flight, `async_max_per_account`, default 100), `upstream_rate_limited` (every offer was rate-limited " +
 			"upstream; carries `run_id` and `attempts`). The per-IP refusal carries no JSON body."),
 		"BadGateway": resp("`provider_error` (type `provider`): every offer tried failed; carries `run_id` " +
 			"and `attempts`. The failed run is stored with no charge."),

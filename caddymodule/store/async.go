@@ -59,6 +59,10 @@ type IdempotencyKey struct {
 	LockedUntil time.Time
 }
 
+// ErrAsyncLimit is the answer to an async run that would take its
+// account past the runs it may have in flight at once.
+var ErrAsyncLimit = errors.New("the account has its most async runs in flight")
+
 // ErrLeaseLost is the answer to a worker that writes to a run it no
 // longer holds the lease of: another worker took it over.
 var ErrLeaseLost = errors.New("the lease of the async run is held by another worker")
@@ -68,7 +72,15 @@ var ErrLeaseLost = errors.New("the lease of the async run is held by another wor
 // clock in step (as the holds already require).
 type Async interface {
 	// CreateAsyncRun stores a new async run; ErrExists if its id is taken.
-	CreateAsyncRun(ctx context.Context, r AsyncRun) error
+	// With maxInFlight > 0, ErrAsyncLimit if the account already has that
+	// many runs in flight: counted atomically with the insert, so
+	// concurrent creates never take an account past it.
+	CreateAsyncRun(ctx context.Context, r AsyncRun, maxInFlight int) error
+	// CountAsyncRuns counts an account's async runs in flight.
+	CountAsyncRuns(ctx context.Context, accountID string) (int, error)
+	// ListAsyncRuns returns at most limit of an account's async runs in
+	// flight, newest first.
+	ListAsyncRuns(ctx context.Context, accountID string, limit int) ([]AsyncRun, error)
 	// GetAsyncRun returns an account's async run in flight; ErrNotFound
 	// for an unknown id, another account's, or one already settled and
 	// deleted.

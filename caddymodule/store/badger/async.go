@@ -29,6 +29,7 @@ import (
 type asyncState struct {
 	mu     sync.Mutex
 	owners sync.Map // owner → struct{}
+	flight flightIndex
 }
 
 func asyncKey(id string) []byte { return join(pAsync, id) }
@@ -90,10 +91,16 @@ func (s *Store) asyncUpdate(ctx context.Context, fn func(txn *bdb.Txn) error) er
 	return s.update(ctx, fn)
 }
 
-// CreateAsyncRun stores a new async run; ErrExists if its id is taken.
-func (s *Store) CreateAsyncRun(ctx context.Context, r store.AsyncRun) error {
+// CreateAsyncRun stores a new async run; ErrExists if its id is taken,
+// ErrAsyncLimit if the account has maxInFlight runs already (its place
+// is reserved in the in-memory index before the transaction, and given
+// back if the transaction fails).
+func (s *Store) CreateAsyncRun(ctx context.Context, r store.AsyncRun, maxInFlight int) error {
 	if !settle.ValidID(r.ID) || !settle.ValidID(r.AccountID) {
 		return fmt.Errorf("storing async run %q: invalid id", r.ID)
+	}
+	if err := s.async.flight.reserve(r.AccountID, r.ID, maxInFlight); err != nil {
+		return fmt.Errorf("storing async run %s: %w", r.ID, err)
 	}
 	err := s.update(ctx, func(txn *bdb.Txn) error {
 		if ok, err := exists(txn, asyncKey(r.ID)); err != nil || ok {
@@ -105,6 +112,7 @@ func (s *Store) CreateAsyncRun(ctx context.Context, r store.AsyncRun) error {
 		return writeAsync(txn, r.ID, recordOf(r))
 	})
 	if err != nil {
+		s.async.flight.remove(r.ID)
 		return fmt.Errorf("storing async run %s: %w", r.ID, err)
 	}
 	return nil
@@ -295,6 +303,7 @@ func (s *Store) DeleteAsyncRun(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("deleting async run %s: %w", id, err)
 	}
+	s.async.flight.remove(id)
 	return nil
 }
 
@@ -404,11 +413,13 @@ func (s *Store) DropIdempotencyKey(ctx context.Context, accountID, key, runID st
 // async runs in flight (HoldPrice × HoldRecords each): holds live in
 // memory and a restart drops them, but a run left by a crash is resumed
 // and must find its money still set aside, not spent meanwhile by calls
-// that came before its worker took the hold again.
+// that came before its worker took the hold again. It indexes the runs by
+// account too (flightIndex).
 func (s *Store) restoreAsyncHolds() error {
 	s.holds.mu.Lock()
 	defer s.holds.mu.Unlock()
 	return s.eachAsync(func(id string, r asyncRecord) {
+		s.async.flight.restore(r.AccountID, id)
 		if amount := r.HoldPrice * credits.Micros(r.HoldRecords); amount > 0 {
 			s.holds.set(id, heldMoney{account: r.AccountID, key: r.KeyID, amount: amount})
 		}

@@ -24,7 +24,7 @@ func TestAsyncManyRuns(t *testing.T) {
 	doc := []byte(`{"status":"running","pad":"` + strings.Repeat("x", 1500) + `"}`)
 	for i := range n {
 		if err := s.CreateAsyncRun(t.Context(), store.AsyncRun{ID: fmt.Sprintf("ext_%05d", i), AccountID: "acme",
-			Request: doc, Doc: doc, CreatedAt: now, Deadline: now.Add(time.Hour)}); err != nil {
+			Request: doc, Doc: doc, CreatedAt: now, Deadline: now.Add(time.Hour)}, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -69,7 +69,7 @@ func TestAsyncHoldsOutliveRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := s.CreateAsyncRun(t.Context(), store.AsyncRun{ID: "ext_1", AccountID: "acme", Request: []byte(`{}`), Doc: []byte(`{}`),
-		HoldPrice: 7, HoldRecords: 10, CreatedAt: now, Deadline: now.Add(time.Hour)}); err != nil {
+		HoldPrice: 7, HoldRecords: 10, CreatedAt: now, Deadline: now.Add(time.Hour)}, 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -32,8 +33,12 @@ func scanAsync(row pgx.Row) (store.AsyncRun, error) {
 	return r, err
 }
 
-// CreateAsyncRun stores a new async run; ErrExists if its id is taken.
-func (s *Store) CreateAsyncRun(ctx context.Context, r store.AsyncRun) error {
+// CreateAsyncRun stores a new async run; ErrExists if its id is taken,
+// ErrAsyncLimit if the account has maxInFlight runs already. With a cap,
+// the count and the insert run in one transaction under an advisory lock
+// of the account, so creates of one account on any node take turns and
+// none counts before another's insert is visible.
+func (s *Store) CreateAsyncRun(ctx context.Context, r store.AsyncRun, maxInFlight int) error {
 	if !settle.ValidID(r.ID) || !settle.ValidID(r.AccountID) {
 		return fmt.Errorf("storing async run %q: invalid id", r.ID)
 	}
@@ -42,11 +47,29 @@ func (s *Store) CreateAsyncRun(ctx context.Context, r store.AsyncRun) error {
 		t := settle.Time(r.LeaseUntil)
 		lease = &t
 	}
-	_, err := s.pool.Exec(ctx, `
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if maxInFlight > 0 {
+			// Two statements: a statement's snapshot is taken before it
+			// waits for the lock, so a count in the same statement would
+			// miss the inserts committed meanwhile.
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('async_runs ' || $1, 0))`, r.AccountID); err != nil {
+				return err
+			}
+			var n int
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM async_runs WHERE account_id = $1`, r.AccountID).Scan(&n); err != nil {
+				return err
+			}
+			if n >= maxInFlight {
+				return store.ErrAsyncLimit
+			}
+		}
+		_, err := tx.Exec(ctx, `
 INSERT INTO async_runs (id, account_id, key_id, request, doc, hold_price, hold_records, created_at, deadline, owner, lease_until, cancelled)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-		r.ID, r.AccountID, r.KeyID, r.Request, r.Doc, int64(r.HoldPrice), r.HoldRecords,
-		settle.Time(r.CreatedAt), settle.Time(r.Deadline), r.Owner, lease, r.Cancelled)
+			r.ID, r.AccountID, r.KeyID, r.Request, r.Doc, int64(r.HoldPrice), r.HoldRecords,
+			settle.Time(r.CreatedAt), settle.Time(r.Deadline), r.Owner, lease, r.Cancelled)
+		return err
+	})
 	if pgCode(err) == codeUniqueViolation {
 		err = store.ErrExists
 	}
@@ -54,6 +77,40 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 		return fmt.Errorf("storing async run %s: %w", r.ID, err)
 	}
 	return nil
+}
+
+// CountAsyncRuns counts an account's async runs in flight.
+func (s *Store) CountAsyncRuns(ctx context.Context, accountID string) (int, error) {
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM async_runs WHERE account_id = $1`, accountID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("counting async runs: %w", err)
+	}
+	return n, nil
+}
+
+// ListAsyncRuns returns at most limit of an account's async runs in
+// flight, newest first.
+func (s *Store) ListAsyncRuns(ctx context.Context, accountID string, limit int) ([]store.AsyncRun, error) {
+	if limit <= 0 {
+		limit = math.MaxInt32
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+asyncColumns+` FROM async_runs WHERE account_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2`, accountID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("listing async runs: %w", err)
+	}
+	defer rows.Close()
+	var out []store.AsyncRun
+	for rows.Next() {
+		r, err := scanAsync(rows)
+		if err != nil {
+			return nil, fmt.Errorf("listing async runs: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing async runs: %w", err)
+	}
+	return out, nil
 }
 
 // GetAsyncRun returns an account's async run in flight.

@@ -27,7 +27,7 @@ func TestRenewKeepsAsyncHolds(t *testing.T) {
 			t.Fatalf("Reserve %s = %+v, %v", id, got, err)
 		}
 		if err := s.CreateAsyncRun(t.Context(), store.AsyncRun{ID: id, AccountID: "acme", Request: []byte(`{}`), Doc: []byte(`{}`),
-			HoldPrice: 1, HoldRecords: 10, CreatedAt: now, Deadline: now.Add(time.Hour)}); err != nil {
+			HoldPrice: 1, HoldRecords: 10, CreatedAt: now, Deadline: now.Add(time.Hour)}, 0); err != nil {
 			t.Fatal(err)
 		}
 	}

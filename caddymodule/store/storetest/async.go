@@ -17,6 +17,7 @@ var asyncSuites = []suite{
 	{"async_claim_lease", testAsyncClaimLease},
 	{"async_claim_concurrent", testAsyncClaimConcurrent},
 	{"async_cancel", testAsyncCancel},
+	{"async_cap_concurrent", testAsyncCapConcurrent},
 	{"idempotency_keys", testIdempotencyKeys},
 	{"idempotency_concurrent", testIdempotencyConcurrent},
 }
@@ -30,10 +31,10 @@ func asyncRun(id, account string, at time.Time) store.AsyncRun {
 func testAsyncRuns(t *testing.T, open func(t *testing.T) store.Store) {
 	s := open(t)
 	r := asyncRun("ext_a1", "acme", base)
-	if err := s.CreateAsyncRun(ctx(t), r); err != nil {
+	if err := s.CreateAsyncRun(ctx(t), r, 0); err != nil {
 		t.Fatalf("CreateAsyncRun: %v", err)
 	}
-	if err := s.CreateAsyncRun(ctx(t), r); !errors.Is(err, store.ErrExists) {
+	if err := s.CreateAsyncRun(ctx(t), r, 0); !errors.Is(err, store.ErrExists) {
 		t.Errorf("second CreateAsyncRun: %v, want ErrExists", err)
 	}
 	got, err := s.GetAsyncRun(ctx(t), "acme", "ext_a1")
@@ -87,7 +88,7 @@ func testAsyncRuns(t *testing.T, open func(t *testing.T) store.Store) {
 func testAsyncClaimLease(t *testing.T, open func(t *testing.T) store.Store) {
 	s := open(t)
 	for i := range 3 {
-		if err := s.CreateAsyncRun(ctx(t), asyncRun(fmt.Sprintf("ext_c%d", i), "acme", base.Add(time.Duration(i)*time.Second))); err != nil {
+		if err := s.CreateAsyncRun(ctx(t), asyncRun(fmt.Sprintf("ext_c%d", i), "acme", base.Add(time.Duration(i)*time.Second)), 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -136,7 +137,7 @@ func testAsyncClaimConcurrent(t *testing.T, open func(t *testing.T) store.Store)
 	s := open(t)
 	const runs = 40
 	for i := range runs {
-		if err := s.CreateAsyncRun(ctx(t), asyncRun(fmt.Sprintf("ext_k%02d", i), "acme", base)); err != nil {
+		if err := s.CreateAsyncRun(ctx(t), asyncRun(fmt.Sprintf("ext_k%02d", i), "acme", base), 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -173,7 +174,7 @@ func testAsyncClaimConcurrent(t *testing.T, open func(t *testing.T) store.Store)
 
 func testAsyncCancel(t *testing.T, open func(t *testing.T) store.Store) {
 	s := open(t)
-	if err := s.CreateAsyncRun(ctx(t), asyncRun("ext_x1", "acme", base)); err != nil {
+	if err := s.CreateAsyncRun(ctx(t), asyncRun("ext_x1", "acme", base), 0); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.ClaimAsyncRuns(ctx(t), "node1", 1, base, base.Add(time.Minute)); err != nil {
