@@ -55,11 +55,14 @@ type keys interface {
 }
 
 // accountViews are what the pages show of the account: its balance,
-// usage and runs.
+// usage and runs, those in flight included.
 type accountViews interface {
 	GetAccount(ctx context.Context, id string) (store.Account, error)
 	Usage(ctx context.Context, accountID string, since time.Time) ([]store.UsageRow, error)
 	ListRuns(ctx context.Context, accountID string, f store.RunFilter) ([]store.RunSummary, error)
 	GetRun(ctx context.Context, accountID, runID string) (runs.Run, error)
 	GetRunJSON(ctx context.Context, dst []byte, accountID, runID string) ([]byte, error)
+	// The async runs still in flight, listed before they settle.
+	ListAsyncRuns(ctx context.Context, accountID string, limit int) ([]store.AsyncRun, error)
+	GetAsyncRun(ctx context.Context, accountID, id string) (store.AsyncRun, error)
 }
