@@ -32,7 +32,7 @@ func (b *openapiBuilder) fixedSchemas() {
 		}}
 	s["Attempt"] = object("One offer attempt of a run, for tracing paid upstream work.", []any{"offer", "outcome", "duration_ms"}, obj{
 		"offer":       str("Offer id `<source>/<name>`."),
-		"outcome":     str("Outcome of the attempt, e.g. `ok`, `upstream_5xx`, `timeout`; `circuit_open` and `unpayable` are offers skipped without a call (breaker open; not one record of the offer payable from the balance or the key's credit limit)."),
+		"outcome":     str("Outcome of the attempt, e.g. `ok`, `upstream_5xx`, `timeout`; `circuit_open` and `unpayable` are offers skipped without a call (breaker open; not one record of the offer payable from the balance or the key's credit limit); `partial` is an attempt that served some of its batches (their records are kept and billed at this offer's price) while the inputs of the failed batch, named in `message`, went on to the next offer."),
 		"status":      integer("Upstream HTTP status, when one was received."),
 		"duration_ms": obj{"type": "integer", "minimum": 0, "description": "Duration of the attempt in milliseconds."},
 		"handles":     stringArray("Upstream run or snapshot ids of the attempt's calls."),
