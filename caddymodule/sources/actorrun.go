@@ -59,41 +59,23 @@ func NewActorRun(cfg Config) (*ActorRun, error) {
 // Do starts the actor c.Target with c.Body as its input, waits for the run
 // and returns its dataset items. Failures are *Error; a run the call
 // stops waiting for is aborted.
-//
-// A held call waits in here for minutes, its frames on the stack of the
-// caller's request goroutine under Caddy's, the API's and the router's:
-// Do, Resume and wait keep only the wait itself (what runs before and
-// after it is in functions of their own), so that the held stack (about 12
-// KiB, with exchange's round trip on a goroutine of its own) keeps a
-// margin within the 16 KiB stack that Caddy's own reverse_proxy needs.
 func (a *ActorRun) Do(ctx context.Context, c Call) (*Result, error) {
-	h, err := a.begin(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	return a.Resume(ctx, c, h)
-}
-
-// begin encodes the run input and starts the run.
-//
-//go:noinline
-func (a *ActorRun) begin(ctx context.Context, c Call) (Handle, error) {
 	if err := ctx.Err(); err != nil {
-		return Handle{}, transportError(ctx, "before upstream request", err)
+		return nil, transportError(ctx, "before upstream request", err)
 	}
 	body, err := encodeBody(c.Body)
 	if err != nil {
-		return Handle{}, invalidBody(err)
+		return nil, invalidBody(err)
 	}
 	if string(body) == "null" {
 		body = []byte("{}")
 	}
 	h, err := a.start(ctx, c, body)
 	if err != nil {
-		return Handle{}, err
+		return nil, err
 	}
 	c.started(h)
-	return h, nil
+	return a.Resume(ctx, c, h)
 }
 
 // start starts the run and returns its handle.
@@ -145,19 +127,11 @@ func (a *ActorRun) startURL(ctx context.Context, c Call) string {
 // items). When it stops waiting first (ctx done, a failure), it aborts
 // the run from a detached context.
 func (a *ActorRun) Resume(ctx context.Context, c Call, h Handle) (*Result, error) {
-	res, err := a.wait(ctx, c, &h)
-	return a.ended(ctx, &h, res, err)
-}
-
-// ended is Resume once the wait is over: the run aborted unless it failed
-// on its own, its handle on the result or the error.
-//
-//go:noinline
-func (a *ActorRun) ended(ctx context.Context, h *Handle, res *Result, err error) (*Result, error) {
+	res, err := a.wait(ctx, c, h)
 	if err != nil {
 		var e *Error
 		if !errors.As(err, &e) || e.Outcome != OutcomeRunFailed {
-			a.abortDetached(ctx, *h, a.Abort)
+			a.abortDetached(ctx, h, a.Abort)
 		}
 		return nil, withHandles(err, []string{h.String()})
 	}
@@ -165,17 +139,17 @@ func (a *ActorRun) ended(ctx context.Context, h *Handle, res *Result, err error)
 	return res, nil
 }
 
-// wait polls the run until it ends, then reads its items. Only the poll
-// stays in its frame; the poll's URL and the reading of its answer are
-// functions of their own.
-func (a *ActorRun) wait(ctx context.Context, c Call, h *Handle) (*Result, error) {
+// wait polls the run until it ends, then reads its items.
+func (a *ActorRun) wait(ctx context.Context, c Call, h Handle) (*Result, error) {
+	runURL := a.baseURL + "/v2/actor-runs/" + url.PathEscape(h.RunID)
 	errs := 0
 	for {
-		u, err := a.pollURL(ctx, c, h)
-		if err != nil {
-			return nil, err
+		if err := ctx.Err(); err != nil {
+			return nil, transportError(ctx, "waiting for run "+h.RunID, err)
 		}
-		ans, err := a.exchange(ctx, http.MethodGet, u, nil, c.Activity)
+		w := waitForFinish(ctx)
+		c.waiting(w)
+		ans, err := a.exchange(ctx, http.MethodGet, runURL+"?waitForFinish="+strconv.Itoa(int(w/time.Second)), nil, c.Activity)
 		if err == nil && ans.status != http.StatusOK {
 			err = statusError(ans)
 		}
@@ -187,56 +161,31 @@ func (a *ActorRun) wait(ctx context.Context, c Call, h *Handle) (*Result, error)
 			return nil, err
 		}
 		errs = 0
-		if res, done, err := a.polled(ctx, c, h, ans); done {
+		st := jsonscan.Field(ans.body, "data", "status")
+		if st == "" {
+			return nil, malformed(ans, fmt.Errorf("run %s answer without data.status", h.RunID))
+		}
+		ans.release()
+		switch st {
+		case "SUCCEEDED":
+			return a.items(ctx, c, h)
+		case "TIMED-OUT":
+			// A run that timed out upstream keeps (and was charged for)
+			// what it collected: serve that; without any it is a timeout.
+			res, err := a.items(ctx, c, h)
+			if err == nil && len(res.Items) == 0 {
+				return nil, &Error{Outcome: OutcomeTimeout, Status: ans.status, Retryable: true,
+					Message: fmt.Sprintf("run %s timed out upstream before collecting anything", h.RunID)}
+			}
 			return res, err
+		case "FAILED", "ABORTED":
+			return nil, &Error{Outcome: OutcomeRunFailed, Status: ans.status, Retryable: true,
+				Message: fmt.Sprintf("run %s ended %s upstream", h.RunID, st)}
+		case "READY", "RUNNING", "ABORTING", "TIMING-OUT":
+		default:
+			return nil, &Error{Outcome: OutcomeMalformed, Status: ans.status, Retryable: true,
+				Message: fmt.Sprintf("run %s has status %q", h.RunID, st)}
 		}
-	}
-}
-
-// pollURL is the URL of the run's next waitForFinish poll, or the error of
-// a call that stopped waiting.
-//
-//go:noinline
-func (a *ActorRun) pollURL(ctx context.Context, c Call, h *Handle) (string, error) {
-	if err := ctx.Err(); err != nil {
-		return "", transportError(ctx, "waiting for run "+h.RunID, err)
-	}
-	w := waitForFinish(ctx)
-	c.waiting(w)
-	return a.baseURL + "/v2/actor-runs/" + url.PathEscape(h.RunID) + "?waitForFinish=" + strconv.Itoa(int(w/time.Second)), nil
-}
-
-// polled reads one poll answer: done with the items or a final error, or
-// not done (poll again).
-//
-//go:noinline
-func (a *ActorRun) polled(ctx context.Context, c Call, h *Handle, ans *answer) (res *Result, done bool, err error) {
-	st := jsonscan.Field(ans.body, "data", "status")
-	if st == "" {
-		return nil, true, malformed(ans, fmt.Errorf("run %s answer without data.status", h.RunID))
-	}
-	ans.release()
-	switch st {
-	case "SUCCEEDED":
-		res, err := a.items(ctx, c, *h)
-		return res, true, err
-	case "TIMED-OUT":
-		// A run that timed out upstream keeps (and was charged for)
-		// what it collected: serve that; without any it is a timeout.
-		res, err := a.items(ctx, c, *h)
-		if err == nil && len(res.Items) == 0 {
-			return nil, true, &Error{Outcome: OutcomeTimeout, Status: ans.status, Retryable: true,
-				Message: fmt.Sprintf("run %s timed out upstream before collecting anything", h.RunID)}
-		}
-		return res, true, err
-	case "FAILED", "ABORTED":
-		return nil, true, &Error{Outcome: OutcomeRunFailed, Status: ans.status, Retryable: true,
-			Message: fmt.Sprintf("run %s ended %s upstream", h.RunID, st)}
-	case "READY", "RUNNING", "ABORTING", "TIMING-OUT":
-		return nil, false, nil
-	default:
-		return nil, true, &Error{Outcome: OutcomeMalformed, Status: ans.status, Retryable: true,
-			Message: fmt.Sprintf("run %s has status %q", h.RunID, st)}
 	}
 }
 

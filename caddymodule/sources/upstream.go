@@ -102,49 +102,20 @@ func (a *answer) release() {
 // when the headers arrive and whenever body bytes arrive. Failures to get a
 // complete answer come back as *Error (network_error or timeout).
 //
-// A call held by a slow upstream waits in here, its frames on the request
-// goroutine's stack under Caddy's, the API's and the router's (about 12
-// KiB). Sending the request and reading the answer go deeper (net/http's
-// client, dialing, the read and its log line) and would double that
-// goroutine's stack to 32 KiB for the whole wait, where Caddy's
-// reverse_proxy needs 16; so they run on a goroutine of their own (8 KiB,
-// gone with the answer) while the caller waits for it. Measured with make
-// bench's long-job phase: see bench/README.md.
+// A call held by a slow upstream waits in here: this frame and its callers'
+// stay on the goroutine's stack for the whole wait, so building the request
+// and reading the answer are functions of their own (see router.call).
 func (b *base) exchange(ctx context.Context, method, url string, body []byte, activity func()) (*answer, error) {
-	done := make(chan exchanged, 1)
-	go b.roundTrip(ctx, method, url, body, activity, done)
-	r := <-done
-	return r.ans, r.err
-}
-
-// exchanged is the outcome of one roundTrip.
-type exchanged struct {
-	ans *answer
-	err error
-}
-
-// roundTrip sends one request and reads its answer, on the goroutine
-// exchange starts for it. A panic is the exchange's error: the goroutine
-// is not under the request handler's recovery.
-func (b *base) roundTrip(ctx context.Context, method, url string, body []byte, activity func(), done chan<- exchanged) {
-	defer func() {
-		if p := recover(); p != nil {
-			done <- exchanged{err: &Error{Outcome: OutcomeNetwork, Retryable: true, Message: fmt.Sprintf("upstream exchange panicked: %v", p)}}
-		}
-	}()
 	req, err := b.newRequest(ctx, method, url, body)
 	if err != nil {
-		done <- exchanged{err: err}
-		return
+		return nil, err
 	}
 	start := time.Now()
 	resp, err := b.hc.Do(req)
 	if err != nil {
-		done <- exchanged{err: transportError(ctx, "sending upstream request", err)}
-		return
+		return nil, transportError(ctx, "sending upstream request", err)
 	}
-	ans, err := b.read(ctx, req, resp, start, activity)
-	done <- exchanged{ans, err}
+	return b.read(ctx, req, resp, start, activity)
 }
 
 // newRequest builds an upstream request with the headers every exchange
