@@ -121,6 +121,9 @@ func longJobRun(ctx context.Context, tmp string, cfg *config, n int, gateway boo
 			if err := download(ctx, "http://"+e.admin+"/debug/pprof/heap?gc=1", base+"-heap.pb.gz"); err != nil {
 				logf("long-job heap profile: %v", err)
 			}
+			if err := download(ctx, "http://"+e.admin+"/debug/pprof/goroutine?debug=1", base+"-goroutines.txt"); err != nil {
+				logf("long-job goroutine profile: %v", err)
+			}
 		}
 		if ms, err := memstats(ctx, "http://"+e.admin); err == nil {
 			logf("long jobs %d %s held: heap in use %.1f MiB, stacks %.1f MiB (%.1f KiB per call), runtime total %.1f MiB, VmRSS %.1f MiB",

@@ -26,7 +26,7 @@ import (
 	"socialrouter/caddymodule/store"
 	"socialrouter/caddymodule/webhooks"
 	"socialrouter/internal/httpjson"
-	"socialrouter/internal/jsondup"
+	"socialrouter/internal/jsonscan"
 )
 
 // Config is what the admin routes work with; every field is required.
@@ -171,7 +171,7 @@ func decodeJSON(b []byte, v any) error {
 	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) == 0 || t[0] != '{' {
 		return errors.New("want one JSON object")
 	}
-	if k, dup := jsondup.Find(b); dup {
+	if k, dup := jsonscan.FindDuplicate(b); dup {
 		return fmt.Errorf("key %q appears twice", k)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))

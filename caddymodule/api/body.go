@@ -14,9 +14,7 @@ import (
 	"unicode/utf8"
 
 	"socialrouter/caddymodule/registry"
-	"socialrouter/internal/jsondup"
 	"socialrouter/internal/jsonscan"
-	"socialrouter/internal/jsonvalid"
 )
 
 // maxBody is the largest request body accepted (413 request_too_large).
@@ -81,15 +79,15 @@ func parseDecoded(b []byte) (map[string]json.RawMessage, *Error) {
 		return nil, newError(http.StatusBadRequest, "invalid_json", typeValidation,
 			"the request body must be exactly one JSON object")
 	}
-	if k, dup := jsondup.Find(b); dup {
+	if k, dup := jsonscan.FindDuplicate(b); dup {
 		return nil, newError(http.StatusBadRequest, "invalid_json", typeValidation,
 			fmt.Sprintf("the request body repeats the key %q; send each key once", k))
 	}
 	return m, nil
 }
 
-// parseChecked is parseObject for the common body, an object jsonvalid
-// accepts (so without a repeated key): its members are read in one pass,
+// parseChecked is parseObject for the common body, an object jsonscan's
+// strict check accepts (so without a repeated key): its members are read in one pass,
 // without encoding/json's decoder. Any other body takes the slower path,
 // which finds the words of its refusal.
 func parseChecked(b []byte) (map[string]json.RawMessage, bool) {
@@ -97,16 +95,16 @@ func parseChecked(b []byte) (map[string]json.RawMessage, bool) {
 		return nil, false
 	}
 	m := make(map[string]json.RawMessage, 4)
-	ok := jsonvalid.IsObject(jsonscan.Bytes(b), func(k, v string) { m[k] = json.RawMessage(v) })
+	ok := jsonscan.IsObject(jsonscan.Bytes(b), func(k, v string) { m[k] = json.RawMessage(v) })
 	return m, ok
 }
 
 // jsonString decodes raw, one JSON value, as json.Unmarshal into a string
 // would, except that null is no string (encoding/json leaves "" and says
-// nothing). A plain string (jsonvalid.IsPlainString: nearly every input) is
+// nothing). A plain string (jsonscan.IsPlainString: nearly every input) is
 // its bytes between the quotes; anything else is left to encoding/json.
 func jsonString(raw json.RawMessage) (string, bool) {
-	if s := jsonscan.Bytes(raw); jsonvalid.IsPlainString(s) {
+	if s := jsonscan.Bytes(raw); jsonscan.IsPlainString(s) {
 		return strings.Clone(s[1 : len(s)-1]), true
 	}
 	var s *string
@@ -150,7 +148,7 @@ func plainStrings(s string) ([]string, bool) {
 	rest := jsonscan.TrimSpace(s[1 : len(s)-1])
 	for len(rest) > 0 {
 		end := strings.IndexByte(rest[1:], '"') + 2 // past the closing quote
-		if end < 2 || !jsonvalid.IsPlainString(rest[:end]) {
+		if end < 2 || !jsonscan.IsPlainString(rest[:end]) {
 			return nil, false
 		}
 		out = append(out, strings.Clone(rest[1:end-1]))
@@ -171,7 +169,7 @@ func plainStrings(s string) ([]string, bool) {
 // number is parsed by strconv as encoding/json does, anything else is
 // left to it.
 func jsonNumber(raw json.RawMessage) (float64, bool) {
-	if len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') && jsonvalid.IsNumber(jsonscan.Bytes(raw)) {
+	if len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') && jsonscan.IsNumber(jsonscan.Bytes(raw)) {
 		f, err := strconv.ParseFloat(string(raw), 64)
 		return f, err == nil
 	}

@@ -20,7 +20,7 @@ import (
 	"socialrouter/caddymodule/normalize"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/servicecheck"
-	"socialrouter/internal/jsonvalid"
+	"socialrouter/internal/jsonscan"
 	"socialrouter/internal/testservices"
 	"socialrouter/services"
 )
@@ -206,8 +206,8 @@ func fpDiff(t *testing.T, p *normalize.Program, item []byte, input string, st *f
 		t.Errorf("%s: NormalizeItem = %s %v %v, gojq %s", what, pub, pubOK, pubErr, want)
 	}
 	// So must the entry point for items the splitter checked, for every item
-	// jsonvalid accepts (the others reach the plan only through NormalizeItem).
-	var c jsonvalid.Checker
+	// jsonscan's strict check accepts (the others reach the plan only through NormalizeItem).
+	var c jsonscan.Checker
 	if c.Valid(string(item)) {
 		chk, chkOK, chkErr := p.NormalizeCheckedItem(context.Background(), item, input, fpNow)
 		if chkErr != nil || chkOK != wantOK || !bytes.Equal(chk, want) {

@@ -4,7 +4,6 @@ import (
 	"unsafe"
 
 	"socialrouter/internal/jsonscan"
-	"socialrouter/internal/jsonvalid"
 )
 
 // env is the per-run state: variables, indexed objects, scratch buffers
@@ -22,7 +21,7 @@ type env struct {
 	out    []byte
 	bytes  []byte
 	strbuf []byte
-	check  jsonvalid.Checker // the item's check, when the caller has not made it
+	check  jsonscan.Checker // the item's check, when the caller has not made it
 }
 
 // frame holds the indexed fields of one raw object (raw) for one site.

@@ -92,7 +92,7 @@ func compilePlan(q *gojq.Query) (pl *plan, why string) {
 }
 
 // normalize runs the plan over one raw item, with NormalizeItem's contract;
-// checked says the caller has validated it with jsonvalid. errBail (for
+// checked says the caller has validated it with jsonscan's strict check. errBail (for
 // every failure) sends the item to gojq.
 func (pl *plan) normalize(item []byte, input, now string, checked bool) ([]byte, bool, error) {
 	rec, ok, err := pl.run(item, input, now, checked)
@@ -121,7 +121,7 @@ func (pl *plan) run(item []byte, input, now string, checked bool) (rec []byte, o
 		pl.envs.Put(e)
 	}()
 	// The plan reads the item in place and trusts its syntax: it must be
-	// what jsonvalid accepts, checked here unless the caller did.
+	// what jsonscan's strict check accepts, checked here unless the caller did.
 	if !checked && !e.check.Valid(src) {
 		return nil, false, errBail
 	}

@@ -96,11 +96,11 @@ func (p *Program) NormalizeItem(ctx context.Context, item []byte, input, now str
 }
 
 // NormalizeCheckedItem is NormalizeItem for an item the caller has
-// validated with jsonvalid (the upstream splitter checks a body once, and
+// validated with jsonscan's strict check (the upstream splitter checks a body once, and
 // its items need no second check). The plan trusts that check: an item
 // that would not pass never crashes it (a panic is recovered and gojq
 // decides), but one with a repeated key could be read by its first value
-// where gojq keeps the last, so callers pass only what jsonvalid accepted.
+// where gojq keeps the last, so callers pass only what jsonscan's strict check accepted.
 func (p *Program) NormalizeCheckedItem(ctx context.Context, item []byte, input, now string) (rec []byte, ok bool, err error) {
 	return p.normalizeItem(ctx, item, input, now, true)
 }

@@ -4,9 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/tidwall/gjson"
-
 	"socialrouter/caddymodule/registry"
+	"socialrouter/internal/jsonscan"
 )
 
 // inputMatcher finds which input of a batch an upstream item answers, so
@@ -41,37 +40,40 @@ func matchKey(s string) string {
 
 // match returns the position in the batch of the input item answers: the
 // only input; else one equal to a string field of the item's `input` object,
-// then to a top-level string field; else the first input. The raw item is
-// scanned with gjson rather than decoded again.
+// then to a top-level string field; else the first input. The raw item
+// (valid JSON: the splitter checked the body) is scanned in place rather
+// than decoded again.
 func (m *inputMatcher) match(item json.RawMessage) int {
 	if m.n <= 1 {
 		return 0
 	}
-	doc := gjson.ParseBytes(item)
-	if !doc.IsObject() {
+	doc := jsonscan.TrimSpace(jsonscan.Bytes(item))
+	if doc == "" || doc[0] != '{' {
 		return 0
 	}
-	found := -1
-	lookup := func(_, v gjson.Result) bool {
-		if v.Type != gjson.String {
-			return true
+	if in, ok := jsonscan.Lookup(doc, "input"); ok && in[0] == '{' {
+		if i := m.lookup(in); i >= 0 {
+			return i
 		}
-		if i, ok := m.index[matchKey(v.Str)]; ok {
-			found = i
-			return false
+	}
+	return max(0, m.lookup(doc))
+}
+
+// lookup returns the position of the input equal to the first string
+// member of object obj that is one, or -1.
+func (m *inputMatcher) lookup(obj string) int {
+	for i := 1; ; {
+		_, v, next, ok := jsonscan.NextMember(obj, i)
+		if !ok {
+			return -1
 		}
-		return true
+		if v[0] == '"' {
+			if p, ok := m.index[matchKey(jsonscan.Text(v))]; ok {
+				return p
+			}
+		}
+		i = next
 	}
-	if in := doc.Get("input"); in.IsObject() {
-		in.ForEach(lookup)
-	}
-	if found < 0 {
-		doc.ForEach(lookup)
-	}
-	if found < 0 {
-		return 0
-	}
-	return found
 }
 
 // applyLimit flattens per-input records in input order, drops the skip

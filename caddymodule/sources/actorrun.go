@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/tidwall/gjson"
+	"socialrouter/internal/jsonscan"
 )
 
 // ProtocolActorRun is the name actor_run sources declare in their config.
@@ -90,8 +90,8 @@ func (a *ActorRun) start(ctx context.Context, c Call, body []byte) (Handle, erro
 		}
 		return Handle{}, statusError(ans)
 	}
-	h := Handle{Protocol: ProtocolActorRun, RunID: gjson.GetBytes(ans.body, "data.id").String(),
-		DatasetID: gjson.GetBytes(ans.body, "data.defaultDatasetId").String()}
+	h := Handle{Protocol: ProtocolActorRun, RunID: jsonscan.Field(ans.body, "data", "id"),
+		DatasetID: jsonscan.Field(ans.body, "data", "defaultDatasetId")}
 	if h.RunID == "" || h.DatasetID == "" {
 		return Handle{}, malformed(ans, errors.New("run answer without data.id and data.defaultDatasetId"))
 	}
@@ -161,7 +161,7 @@ func (a *ActorRun) wait(ctx context.Context, c Call, h Handle) (*Result, error) 
 			return nil, err
 		}
 		errs = 0
-		st := gjson.GetBytes(ans.body, "data.status").String()
+		st := jsonscan.Field(ans.body, "data", "status")
 		if st == "" {
 			return nil, malformed(ans, fmt.Errorf("run %s answer without data.status", h.RunID))
 		}

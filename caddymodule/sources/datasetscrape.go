@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tidwall/gjson"
+	"socialrouter/internal/jsonscan"
 )
 
 // ProtocolDatasetScrape is the name dataset_scrape sources declare.
@@ -109,8 +109,8 @@ func (d *DatasetScrape) Do(ctx context.Context, c Call) (*Result, error) {
 
 // trigger starts an asynchronous collection and waits for it.
 func (d *DatasetScrape) trigger(ctx context.Context, c Call, body []byte) (*Result, error) {
-	if in := gjson.GetBytes(body, "input"); in.IsArray() && len(gjson.ParseBytes(body).Map()) == 1 {
-		body = []byte(in.Raw) // the documented /trigger body: the inputs array
+	if in, ok := onlyInput(body); ok {
+		body = in // the documented /trigger body: the inputs array
 	}
 	ans, err := d.exchange(ctx, http.MethodPost, d.endpoint("trigger", c), body, c.Activity)
 	if err != nil {
@@ -128,7 +128,7 @@ func (d *DatasetScrape) trigger(ctx context.Context, c Call, body []byte) (*Resu
 // snapshotFrom reads the snapshot id of a 202 scrape or a trigger answer
 // and waits for the snapshot.
 func (d *DatasetScrape) snapshotFrom(ctx context.Context, c Call, ans *answer) (*Result, error) {
-	id := gjson.GetBytes(ans.body, "snapshot_id").String()
+	id := jsonscan.Field(ans.body, "snapshot_id")
 	if id == "" {
 		return nil, malformed(ans, errors.New("answer without snapshot_id"))
 	}
@@ -245,7 +245,7 @@ func (d *DatasetScrape) snapshot(ctx context.Context, c Call, id string) (*Resul
 // not done (ready says whether to download next); err is a transient
 // failure to retry.
 func (d *DatasetScrape) polled(ans *answer, id string, ready bool) (res *Result, done, nowReady bool, err error) {
-	st := gjson.GetBytes(ans.body, "status").String()
+	st := jsonscan.Field(ans.body, "status")
 	switch {
 	case ans.status == http.StatusOK && !ready: // progress
 		switch st {
@@ -280,8 +280,32 @@ func (d *DatasetScrape) polled(ans *answer, id string, ready bool) (res *Result,
 // notReady reports a download answer that is a status object instead of
 // the rows: {"status": "building"|"running"|…, "message": …}.
 func notReady(body []byte) bool {
-	r := gjson.ParseBytes(body)
-	return r.IsObject() && r.Get("status").Type == gjson.String
+	if !jsonscan.ValidSyntax(body) {
+		return false
+	}
+	v, ok := jsonscan.Lookup(jsonscan.Bytes(body), "status")
+	return ok && v[0] == '"'
+}
+
+// onlyInput returns the array of a body that is exactly {"input": [...]}
+// (one member), and whether it is one.
+func onlyInput(body []byte) ([]byte, bool) {
+	s := jsonscan.Bytes(body)
+	if !jsonscan.ValidSyntax(body) {
+		return nil, false
+	}
+	s = jsonscan.TrimSpace(s)
+	if s[0] != '{' {
+		return nil, false
+	}
+	k, v, next, ok := jsonscan.NextMember(s, 1)
+	if !ok || k != "input" || v[0] != '[' {
+		return nil, false
+	}
+	if _, _, _, more := jsonscan.NextMember(s, next); more {
+		return nil, false
+	}
+	return []byte(v), true
 }
 
 // scrapeBody is the request body of a call and its number of inputs: the
@@ -291,22 +315,32 @@ func scrapeBody(body any) ([]byte, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	root := gjson.ParseBytes(raw)
+	root := ""
+	if jsonscan.ValidSyntax(raw) {
+		root = jsonscan.TrimSpace(jsonscan.Bytes(raw))
+	}
 	switch {
-	case root.IsArray():
+	case root != "" && root[0] == '[':
 		raw, err = json.Marshal(map[string]json.RawMessage{"input": raw})
 		if err != nil {
 			return nil, 0, fmt.Errorf("encoding scrape body: %w", err)
 		}
-		root = gjson.ParseBytes(raw)
-	case !root.IsObject():
+		root = jsonscan.Bytes(raw)
+	case root == "" || root[0] != '{':
 		return nil, 0, fmt.Errorf("scrape body must be an object with an \"input\" array, got %s", snippet(raw))
 	}
-	inputs := root.Get("input")
-	if !inputs.IsArray() {
+	inputs, ok := jsonscan.Lookup(root, "input")
+	if !ok || inputs[0] != '[' {
 		return nil, 0, errors.New("scrape body has no \"input\" array")
 	}
-	n := len(inputs.Array())
+	n := 0
+	for i := 1; ; n++ {
+		_, next, more := jsonscan.NextElem(inputs, i)
+		if !more {
+			break
+		}
+		i = next
+	}
 	if n == 0 {
 		return nil, 0, errors.New("scrape body has no inputs")
 	}

@@ -72,7 +72,7 @@ type Result struct {
 	// DeadItems counts the error items whose code is dead_page: the input
 	// names a page that is gone, an empty answer rather than a failure.
 	DeadItems int
-	// Checked says every item passed jsonvalid (the body was checked as it
+	// Checked says every item passed jsonscan's strict check (the body was checked as it
 	// was split), so the normalizer need not check them again.
 	Checked bool
 	// Handles are the upstream run or snapshot ids, for tracing paid work.

@@ -4,10 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/tidwall/gjson"
-
 	"socialrouter/internal/jsonscan"
-	"socialrouter/internal/jsonvalid"
 )
 
 // splitItems splits a top-level JSON array into its raw elements without
@@ -16,11 +13,12 @@ import (
 // writes over its neighbour: the body is read once and nothing is copied
 // (the items together are the body, so pinning it costs nothing).
 //
-// checked says every item passed jsonvalid, which the normalizer then
+// checked says every item passed jsonscan's strict check, which the normalizer then
 // need not check again: the common case, read in one pass
 // (splitChecked). A body that does not pass (a duplicated key, invalid
-// UTF-8, or invalid JSON) is read the lenient way: gjson validates it and
-// jsonscan walks it, and the normalizer checks each item on its own.
+// UTF-8, or invalid JSON) is read the lenient way: jsonscan's lax check
+// (encoding/json's syntax) validates it and jsonscan walks it, and the
+// normalizer checks each item on its own.
 func splitItems(body []byte) (items []json.RawMessage, errorItems, deadItems int, checked bool, err error) {
 	if items, errorItems, deadItems, ok := splitChecked(body); ok {
 		return items, errorItems, deadItems, true, nil
@@ -30,10 +28,10 @@ func splitItems(body []byte) (items []json.RawMessage, errorItems, deadItems int
 }
 
 // splitChecked is splitItems for a body that is a JSON array of items
-// jsonvalid accepts, checking them as it splits; ok=false otherwise.
+// jsonscan's strict check accepts, checking them as it splits; ok=false otherwise.
 func splitChecked(body []byte) (items []json.RawMessage, errorItems, deadItems int, ok bool) {
-	c := jsonvalid.Get()
-	defer jsonvalid.Put(c)
+	c := jsonscan.Get()
+	defer jsonscan.Put(c)
 	s := jsonscan.Bytes(body)
 	i := jsonscan.SkipSpace(s, 0)
 	if i >= len(s) || s[i] != '[' {
@@ -92,9 +90,9 @@ func isDeadCode(k, v string) bool {
 	return (k == "error_code" || k == "warning_code") && v == `"dead_page"`
 }
 
-// splitLenient is splitItems for any body gjson accepts.
+// splitLenient is splitItems for any body encoding/json accepts.
 func splitLenient(body []byte) ([]json.RawMessage, int, int, error) {
-	if !gjson.ValidBytes(body) {
+	if !jsonscan.ValidSyntax(body) {
 		return nil, 0, 0, fmt.Errorf("upstream body is not valid JSON (%d bytes): %s", len(body), snippet(body))
 	}
 	s := jsonscan.Bytes(body)

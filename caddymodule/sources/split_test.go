@@ -7,7 +7,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"socialrouter/internal/jsonvalid"
+	"socialrouter/internal/jsonscan"
 	"socialrouter/services"
 )
 
@@ -18,7 +18,7 @@ func TestSplitItems(t *testing.T) {
 		items     []string
 		errorRecs int
 		wantErr   bool
-		unchecked bool // the items do not pass jsonvalid: the normalizer checks each
+		unchecked bool // the items do not pass jsonscan's strict check: the normalizer checks each
 	}{
 		{"empty array", `[]`, nil, 0, false, false},
 		{"data", ` [ {"a":1} , {"b":[1,2,{"error":"nested does not count"}]} ] `, []string{`{"a":1}`, `{"b":[1,2,{"error":"nested does not count"}]}`}, 0, false, false},
@@ -119,10 +119,10 @@ func FuzzSplitItems(f *testing.F) {
 		if !ok {
 			return
 		}
-		var c jsonvalid.Checker
+		var c jsonscan.Checker
 		for i := range got {
 			if checked && !c.Valid(string(got[i])) {
-				t.Fatalf("splitItems(%q) says checked, but item %d does not pass jsonvalid", body, i)
+				t.Fatalf("splitItems(%q) says checked, but item %d does not pass jsonscan's strict check", body, i)
 			}
 		}
 		if len(got) != len(want) || gotErrs != wantErrs {

@@ -15,10 +15,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
 
 	"socialrouter/internal/bufpool"
+	"socialrouter/internal/jsonscan"
 )
 
 // maxBodyBytes bounds one upstream answer so a runaway upstream cannot
@@ -284,32 +284,40 @@ func statusError(a *answer) *Error {
 // use: {"error":{"type","message"}}, {"error":"…","code":"…"} or
 // {"message":"…"}; other bodies are quoted as they are.
 func errorBody(body []byte) (typ, msg string) {
-	if !gjson.ValidBytes(body) {
+	if !jsonscan.ValidSyntax(body) {
 		return "", strings.TrimSpace(string(body))
 	}
-	r := gjson.ParseBytes(body)
-	if v := r.Get("validation_errors"); v.IsArray() {
+	r := jsonscan.Bytes(body)
+	get := func(path ...string) string {
+		v, _ := jsonscan.Lookup(r, path...)
+		return strings.Clone(jsonscan.Text(v))
+	}
+	if v, ok := jsonscan.Lookup(r, "validation_errors"); ok && v[0] == '[' {
 		// The datasets API's 400: the problems of the request, listed.
 		var msgs []string
-		for _, m := range v.Array() {
-			msgs = append(msgs, m.String())
+		for i := 1; ; {
+			m, next, more := jsonscan.NextElem(v, i)
+			if !more {
+				break
+			}
+			msgs = append(msgs, jsonscan.Text(m))
+			i = next
 		}
 		return validationErrorsType, strings.Join(msgs, "; ")
 	}
-	if e := r.Get("error"); e.IsObject() {
-		typ = e.Get("type").String()
-		msg = e.Get("message").String()
-	} else if e.Type == gjson.String {
-		msg = e.String()
+	if e, _ := jsonscan.Lookup(r, "error"); e != "" && e[0] == '{' {
+		typ, msg = get("error", "type"), get("error", "message")
+	} else if e != "" && e[0] == '"' {
+		msg = get("error")
 	}
 	if typ == "" {
-		typ = r.Get("code").String()
+		typ = get("code")
 	}
 	if typ == "" {
-		typ = r.Get("type").String()
+		typ = get("type")
 	}
 	if msg == "" {
-		msg = r.Get("message").String()
+		msg = get("message")
 	}
 	if msg == "" {
 		msg = strings.TrimSpace(string(body))

@@ -1,15 +1,19 @@
-// Package jsonscan reads JSON text in place: where a value ends, the
-// members of an object, the elements of an array and the decoded body of a
-// string, without decoding anything into Go values. It is the one JSON
-// scanner of the gateway: the normalizer's plan reads upstream items with
-// it, the upstream item splitter finds the items of a body and the stored
-// run splice finds the run's data member.
+// Package jsonscan is the gateway's one reader of untrusted JSON bytes. It
+// validates them (valid.go: strict, what the in-place readers may trust, or
+// lax, exactly encoding/json's syntax; both report duplicated keys
+// themselves) and then reads the text in place: where a value ends, the
+// members of an object, the elements of an array, the decoded body of a
+// string and the value at a path (get.go), without decoding anything into
+// Go values. The normalizer's plan reads upstream items with it, the
+// upstream item splitter checks and splits a body in one pass, the source
+// clients read run and snapshot answers, the router matches items to
+// inputs, the API refuses request bodies with duplicated keys and the
+// stored run splice finds the run's data member.
 //
-// The functions trust the text's syntax: the caller validates it first
-// (encoding/json, gjson or jsonvalid). On valid JSON
-// they read exactly what encoding/json decodes, key for key (FuzzScan holds
-// them to it); on invalid text they return without panicking only where
-// said.
+// The scanners trust the text's syntax: the caller validates it first
+// (Checker, ValidSyntax, or encoding/json). On valid JSON they read exactly
+// what encoding/json decodes, key for key (FuzzScan holds them to it); on
+// invalid text they return without panicking only where said.
 package jsonscan
 
 import (

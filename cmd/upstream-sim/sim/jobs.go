@@ -110,7 +110,11 @@ func (s *Sim) startJob(j *job, dur, timeout time.Duration) *job {
 		end, final = timeout, stateTimedOut
 	}
 	if end >= 0 {
+		// Under j.mu: a short job's timer may fire (finish reads j.timer)
+		// before the assignment is done.
+		j.mu.Lock()
 		j.timer = time.AfterFunc(end, func() { j.finish(final) })
+		j.mu.Unlock()
 	}
 	s.mu.Lock()
 	s.jobs[j.id] = j

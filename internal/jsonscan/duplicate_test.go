@@ -1,4 +1,4 @@
-package jsondup
+package jsonscan
 
 import "testing"
 
@@ -23,9 +23,9 @@ func TestFind(t *testing.T) {
 		{`{"a":"{\"x\":1,\"x\":2}"}`, "", false},
 	}
 	for _, tt := range tests {
-		k, dup := Find([]byte(tt.in))
+		k, dup := FindDuplicate([]byte(tt.in))
 		if k != tt.key || dup != tt.dup {
-			t.Errorf("Find(%s) = %q, %v; want %q, %v", tt.in, k, dup, tt.key, tt.dup)
+			t.Errorf("FindDuplicate(%s) = %q, %v; want %q, %v", tt.in, k, dup, tt.key, tt.dup)
 		}
 	}
 }

@@ -1,12 +1,11 @@
-package jsonvalid
+package jsonscan
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
 	"unicode/utf8"
-
-	"socialrouter/internal/jsondup"
 )
 
 // reference is what Checker.Valid must say: encoding/json decodes the text
@@ -17,8 +16,54 @@ func reference(b []byte) bool {
 	if json.Unmarshal(b, &v) != nil || !utf8.Valid(b) {
 		return false
 	}
-	_, dup := jsondup.Find(b)
-	return !dup
+	return !refDuplicate(b)
+}
+
+// refDuplicate reports, through encoding/json's tokens, whether an object
+// of the valid JSON text b repeats a key: the reference of the checker's
+// duplicate reports, independent of it.
+func refDuplicate(b []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	type frame struct {
+		obj  bool
+		key  bool // the next string token of an object is a key
+		seen map[string]bool
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.obj && top.key {
+			if d, ok := tok.(json.Delim); ok && d == '}' {
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			k := tok.(string)
+			if top.seen[k] {
+				return true
+			}
+			top.seen[k] = true
+			top.key = false
+			continue
+		}
+		if top != nil && top.obj {
+			top.key = true // this token is a value: a key comes next
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{obj: true, key: true, seen: map[string]bool{}})
+		case json.Delim('['):
+			stack = append(stack, &frame{})
+		case json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+	}
 }
 
 var cases = []struct {
@@ -104,6 +149,62 @@ func TestIsPlainString(t *testing.T) {
 	} {
 		if got := IsPlainString(in); got != want {
 			t.Errorf("IsPlainString(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+// FuzzSyntax holds the lax check to encoding/json's syntax and its duplicate
+// report to the token reference, on any input.
+//
+//	go test -run '^$' -fuzz FuzzSyntax -fuzztime 60s ./internal/jsonscan/
+func FuzzSyntax(f *testing.F) {
+	for _, tc := range cases[:len(cases)-2] {
+		f.Add([]byte(tc.in))
+	}
+	f.Add([]byte(`{"a":"\xff","a":1e999}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var c Checker
+		got, want := c.Syntax(string(b)), json.Valid(b)
+		if got != want {
+			t.Fatalf("Syntax(%q) = %v, json.Valid %v", b, got, want)
+		}
+		if !want {
+			return
+		}
+		_, dup := c.Duplicate()
+		if ref := refDuplicate(b); dup != ref {
+			t.Fatalf("Duplicate(%q) = %v, reference %v", b, dup, ref)
+		}
+	})
+}
+
+func TestSyntaxLax(t *testing.T) {
+	var c Checker
+	for _, tc := range []struct {
+		in       string
+		valid    bool
+		dup      string
+		strictOK bool
+	}{
+		{`{"a":"` + "\xff" + `"}`, true, "", false},
+		{`[1e999]`, true, "", false},
+		{`{"a":1,"a":2}`, true, "a", false},
+		{`{"a":{"x":1,"x":2},"b":1}`, true, "x", false},
+		{`{"a":1}`, true, "", true},
+		{`{"a":1,}`, false, "", false},
+		{"[\x80]", false, "", false},
+	} {
+		if got := c.Syntax(tc.in); got != tc.valid {
+			t.Errorf("Syntax(%q) = %v, want %v", tc.in, got, tc.valid)
+		}
+		if d, _ := c.Duplicate(); d != tc.dup {
+			t.Errorf("Duplicate after Syntax(%q) = %q, want %q", tc.in, d, tc.dup)
+		}
+		if got := c.Valid(tc.in); got != tc.strictOK {
+			t.Errorf("Valid(%q) = %v, want %v (strict after lax)", tc.in, got, tc.strictOK)
+		}
+		if json.Valid([]byte(tc.in)) != tc.valid {
+			t.Errorf("json.Valid(%q) disagrees with the table", tc.in)
 		}
 	}
 }

@@ -1,13 +1,9 @@
-// Package jsonvalid checks that JSON text is what the gateway's in-place
-// readers (jsonscan, the normalizer's plan) may trust: one JSON value as
-// encoding/json reads it, in valid UTF-8, without duplicate object keys
-// (once decoded), without numbers beyond float64 and nested at most 10000
-// deep. Outside strings, a byte beyond ASCII is a syntax error.
-//
-// The upstream splitter checks a body once with it, and the normalizer
-// trusts the items of a body that passed instead of checking each again:
-// one pass over the upstream's bytes where there were three.
-package jsonvalid
+package jsonscan
+
+// This file holds the validation that makes untrusted bytes safe for the
+// in-place readers: strict (what the normalizer's plan and the splitter
+// trust) or lax (exactly encoding/json's syntax), both reporting the
+// duplicated keys themselves.
 
 import (
 	"strconv"
@@ -15,35 +11,84 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"socialrouter/internal/jsonscan"
 	"socialrouter/internal/jsonstr"
 )
 
 // MaxDepth is the deepest nesting accepted, as encoding/json's.
 const MaxDepth = 10000
 
-// Checker validates JSON text. Its scratch space (the keys of the objects
-// being read) is kept between calls, so a pooled Checker allocates nothing
-// on ordinary input. Not safe for concurrent use.
+// Checker validates JSON text. Strict (the zero value), it accepts one JSON
+// value as encoding/json reads it, in valid UTF-8, without duplicate object
+// keys (once decoded), without numbers beyond float64 and nested at most
+// MaxDepth deep; outside strings, a byte beyond ASCII is a syntax error.
+// Lax, it accepts exactly encoding/json's syntax (json.Valid) and records
+// the first duplicated key instead of refusing it: see Duplicate.
+//
+// Its scratch space (the keys of the objects being read) is kept between
+// calls, so a pooled Checker allocates nothing on ordinary input. Not safe
+// for concurrent use.
 type Checker struct {
-	keys  []string
-	table []int32
+	keys   []string
+	table  []int32
+	lax    bool
+	dup    string
+	hasDup bool
+}
+
+// Syntax reports whether s is one value encoding/json accepts (json.Valid),
+// with space around it allowed: the lax check, for bodies that are read
+// for a few fields rather than trusted whole. Duplicated keys are allowed;
+// Duplicate reports the first one.
+func (c *Checker) Syntax(s string) bool {
+	c.lax, c.dup, c.hasDup = true, "", false
+	defer func() { c.lax = false }()
+	return c.Valid(s)
+}
+
+// Duplicate returns a key that appears twice in one object of the text the
+// last Syntax call read, and whether there is one.
+func (c *Checker) Duplicate() (string, bool) { return c.dup, c.hasDup }
+
+// FindDuplicate returns a key that appears twice in one object of the JSON
+// text b, at any depth (the first found: the innermost object closes
+// first), and whether there is one. Keys are compared decoded ("\u0075rl"
+// is "url"). Text encoding/json does not accept reports no duplicate:
+// decoding it fails on its own. encoding/json keeps the last of
+// duplicated keys, so {"url": "nope", "url": "<valid>"} would pass
+// validation of one value and mean another to a reader that keeps the
+// first: an API that bills must refuse it.
+func FindDuplicate(b []byte) (string, bool) {
+	c := Get()
+	defer Put(c)
+	if !c.Syntax(Bytes(b)) {
+		return "", false
+	}
+	return c.Duplicate()
+}
+
+// ValidSyntax reports whether b is one value encoding/json accepts, with a
+// pooled Checker.
+func ValidSyntax(b []byte) bool {
+	c := Get()
+	defer Put(c)
+	return c.Syntax(Bytes(b))
 }
 
 // Valid reports whether s is one valid JSON value, with space around it
 // allowed.
 func (c *Checker) Valid(s string) bool {
-	i := jsonscan.SkipSpace(s, 0)
+	i := SkipSpace(s, 0)
 	if i == len(s) {
 		return false
 	}
 	i = c.Value(s, i)
-	return i >= 0 && jsonscan.SkipSpace(s, i) == len(s)
+	return i >= 0 && SkipSpace(s, i) == len(s)
 }
 
 // Value validates the value starting at s[i] (not at space) and returns the
 // index after it, or -1.
 func (c *Checker) Value(s string, i int) int {
+	c.dup, c.hasDup = "", false
 	defer c.Reset()
 	return c.value(s, i, 0)
 }
@@ -53,6 +98,7 @@ func (c *Checker) Value(s string, i int) int {
 // value, in order, as they are read; on invalid text it may have been
 // called for the members before the fault.
 func (c *Checker) Object(s string, i int, member func(key, value string)) int {
+	c.dup, c.hasDup = "", false
 	defer c.Reset()
 	if i >= len(s) || s[i] != '{' {
 		return -1
@@ -65,8 +111,12 @@ var pool = sync.Pool{New: func() any { return new(Checker) }}
 // Get returns a pooled Checker; Put hands it back.
 func Get() *Checker { return pool.Get().(*Checker) }
 
-// Put returns c to the pool.
-func Put(c *Checker) { pool.Put(c) }
+// Put returns c to the pool, without the duplicated key it found (a view
+// of the text it read).
+func Put(c *Checker) {
+	c.dup, c.hasDup = "", false
+	pool.Put(c)
+}
 
 // IsObject reports whether s (without surrounding space) is one object,
 // calling member as Object does, with a pooled Checker.
@@ -82,13 +132,13 @@ func IsPlainString(s string) bool {
 	if len(s) == 0 || s[0] != '"' {
 		return false
 	}
-	end, esc := validString(s, 0)
+	end, esc := validString(s, 0, false)
 	return end == len(s) && !esc
 }
 
 // IsNumber reports whether s is exactly one JSON number within float64.
 func IsNumber(s string) bool {
-	return len(s) > 0 && (s[0] == '-' || s[0] >= '0' && s[0] <= '9') && validNumber(s, 0) == len(s)
+	return len(s) > 0 && (s[0] == '-' || s[0] >= '0' && s[0] <= '9') && validNumber(s, 0, false) == len(s)
 }
 
 // Reset drops the views of the last text read, so that a pooled Checker
@@ -105,7 +155,7 @@ func (c *Checker) member(s string, i, depth int) int {
 	if i = c.value(s, i, depth); i < 0 {
 		return -1
 	}
-	if i = jsonscan.SkipSpace(s, i); i >= len(s) {
+	if i = SkipSpace(s, i); i >= len(s) {
 		return -1
 	}
 	return i
@@ -117,7 +167,7 @@ func (c *Checker) value(s string, i, depth int) int {
 	}
 	switch ch := s[i]; ch {
 	case '"':
-		end, _ := validString(s, i)
+		end, _ := validString(s, i, c.lax)
 		return end
 	case '{':
 		return c.object(s, i, depth, nil)
@@ -125,7 +175,7 @@ func (c *Checker) value(s string, i, depth int) int {
 		if depth >= MaxDepth {
 			return -1
 		}
-		i = jsonscan.SkipSpace(s, i+1)
+		i = SkipSpace(s, i+1)
 		if i < len(s) && s[i] == ']' {
 			return i + 1
 		}
@@ -139,7 +189,7 @@ func (c *Checker) value(s string, i, depth int) int {
 			if s[i] != ',' {
 				return -1
 			}
-			i = jsonscan.SkipSpace(s, i+1)
+			i = SkipSpace(s, i+1)
 		}
 	case 't':
 		if strings.HasPrefix(s[i:], "true") {
@@ -155,7 +205,7 @@ func (c *Checker) value(s string, i, depth int) int {
 		}
 	default:
 		if ch == '-' || ch >= '0' && ch <= '9' {
-			return validNumber(s, i)
+			return validNumber(s, i, c.lax)
 		}
 	}
 	return -1
@@ -168,7 +218,7 @@ func (c *Checker) object(s string, i, depth int, member func(key, value string))
 		return -1
 	}
 	start := len(c.keys)
-	i = jsonscan.SkipSpace(s, i+1)
+	i = SkipSpace(s, i+1)
 	if i < len(s) && s[i] == '}' {
 		return i + 1
 	}
@@ -176,20 +226,20 @@ func (c *Checker) object(s string, i, depth int, member func(key, value string))
 		if i >= len(s) || s[i] != '"' {
 			return -1
 		}
-		end, esc := validString(s, i)
+		end, esc := validString(s, i, c.lax)
 		if end < 0 {
 			return -1
 		}
 		key := s[i+1 : end-1]
 		if esc {
-			key = jsonscan.Unquote(key)
+			key = Unquote(key)
 		}
 		c.keys = append(c.keys, key)
-		i = jsonscan.SkipSpace(s, end)
+		i = SkipSpace(s, end)
 		if i >= len(s) || s[i] != ':' {
 			return -1
 		}
-		v := jsonscan.SkipSpace(s, i+1)
+		v := SkipSpace(s, i+1)
 		end = c.value(s, v, depth+1)
 		if end < 0 {
 			return -1
@@ -197,14 +247,17 @@ func (c *Checker) object(s string, i, depth int, member func(key, value string))
 		if member != nil {
 			member(key, s[v:end])
 		}
-		if i = jsonscan.SkipSpace(s, end); i >= len(s) {
+		if i = SkipSpace(s, end); i >= len(s) {
 			return -1
 		}
 		if s[i] == '}' {
-			ok := c.uniqueKeys(c.keys[start:])
+			d := c.duplicate(c.keys[start:])
+			if d >= 0 && !c.hasDup {
+				c.dup, c.hasDup = c.keys[start+d], true
+			}
 			clear(c.keys[start:])
 			c.keys = c.keys[:start]
-			if !ok {
+			if d >= 0 && !c.lax {
 				return -1
 			}
 			return i + 1
@@ -212,7 +265,7 @@ func (c *Checker) object(s string, i, depth int, member func(key, value string))
 		if s[i] != ',' {
 			return -1
 		}
-		i = jsonscan.SkipSpace(s, i+1)
+		i = SkipSpace(s, i+1)
 	}
 }
 
@@ -229,8 +282,9 @@ var strStop = func() (t [256]bool) {
 }()
 
 // validString returns the index after the string at s[i] and whether it
-// holds escapes, or -1.
-func validString(s string, i int) (int, bool) {
+// holds escapes, or -1. Lax, bytes that are not UTF-8 are accepted, as
+// encoding/json accepts them (and rewrites them when decoding).
+func validString(s string, i int, lax bool) (int, bool) {
 	esc := false
 	for i++; ; {
 		i += jsonstr.PlainRun(s, i, false)
@@ -242,7 +296,7 @@ func validString(s string, i int) (int, bool) {
 		}
 		if s[i] >= utf8.RuneSelf {
 			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
+			if r == utf8.RuneError && size == 1 && !lax {
 				return -1, esc // invalid UTF-8: encoding/json would rewrite it
 			}
 			i += size
@@ -260,7 +314,7 @@ func validString(s string, i int) (int, bool) {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
-				if jsonscan.DecodeU4(s[i:]) < 0 {
+				if DecodeU4(s[i:]) < 0 {
 					return -1, esc
 				}
 				i += 6
@@ -273,7 +327,9 @@ func validString(s string, i int) (int, bool) {
 	}
 }
 
-func validNumber(s string, i int) int {
+// validNumber returns the index after the number at s[i], or -1. Strict,
+// a number beyond float64 is refused; lax, only its syntax is checked.
+func validNumber(s string, i int, lax bool) int {
 	start := i
 	if s[i] == '-' {
 		i++
@@ -307,7 +363,7 @@ func validNumber(s string, i int) int {
 			return -1
 		}
 	}
-	if exp || i-start > 300 {
+	if !lax && (exp || i-start > 300) {
 		if _, err := strconv.ParseFloat(s[start:i], 64); err != nil {
 			return -1
 		}
@@ -315,19 +371,20 @@ func validNumber(s string, i int) int {
 	return i
 }
 
-// uniqueKeys reports whether the keys of one object are distinct: pairwise
-// for a few, through a small open-addressing table beyond.
-func (c *Checker) uniqueKeys(keys []string) bool {
+// duplicate returns the index of a key of one object that repeats an
+// earlier one, or -1: pairwise for a few keys, through a small
+// open-addressing table beyond.
+func (c *Checker) duplicate(keys []string) int {
 	n := len(keys)
 	if n <= 16 {
 		for i := 1; i < n; i++ {
 			for j := range i {
 				if keys[i] == keys[j] {
-					return false
+					return i
 				}
 			}
 		}
-		return true
+		return -1
 	}
 	size := 64
 	for size < 2*n {
@@ -349,9 +406,9 @@ func (c *Checker) uniqueKeys(keys []string) bool {
 				break
 			}
 			if keys[t[p]-1] == k {
-				return false
+				return i
 			}
 		}
 	}
-	return true
+	return -1
 }
