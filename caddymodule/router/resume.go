@@ -74,7 +74,7 @@ func (r *Router) Resume(ctx context.Context, req Request, from Resumed) (*Result
 	if at < 0 {
 		r.logger.Warn("resuming a call: its offer is no longer in the chain; its upstream work is aborted and the call runs again",
 			zap.String("service", req.Service.Key), zap.String("offer", from.Offer))
-		r.abortStarted(ctx, req.Service, from)
+		r.Abort(ctx, req.Service, from)
 		return withBefore(from.Before)(r.Run(ctx, req))
 	}
 	o := offers[at]
@@ -155,9 +155,10 @@ func (r *Router) resumeOrDo(ctx context.Context, client sources.Client, c source
 	return rs.Resume(ctx, c, h)
 }
 
-// abortStarted stops the upstream work from recorded, when it cannot be
-// resumed.
-func (r *Router) abortStarted(ctx context.Context, svc *registry.Service, from Resumed) {
+// Abort stops the upstream work from recorded, each from a context that
+// outlives ctx: work that cannot be resumed, or a cancelled call's whose
+// waiter is gone.
+func (r *Router) Abort(ctx context.Context, svc *registry.Service, from Resumed) {
 	o, ok := svc.Offer(from.Offer)
 	if !ok {
 		if len(from.Started) > 0 {
