@@ -1,7 +1,9 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -9,9 +11,12 @@ import (
 	"go.uber.org/zap"
 
 	"socialrouter/caddymodule/async"
+	"socialrouter/caddymodule/billing"
 	"socialrouter/caddymodule/credits"
 	"socialrouter/caddymodule/router"
+	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/sources"
+	"socialrouter/caddymodule/store"
 	"socialrouter/cmd/upstream-sim/sim"
 )
 
@@ -94,9 +99,10 @@ func TestAsyncRunnerResumesByHandle(t *testing.T) {
 			if !tc.cancel && (len(run.Data) != 2 || len(doc.Attempts) != 1 || len(doc.Attempts[0].Handles) != 1) {
 				t.Errorf("completed run %d records, attempts %+v; want 2 records and the one job's handle", len(run.Data), doc.Attempts)
 			}
-			if _, err := a.store.GetAsyncRun(t.Context(), "acme", id); err == nil {
-				t.Error("the settled run is still in flight in the store")
-			}
+			waitFor(t, "the settled run deleted", func() bool {
+				_, err := a.store.GetAsyncRun(t.Context(), "acme", id)
+				return errors.Is(err, store.ErrNotFound)
+			})
 		})
 	}
 }
@@ -110,4 +116,59 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 	}
 	t.Fatalf("timed out waiting for %s", what)
+}
+
+// TestProgressBudgetCancelledFailover: once a run is cancelled in the
+// store (by a cancel on another node, which this worker hears of only at
+// its next renewal), a failover starts no new offer: nothing is held and
+// the run settles cancelled. The first attempt and the resumed one are
+// not asked again.
+func TestProgressBudgetCancelledFailover(t *testing.T) {
+	a := newTestAPI(t, 10*credits.PerCredit)
+	svc, ok := a.Registry.Service("forum_net", "subreddit.posts")
+	if !ok || len(svc.LiveOffers()) == 0 {
+		t.Fatal("no forum_net/subreddit.posts offer")
+	}
+	o := svc.LiveOffers()[0]
+	for _, tc := range []struct {
+		name      string
+		attempts  []runs.Attempt // before this Reserve
+		resuming  bool
+		cancelled bool
+		wantErr   bool
+	}{
+		{name: "first attempt", cancelled: true},
+		{name: "resumed attempt", attempts: []runs.Attempt{{Offer: o.ID, Outcome: outcomeRunning}}, resuming: true, cancelled: true},
+		{name: "failover, run live", attempts: []runs.Attempt{{Offer: "x/y", Outcome: outcomeRunning}}},
+		{name: "failover, run cancelled", attempts: []runs.Attempt{{Offer: "x/y", Outcome: outcomeRunning}}, cancelled: true, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := "ext_budget_" + tc.name
+			bill := billing.New(a.store, id, store.Key{ID: "key_1", AccountID: "acme"}, time.Now())
+			defer bill.Release(context.WithoutCancel(t.Context()))
+			asked := 0
+			b := &progressBudget{Call: bill, run: &runs.Run{ID: id, AccountID: "acme"}, runCtx: t.Context(),
+				progress:  func(context.Context, async.State) error { return nil },
+				cancelled: func(context.Context) bool { asked++; return tc.cancelled },
+				attempts:  tc.attempts, resuming: tc.resuming}
+			if tc.resuming {
+				b.resume = resumeRecord{Offer: o.ID, Records: 5}
+			}
+			covered, _, err := b.Reserve(t.Context(), o, 5, 1)
+			if tc.wantErr != (err != nil) || tc.wantErr != b.cancelledInStore() {
+				t.Fatalf("Reserve = %d, %v (stopped %v); want an error %v", covered, err, b.cancelledInStore(), tc.wantErr)
+			}
+			if tc.wantErr && covered != 0 || !tc.wantErr && covered != 5 {
+				t.Errorf("covered %d", covered)
+			}
+			if got, err := a.store.Reserve(t.Context(), storeHold("ext_probe_"+tc.name, 10*credits.PerCredit)); tc.wantErr && (err != nil || got.Records != 1) {
+				t.Errorf("the whole balance is not free after a refused failover: %+v %v", got, err)
+			} else if err == nil {
+				_ = a.store.Release(t.Context(), "ext_probe_"+tc.name)
+			}
+			if first := len(tc.attempts) == 0 || tc.resuming; first && asked > 0 {
+				t.Errorf("the store was asked %d times for a first or resumed attempt", asked)
+			}
+		})
+	}
 }

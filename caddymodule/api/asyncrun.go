@@ -88,7 +88,10 @@ func (ar *AsyncRunner) run(ctx context.Context, r store.AsyncRun, p async.Progre
 		a.abortRecorded(bg, r)
 		return a.settleCancelled(bg, bill, run, nil, c.platform)
 	}
-	budget := &progressBudget{Call: bill, run: run, progress: p, runCtx: ctx}
+	budget := &progressBudget{Call: bill, run: run, progress: p, runCtx: ctx, cancelled: func(ctx context.Context) bool {
+		cur, err := a.Store.GetAsyncRun(ctx, r.AccountID, r.ID)
+		return err == nil && cur.Cancelled
+	}}
 	req := c.req
 	req.Now, req.Budget, req.OnHandle = r.CreatedAt, budget, budget.started
 	rtr := a.AsyncRouter
@@ -107,7 +110,7 @@ func (ar *AsyncRunner) run(ctx context.Context, r store.AsyncRun, p async.Progre
 	}
 	if rerr != nil {
 		switch cause := context.Cause(ctx); {
-		case errors.Is(cause, async.ErrCancelled):
+		case errors.Is(cause, async.ErrCancelled), budget.cancelledInStore():
 			return a.settleCancelled(bg, bill, run, failureAttempts(rerr), c.platform)
 		case errors.Is(cause, async.ErrLeaseLost), errors.Is(cause, async.ErrStopping):
 			// Another worker runs it, or the next one will: its hold and
@@ -225,6 +228,10 @@ type progressBudget struct {
 	// runCtx is the worker's context of the run: cancelled, no attempt
 	// begins.
 	runCtx context.Context
+	// cancelled reads whether the run is cancelled in the store: a cancel
+	// made on another node reaches this worker only at its next renewal,
+	// and no failover may start paid work for it meanwhile.
+	cancelled func(context.Context) bool
 
 	// mu orders the writes: the last one written is the newest state.
 	mu       sync.Mutex
@@ -233,10 +240,21 @@ type progressBudget struct {
 	resume   resumeRecord
 	// resuming: the next Reserve begins the recorded attempt again.
 	resuming bool
+	// stopped: a failover found the run cancelled in the store.
+	stopped bool
 }
 
 // Reserve holds the money as the Call does, then records the attempt.
 func (b *progressBudget) Reserve(ctx context.Context, o *registry.Offer, records, least int) (int, string, error) {
+	b.mu.Lock()
+	failover := len(b.attempts) > 0 && !(b.resuming && o.ID == b.resume.Offer)
+	b.mu.Unlock()
+	if failover && b.cancelled != nil && b.cancelled(ctx) {
+		b.mu.Lock()
+		b.stopped = true
+		b.mu.Unlock()
+		return 0, "", async.ErrCancelled
+	}
 	covered, note, err := b.Call.Reserve(ctx, o, records, least)
 	if err != nil {
 		return covered, note, err
@@ -278,6 +296,14 @@ func (b *progressBudget) write(ctx context.Context) error {
 		rec, _ = json.Marshal(b.resume)
 	}
 	return b.progress(ctx, async.State{Doc: runningDoc(b.run, b.attempts), Hold: b.hold, Resume: rec})
+}
+
+// cancelledInStore reports whether a failover stopped because the run
+// was cancelled in the store.
+func (b *progressBudget) cancelledInStore() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stopped
 }
 
 var _ router.Budget = (*progressBudget)(nil)
