@@ -104,6 +104,9 @@ func (w *walk) resume(ctx context.Context, o *registry.Offer, trial bool, from R
 	req, fail := w.reserve(ctx, o, trial)
 	w.req = full
 	if fail != nil || req == nil {
+		// The money no longer pays for it (or is unreadable): nobody will
+		// wait for the recorded work, so it stops.
+		w.r.Abort(ctx, full.Service, from)
 		return nil, fail, fail != nil
 	}
 	req.resumed = &from

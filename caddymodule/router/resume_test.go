@@ -123,6 +123,28 @@ func TestResume(t *testing.T) {
 	}
 }
 
+// TestResumeUnpayable: a resumed attempt the money no longer pays for
+// aborts its recorded work (nobody would wait for it) and fails over.
+func TestResumeUnpayable(t *testing.T) {
+	const h0 = "run:r0/dataset:d0"
+	svc := service(t, testRegistry(t), "pro_net/profile.info")
+	a := &resumer{fake: &fake{}, resume: func(sources.Handle) (*sources.Result, error) { t.Error("unpaid work resumed"); return nil, nil }}
+	b := &fake{}
+	r := New(Config{}, map[string]sources.Client{"source_a": a, "source_b": b}, NewBreakers(), nil)
+	res, err := r.Resume(context.Background(), Request{Service: svc, Inputs: []string{in1}, Limit: 10,
+		Budget: &tableBudget{covers: map[string]int{headID: 0}}},
+		Resumed{Offer: headID, Records: 10, Started: []Started{{Offer: headID, Inputs: []string{in1}, Limit: 10, Handle: h0}}})
+	if err != nil {
+		t.Fatalf("Resume: %v", err)
+	}
+	if !slices.Equal(a.aborted, []string{h0}) || len(a.Calls()) != 0 {
+		t.Errorf("aborted %v, started %d calls; want the recorded work aborted, nothing started", a.aborted, len(a.Calls()))
+	}
+	if got := outcomes(res.Attempts); !slices.Equal(got, []string{headID + ":" + OutcomeUnpayable, secondID + ":ok"}) {
+		t.Errorf("attempts %v", got)
+	}
+}
+
 // callInputs returns the inputs of each call, sorted by first input.
 func callInputs(calls []sources.Call) [][]string {
 	var out [][]string
