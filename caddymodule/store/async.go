@@ -30,7 +30,8 @@ type AsyncRun struct {
 	// Resume is the runner's record of the paid upstream work the run
 	// started (its handles, with what rebuilds each call), so the worker
 	// that takes the run over waits for that work instead of starting it
-	// again; opaque to the store, written with Doc.
+	// again; opaque to the store, written with Doc by UpdateAsyncRun (a new
+	// run has none).
 	Resume    []byte
 	CreatedAt time.Time
 	// Deadline ends the run (failed) whoever runs it.

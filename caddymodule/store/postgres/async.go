@@ -43,10 +43,10 @@ func (s *Store) CreateAsyncRun(ctx context.Context, r store.AsyncRun) error {
 		lease = &t
 	}
 	_, err := s.pool.Exec(ctx, `
-INSERT INTO async_runs (id, account_id, key_id, request, doc, hold_price, hold_records, created_at, deadline, owner, lease_until, cancelled, resume)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+INSERT INTO async_runs (id, account_id, key_id, request, doc, hold_price, hold_records, created_at, deadline, owner, lease_until, cancelled)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 		r.ID, r.AccountID, r.KeyID, r.Request, r.Doc, int64(r.HoldPrice), r.HoldRecords,
-		settle.Time(r.CreatedAt), settle.Time(r.Deadline), r.Owner, lease, r.Cancelled, r.Resume)
+		settle.Time(r.CreatedAt), settle.Time(r.Deadline), r.Owner, lease, r.Cancelled)
 	if pgCode(err) == codeUniqueViolation {
 		err = store.ErrExists
 	}
