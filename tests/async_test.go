@@ -403,14 +403,73 @@ func finishAll(t *testing.T, g *gateway, key string, ids []string) credits.Micro
 	return sum
 }
 
+// longPosts makes every upstream job of the posts offer last about
+// scaled seconds on a simulator started with -time-scale 0.01, so a kill
+// lands in the middle of them.
+func longPosts(t *testing.T, s *sim, scaled time.Duration) {
+	s.fault(t, map[string]any{"target": postsTarget, "duration_s": scaled.Seconds() * 100})
+}
+
+// awaitJobs waits until the simulator runs n jobs of the posts offer and
+// every run shows the job it started (its running attempt's handle), that
+// is until each job is recorded, well before the jobs end.
+func awaitJobs(t *testing.T, s *sim, g *gateway, key string, ids []string) {
+	t.Helper()
+	end := time.Now().Add(20 * time.Second)
+	for running := 0; running < len(ids); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("%d upstream jobs running, want the %d runs' jobs", running, len(ids))
+		}
+		running = 0
+		for _, j := range s.ledger(t) {
+			if j.Target == postsTarget && j.Running {
+				running++
+			}
+		}
+	}
+	end = time.Now().Add(3 * time.Second)
+	for _, id := range ids {
+		for firstHandle(asyncDo(t, g, "GET", "/v1/extractions/"+id, key, nil, nil)) == "" {
+			if time.Now().After(end) {
+				t.Errorf("run %s shows no upstream job while it runs", id)
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// eachJobOnce checks the simulator's ledger: n jobs of the posts offer,
+// none started twice for one run (one job per subreddit), each
+// succeeded, none aborted.
+func eachJobOnce(t *testing.T, s *sim, n int) {
+	t.Helper()
+	var jobs []ledgerJob
+	for _, j := range s.ledger(t) {
+		if j.Target == postsTarget {
+			jobs = append(jobs, j)
+		}
+	}
+	if len(jobs) != n {
+		t.Errorf("the ledger has %d upstream jobs for %d runs, want each started once", len(jobs), n)
+	}
+	for _, j := range jobs {
+		if j.Status != "succeeded" || j.Aborted {
+			t.Errorf("upstream job %s ended %s (aborted %v), want succeeded", j.ID, j.Status, j.Aborted)
+		}
+	}
+}
+
 // TestAsyncSigkillResume: a gateway killed with SIGKILL while 50 async
-// runs are in flight resumes them all on start, their reservations still
-// held across the restart (the account pays exactly the 50 runs' holds:
-// a 51st run is refused before its 202, and a call right after the
-// restart finds no money free); the balance ends exactly the start minus
-// what the runs charged.
+// runs wait for their upstream jobs resumes them all on start by their
+// recorded handles: the simulator's ledger shows each job started once
+// and none aborted, their reservations were held across the restart (the
+// account pays exactly the 50 runs' holds: a 51st run is refused before
+// its 202, and a call right after the restart finds no money free); the
+// balance ends exactly the start minus what the runs charged.
 func TestAsyncSigkillResume(t *testing.T) {
-	s := startSim(t, "-latency", "1500ms")
+	s := startSim(t, "-time-scale", "0.01")
+	longPosts(t, s, 8*time.Second)
 	c := defaultConfig(t, s)
 	g := startGateway(t, c)
 	// 50 runs × limit 3 × 0.00276: the holds take the whole balance.
@@ -420,6 +479,7 @@ func TestAsyncSigkillResume(t *testing.T) {
 	if r := asyncDo(t, g, "POST", "/v1/extract/forum_net/subreddit.posts", key, postsBody(3), preferAsync); r.Status != 402 || r.errCode() != "insufficient_credits" {
 		t.Errorf("a 51st run with the money held: %d %.200s", r.Status, r.Body)
 	}
+	awaitJobs(t, s, g, key, ids)
 	if err := g.p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -431,10 +491,7 @@ func TestAsyncSigkillResume(t *testing.T) {
 	}
 	sum := finishAll(t, g2, key, ids)
 	t.Logf("50 runs finished %s after the restart", time.Since(t0).Round(time.Millisecond))
-	// Today's Resumer runs a left run again: the upstream calls of the
-	// runs cut by the kill are made again (resumption by upstream handle
-	// will make each once).
-	t.Logf("upstream calls: %d for 50 runs", callsTo(t, s, postsTarget))
+	eachJobOnce(t, s, 50)
 	if got := balanceMicros(t, g2, key); got != start-sum {
 		t.Errorf("balance %v, want %v - %v", got, start, sum)
 	}
@@ -442,10 +499,12 @@ func TestAsyncSigkillResume(t *testing.T) {
 
 // TestAsyncTwoNodesTakeover: two nodes on one PostgreSQL schema; the runs
 // of a node killed with SIGKILL are taken over by the other once their
-// lease lapses, and every one completes, charged once.
+// lease lapses, and every one completes, charged once, its upstream job
+// resumed rather than started again.
 func TestAsyncTwoNodesTakeover(t *testing.T) {
 	pgURL, _ := mnEnv(t)
-	s := startSim(t, "-latency", "1500ms")
+	s := startSim(t, "-time-scale", "0.01")
+	longPosts(t, s, 8*time.Second)
 	url, _ := mnSchema(t, pgURL)
 	var nodes [2]*gateway
 	for i := range nodes {
@@ -458,6 +517,7 @@ func TestAsyncTwoNodesTakeover(t *testing.T) {
 	key := a.account("acme", 100)
 	start := balanceMicros(t, a, key)
 	ids := submitMany(t, a, key, 20)
+	awaitJobs(t, s, a, key, ids)
 	if err := a.p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -465,6 +525,7 @@ func TestAsyncTwoNodesTakeover(t *testing.T) {
 	t0 := time.Now()
 	sum := finishAll(t, b, key, ids)
 	t.Logf("20 runs of the killed node finished on the other %s after the kill", time.Since(t0).Round(time.Millisecond))
+	eachJobOnce(t, s, 20)
 	if got := balanceMicros(t, b, key); got != start-sum {
 		t.Errorf("balance %v, want %v - %v", got, start, sum)
 	}

@@ -29,19 +29,25 @@ func (a *API) AsyncRunner() *AsyncRunner { return &AsyncRunner{a: a} }
 // AsyncRunner runs async runs; see API.AsyncRunner.
 type AsyncRunner struct{ a *API }
 
-// Resume runs a run a previous worker left. It runs it again from the
-// start: today's router cannot pick up an upstream job by its handle.
-//
-// Resumption by handle goes here: r.Doc holds the attempts so far with
-// their upstream handles (runs.Attempt.Handles); a router that can resume
-// an upstream job from its handle would be called with them instead of
-// Run's fresh walk, and no paid upstream work would start twice.
+// Resume runs a run a previous worker left: when that worker recorded
+// upstream work started (store.AsyncRun.Resume), the router resumes its
+// attempt and waits for that work instead of starting it again; a run
+// with none recorded (cut before any upstream work started) runs as new.
 func (ar *AsyncRunner) Resume(ctx context.Context, r store.AsyncRun, p async.Progress) async.Outcome {
-	return ar.Run(ctx, r, p)
+	from, ok := resumePoint(r)
+	if !ok {
+		return ar.run(ctx, r, p, nil)
+	}
+	return ar.run(ctx, r, p, &from)
 }
 
 // Run runs r to its end and settles it; see async.Runner.
 func (ar *AsyncRunner) Run(ctx context.Context, r store.AsyncRun, p async.Progress) async.Outcome {
+	return ar.run(ctx, r, p, nil)
+}
+
+// run runs r, resuming the attempt from when it is set.
+func (ar *AsyncRunner) run(ctx context.Context, r store.AsyncRun, p async.Progress, from *router.Resumed) async.Outcome {
 	a := ar.a
 	bg := context.WithoutCancel(ctx)
 	// Settled already: a worker died between the settle and the delete.
@@ -80,22 +86,36 @@ func (ar *AsyncRunner) Run(ctx context.Context, r store.AsyncRun, p async.Progre
 		}
 	}
 	if errors.Is(context.Cause(ctx), async.ErrCancelled) {
+		a.abortRecorded(bg, r)
 		return a.settleCancelled(bg, bill, run, nil, c.platform)
 	}
-	budget := &progressBudget{Call: bill, run: run, progress: p}
+	budget := &progressBudget{Call: bill, run: run, progress: p, runCtx: ctx, cancelled: func(ctx context.Context) bool {
+		cur, err := a.Store.GetAsyncRun(ctx, r.AccountID, r.ID)
+		return err == nil && cur.Cancelled
+	}}
 	req := c.req
-	req.Now, req.Budget = r.CreatedAt, budget
+	req.Now, req.Budget, req.OnHandle = r.CreatedAt, budget, budget.started
 	rtr := a.AsyncRouter
 	if rtr == nil {
 		rtr = a.Router
 	}
-	res, rerr := rtr.Run(ctx, req)
+	rctx, stop := handOver(ctx)
+	defer stop()
+	var res *router.Result
+	var rerr error
+	if from != nil {
+		budget.resumeFrom(*from)
+		res, rerr = rtr.Resume(rctx, req, *from)
+	} else {
+		res, rerr = rtr.Run(rctx, req)
+	}
 	if rerr != nil {
 		switch cause := context.Cause(ctx); {
-		case errors.Is(cause, async.ErrCancelled):
+		case errors.Is(cause, async.ErrCancelled), budget.cancelledInStore():
 			return a.settleCancelled(bg, bill, run, failureAttempts(rerr), c.platform)
 		case errors.Is(cause, async.ErrLeaseLost), errors.Is(cause, async.ErrStopping):
-			// Another worker runs it, or the next one will: its hold stays.
+			// Another worker runs it, or the next one will: its hold and
+			// its upstream work stay.
 			return async.Outcome{}
 		}
 	}
@@ -198,37 +218,93 @@ const (
 
 // progressBudget is the run's billing.Call, which the router asks before
 // each offer attempt: each ask is an attempt beginning, so it also writes
-// the running document with the attempts so far, and the run's hold.
+// the running document with the attempts so far, and the run's hold. It
+// is the router's OnHandle too: each upstream work started is written
+// (the resume record) before the work is waited for, so a worker that
+// takes the run over resumes it instead of starting it again.
 type progressBudget struct {
 	*billing.Call
 	run      *runs.Run
 	progress async.Progress
+	// runCtx is the worker's context of the run: cancelled, no attempt
+	// begins.
+	runCtx context.Context
+	// cancelled reads whether the run is cancelled in the store: a cancel
+	// made on another node reaches this worker only at its next renewal,
+	// and no failover may start paid work for it meanwhile.
+	cancelled func(context.Context) bool
 
+	// mu orders the writes: the last one written is the newest state.
 	mu       sync.Mutex
 	attempts []runs.Attempt
+	hold     store.Hold
+	resume   resumeRecord
+	// resuming: the next Reserve begins the recorded attempt again.
+	resuming bool
+	// stopped: a failover found the run cancelled in the store.
+	stopped bool
 }
 
 // Reserve holds the money as the Call does, then records the attempt.
 func (b *progressBudget) Reserve(ctx context.Context, o *registry.Offer, records, least int) (int, string, error) {
+	b.mu.Lock()
+	failover := len(b.attempts) > 0 && !(b.resuming && o.ID == b.resume.Offer)
+	b.mu.Unlock()
+	if failover && b.cancelled != nil && b.cancelled(ctx) {
+		b.mu.Lock()
+		b.stopped = true
+		b.mu.Unlock()
+		return 0, "", async.ErrCancelled
+	}
 	covered, note, err := b.Call.Reserve(ctx, o, records, least)
 	if err != nil {
 		return covered, note, err
 	}
 	b.mu.Lock()
-	if n := len(b.attempts); n > 0 && b.attempts[n-1].Outcome == outcomeRunning {
-		b.attempts[n-1].Outcome = outcomeFailedOver
+	defer b.mu.Unlock()
+	switch n := len(b.attempts); {
+	case b.resuming && o.ID == b.resume.Offer && covered > 0:
+		// The recorded attempt begins again, with its work.
+		b.resume.Records = covered
+	default:
+		if n > 0 && b.attempts[n-1].Outcome == outcomeRunning {
+			b.attempts[n-1].Outcome = outcomeFailedOver
+		}
+		b.resume = resumeRecord{}
+		if covered > 0 {
+			b.attempts = append(b.attempts, runs.Attempt{Offer: o.ID, Outcome: outcomeRunning, Records: 0})
+			b.resume = resumeRecord{Offer: o.ID, Records: covered}
+		} else {
+			b.attempts = append(b.attempts, runs.Attempt{Offer: o.ID, Outcome: router.OutcomeUnpayable, Message: note})
+		}
 	}
-	if covered > 0 {
-		b.attempts = append(b.attempts, runs.Attempt{Offer: o.ID, Outcome: outcomeRunning, Records: 0})
-	} else {
-		b.attempts = append(b.attempts, runs.Attempt{Offer: o.ID, Outcome: router.OutcomeUnpayable, Message: note})
-	}
-	doc := runningDoc(b.run, b.attempts)
-	b.mu.Unlock()
+	b.resuming = false
+	b.hold = store.Hold{Price: o.Price, Records: covered}
 	// An error here leaves GET showing older progress; a lost lease
 	// stops the run through its context.
-	_ = b.progress(ctx, doc, store.Hold{Price: o.Price, Records: covered})
+	_ = b.write(ctx)
+	if err := context.Cause(b.runCtx); handedOff(err) && covered > 0 {
+		// Cancelled or handed over meanwhile: no attempt begins.
+		return 0, "", err
+	}
 	return covered, note, nil
+}
+
+// write writes the run's state as it stands; b.mu is held.
+func (b *progressBudget) write(ctx context.Context) error {
+	var rec []byte
+	if b.resume.Offer != "" {
+		rec, _ = json.Marshal(b.resume)
+	}
+	return b.progress(ctx, async.State{Doc: runningDoc(b.run, b.attempts), Hold: b.hold, Resume: rec})
+}
+
+// cancelledInStore reports whether a failover stopped because the run
+// was cancelled in the store.
+func (b *progressBudget) cancelledInStore() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stopped
 }
 
 var _ router.Budget = (*progressBudget)(nil)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -161,14 +162,20 @@ func (a *API) cancelRun(w http.ResponseWriter, r *http.Request) {
 		storeUnavailable().write(w)
 		return
 	}
+	var done <-chan struct{}
 	if a.Async != nil {
-		if done := a.Async.Cancel(id); done != nil {
-			select {
-			case <-done:
-			case <-time.After(cancelWait):
-			case <-ctx.Done():
-				return
-			}
+		done = a.Async.Cancel(id)
+	}
+	if done == nil {
+		// No worker here runs it: its node is gone, or the worker there
+		// sees the cancel at its next renewal. Its upstream work stops now.
+		a.abortRecorded(context.WithoutCancel(ctx), ar)
+	} else {
+		select {
+		case <-done:
+		case <-time.After(cancelWait):
+		case <-ctx.Done():
+			return
 		}
 	}
 	// Another node's worker, or none yet: wait for the settle.

@@ -42,9 +42,19 @@ type Outcome struct {
 	Doc []byte
 }
 
-// Progress writes a run's document and hold as they stand, for GET
-// /v1/extractions/{id} and for the worker that resumes it.
-type Progress func(ctx context.Context, doc []byte, hold store.Hold) error
+// State is a run as it stands: its document (what GET
+// /v1/extractions/{id} shows), its hold, and the Runner's record of the
+// upstream work it started (store.AsyncRun.Resume), which a Resumer
+// takes back after a crash.
+type State struct {
+	Doc    []byte
+	Hold   store.Hold
+	Resume []byte
+}
+
+// Progress writes a run's state durably, for GET /v1/extractions/{id} and
+// for the worker that resumes it. Each write replaces the whole state.
+type Progress func(ctx context.Context, s State) error
 
 // Runner runs a new run to its end and settles it. ctx ends at the run's
 // deadline, or early with a cause of ErrCancelled, ErrLeaseLost or
@@ -54,9 +64,8 @@ type Runner interface {
 }
 
 // Resumer runs a run a previous worker left (its node died or stopped):
-// its Doc holds the attempts made so far. Today's implementation (the
-// api package) runs it again from the start; resuming by the upstream
-// handles the attempts recorded belongs here.
+// its Doc holds the attempts made so far and its Resume the upstream work
+// they started, which the Resumer waits for instead of starting it again.
 type Resumer interface {
 	Resume(ctx context.Context, r store.AsyncRun, p Progress) Outcome
 }
@@ -230,9 +239,9 @@ func (w *Worker) launch(r store.AsyncRun, resume bool) {
 		}
 		dctx, dcancel := context.WithDeadline(ctx, r.Deadline)
 		defer dcancel()
-		progress := func(pctx context.Context, doc []byte, h store.Hold) error {
+		progress := func(pctx context.Context, s State) error {
 			up := r
-			up.Doc, up.HoldPrice, up.HoldRecords = doc, h.Price, h.Records
+			up.Doc, up.HoldPrice, up.HoldRecords, up.Resume = s.Doc, s.Hold.Price, s.Hold.Records, s.Resume
 			err := w.cfg.Store.UpdateAsyncRun(pctx, w.cfg.Owner, up)
 			if errors.Is(err, store.ErrLeaseLost) {
 				cancel(ErrLeaseLost)

@@ -29,7 +29,8 @@ func (r *runner) do(ctx context.Context, ar store.AsyncRun, how string, p async.
 	r.mu.Lock()
 	r.started[ar.ID] = how
 	r.mu.Unlock()
-	if err := p(ctx, []byte(`{"id":"`+ar.ID+`","status":"running","attempts":[{"offer":"o"}]}`), store.Hold{Price: 7, Records: 3}); err != nil {
+	if err := p(ctx, async.State{Doc: []byte(`{"id":"` + ar.ID + `","status":"running","attempts":[{"offer":"o"}]}`),
+		Hold: store.Hold{Price: 7, Records: 3}, Resume: []byte(`{"offer":"o"}`)}); err != nil {
 		return async.Outcome{}
 	}
 	select {
@@ -121,7 +122,7 @@ func TestWorkerResumesLeftRuns(t *testing.T) {
 	waitFor(t, "both runs resumed", func() bool { return rn.how("ext_1") == "resume" && rn.how("ext_2") == "resume" })
 	waitFor(t, "the progress stored", func() bool {
 		r, err := s.GetAsyncRun(t.Context(), "acme", "ext_1")
-		return err == nil && r.HoldPrice == 7 && r.HoldRecords == 3 && r.Owner == "node-a"
+		return err == nil && r.HoldPrice == 7 && r.HoldRecords == 3 && string(r.Resume) == `{"offer":"o"}` && r.Owner == "node-a"
 	})
 	time.Sleep(300 * time.Millisecond) // two leases: only renewal keeps them
 	r, err := s.GetAsyncRun(t.Context(), "acme", "ext_1")

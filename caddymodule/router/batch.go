@@ -44,14 +44,14 @@ func (r *Router) call(rn *run, wd *watchdog, client sources.Client, o *registry.
 	if req.OnHandle != nil {
 		c.OnHandle = func(h sources.Handle) {
 			rn.started(h)
-			req.OnHandle(o, h)
+			req.OnHandle(o, Started{Offer: o.ID, Batch: i, Inputs: inputs, Limit: limit, Handle: h.String()})
 		}
 	}
 	c.Activity, c.Waiting = wd.batch(i)
 	if dl, ok := ctx.Deadline(); ok {
 		c.Timeout = time.Until(dl)
 	}
-	res, err := r.do(ctx, client, c)
+	res, err := r.resumeOrDo(ctx, client, c, req, o, inputs, i)
 	if err != nil || res == nil {
 		failCall(rn, i, err)
 		return nil

@@ -149,7 +149,7 @@ func TestHandleRecordedWhenKnown(t *testing.T) {
 	r := setup(t, Config{}, a, &fake{})
 	var told []string
 	res, err := r.Run(context.Background(), Request{Service: svc, Inputs: []string{in1},
-		OnHandle: func(o *registry.Offer, h sources.Handle) { told = append(told, o.ID+" "+h.String()) }})
+		OnHandle: func(o *registry.Offer, s Started) { told = append(told, o.ID+" "+s.Handle) }})
 	if err != nil {
 		t.Fatal(err)
 	}

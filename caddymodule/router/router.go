@@ -162,12 +162,17 @@ type Request struct {
 	// and caps the records the attempt asks for (see Budget).
 	Budget Budget
 	// OnHandle, if set, is called as soon as an upstream has started paid
-	// work for an attempt of offer o (h.String() is what the attempt's
-	// handles record), before the work ends: a durable caller stores it
-	// there, so a restarted gateway can resume or abort the work
-	// (sources.Resumer) instead of starting it again. It may be called
-	// concurrently by the attempt's batches and must not block.
-	OnHandle func(o *registry.Offer, h sources.Handle)
+	// work for a batch of an attempt of offer o (s.Handle is what the
+	// attempt's handles record), before the work ends: a durable caller
+	// stores s, so a restarted gateway can resume the work (Resume) or
+	// abort it instead of starting it again. It may be called concurrently
+	// by the attempt's batches; it may block for a store write, not for
+	// longer.
+	OnHandle func(o *registry.Offer, s Started)
+
+	// resumed, set by Resume, is the upstream work of the attempt being
+	// resumed: its batches wait for that work instead of starting it.
+	resumed *Resumed
 }
 
 // scope is the limit scope in force for the request.

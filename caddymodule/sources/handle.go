@@ -2,6 +2,7 @@ package sources
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -43,11 +44,21 @@ func ParseHandle(s string) (Handle, error) {
 	return Handle{}, fmt.Errorf("upstream handle %q is neither run:<id>/dataset:<id> nor snapshot:<id>", s)
 }
 
+// ErrLeftRunning, as the cause (context.Cause) that ends a call's
+// context, stops the wait without aborting the upstream work: the caller
+// recorded its handle and hands it to another waiter (an async run whose
+// worker stops or lost its lease to another node), who resumes it.
+var ErrLeftRunning = errors.New("the upstream work is left running for another waiter")
+
 // abortDetached stops h after its call gave up waiting: from a context
 // detached from the call's (which has usually ended), bounded by
 // AbortTimeout. A failed abort is logged; the work then ends by its own
-// timeout upstream.
+// timeout upstream. Work whose wait ended with ErrLeftRunning is left.
 func (b *base) abortDetached(ctx context.Context, h Handle, abort func(context.Context, Handle) error) {
+	if errors.Is(context.Cause(ctx), ErrLeftRunning) {
+		b.log.Debug("upstream work left running for another waiter", zap.String("handle", h.String()))
+		return
+	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), AbortTimeout)
 	defer cancel()
 	if err := abort(actx, h); err != nil {

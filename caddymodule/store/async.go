@@ -27,7 +27,13 @@ type AsyncRun struct {
 	// since a hold does not outlive a crash.
 	HoldPrice   credits.Micros
 	HoldRecords int
-	CreatedAt   time.Time
+	// Resume is the runner's record of the paid upstream work the run
+	// started (its handles, with what rebuilds each call), so the worker
+	// that takes the run over waits for that work instead of starting it
+	// again; opaque to the store, written with Doc by UpdateAsyncRun (a new
+	// run has none).
+	Resume    []byte
+	CreatedAt time.Time
 	// Deadline ends the run (failed) whoever runs it.
 	Deadline time.Time
 	// Owner is the worker holding the lease until LeaseUntil; "" and a
@@ -94,7 +100,8 @@ type Async interface {
 	// still holds and, among them, those cancelled; an id not returned
 	// was lost to another worker or deleted.
 	RenewAsyncRuns(ctx context.Context, owner string, ids []string, until time.Time) (held, cancelled []string, err error)
-	// UpdateAsyncRun writes the run's document and hold as it stands;
+	// UpdateAsyncRun writes the run's document, hold and resume record as
+	// they stand;
 	// ErrLeaseLost if owner does not hold it.
 	UpdateAsyncRun(ctx context.Context, owner string, r AsyncRun) error
 	// CancelAsyncRun marks an account's run cancelled and returns it;

@@ -45,6 +45,7 @@ type asyncRecord struct {
 	Doc         []byte         `json:"doc"`
 	HoldPrice   credits.Micros `json:"hold_price"`
 	HoldRecords int            `json:"hold_records"`
+	Resume      []byte         `json:"resume,omitempty"`
 	CreatedAt   time.Time      `json:"created_at"`
 	Deadline    time.Time      `json:"deadline"`
 	Owner       string         `json:"owner,omitempty"`
@@ -54,13 +55,13 @@ type asyncRecord struct {
 
 func (r asyncRecord) run(id string) store.AsyncRun {
 	return store.AsyncRun{ID: id, AccountID: r.AccountID, KeyID: r.KeyID, Request: r.Request, Doc: r.Doc,
-		HoldPrice: r.HoldPrice, HoldRecords: r.HoldRecords, CreatedAt: r.CreatedAt.UTC(), Deadline: r.Deadline.UTC(),
+		HoldPrice: r.HoldPrice, HoldRecords: r.HoldRecords, Resume: r.Resume, CreatedAt: r.CreatedAt.UTC(), Deadline: r.Deadline.UTC(),
 		Owner: r.Owner, LeaseUntil: r.LeaseUntil.UTC(), Cancelled: r.Cancelled}
 }
 
 func recordOf(r store.AsyncRun) asyncRecord {
 	return asyncRecord{AccountID: r.AccountID, KeyID: r.KeyID, Request: r.Request, Doc: r.Doc,
-		HoldPrice: r.HoldPrice, HoldRecords: r.HoldRecords, CreatedAt: settle.Time(r.CreatedAt), Deadline: settle.Time(r.Deadline),
+		HoldPrice: r.HoldPrice, HoldRecords: r.HoldRecords, Resume: r.Resume, CreatedAt: settle.Time(r.CreatedAt), Deadline: settle.Time(r.Deadline),
 		Owner: r.Owner, LeaseUntil: settle.Time(r.LeaseUntil), Cancelled: r.Cancelled}
 }
 
@@ -257,7 +258,7 @@ func (s *Store) renewBatch(ctx context.Context, owner string, ids []string, unti
 	return held, cancelled, nil
 }
 
-// UpdateAsyncRun writes the run's document and hold as it stands.
+// UpdateAsyncRun writes the run's document, hold and resume record.
 func (s *Store) UpdateAsyncRun(ctx context.Context, owner string, up store.AsyncRun) error {
 	err := s.update(ctx, func(txn *bdb.Txn) error {
 		r, err := readAsync(txn, up.ID)
@@ -267,7 +268,7 @@ func (s *Store) UpdateAsyncRun(ctx context.Context, owner string, up store.Async
 		if err != nil {
 			return err
 		}
-		r.Doc, r.HoldPrice, r.HoldRecords = up.Doc, up.HoldPrice, up.HoldRecords
+		r.Doc, r.HoldPrice, r.HoldRecords, r.Resume = up.Doc, up.HoldPrice, up.HoldRecords, up.Resume
 		return writeAsync(txn, up.ID, r)
 	})
 	if err != nil {

@@ -14,14 +14,14 @@ import (
 	"socialrouter/caddymodule/store/internal/settle"
 )
 
-const asyncColumns = `id, account_id, key_id, request, doc, hold_price, hold_records, created_at, deadline, owner, lease_until, cancelled`
+const asyncColumns = `id, account_id, key_id, request, doc, hold_price, hold_records, created_at, deadline, owner, lease_until, cancelled, resume`
 
 func scanAsync(row pgx.Row) (store.AsyncRun, error) {
 	var r store.AsyncRun
 	var price int64
 	var lease *time.Time
 	err := row.Scan(&r.ID, &r.AccountID, &r.KeyID, &r.Request, &r.Doc, &price, &r.HoldRecords,
-		&r.CreatedAt, &r.Deadline, &r.Owner, &lease, &r.Cancelled)
+		&r.CreatedAt, &r.Deadline, &r.Owner, &lease, &r.Cancelled, &r.Resume)
 	if lease != nil {
 		r.LeaseUntil = lease.UTC()
 	}
@@ -130,7 +130,7 @@ func (s *Store) ClaimAsyncRuns(ctx context.Context, owner string, n int, now, un
 UPDATE async_runs a SET owner = $1, lease_until = $4
 FROM (SELECT id FROM async_runs WHERE lease_until IS NULL OR lease_until <= $3 ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED) c
 WHERE a.id = c.id
-RETURNING a.id, a.account_id, a.key_id, a.request, a.doc, a.hold_price, a.hold_records, a.created_at, a.deadline, a.owner, a.lease_until, a.cancelled`,
+RETURNING a.id, a.account_id, a.key_id, a.request, a.doc, a.hold_price, a.hold_records, a.created_at, a.deadline, a.owner, a.lease_until, a.cancelled, a.resume`,
 		owner, n, now, settle.Time(until))
 	if err != nil {
 		return nil, fmt.Errorf("claiming async runs: %w", err)
@@ -190,11 +190,11 @@ WHERE id = ANY($1) AND expires_at > now() AND expires_at < now() + make_interval
 	return held, cancelled, nil
 }
 
-// UpdateAsyncRun writes the run's document and hold as it stands.
+// UpdateAsyncRun writes the run's document, hold and resume record.
 func (s *Store) UpdateAsyncRun(ctx context.Context, owner string, r store.AsyncRun) error {
 	tag, err := s.pool.Exec(ctx, `
-UPDATE async_runs SET doc = $3, hold_price = $4, hold_records = $5 WHERE id = $1 AND owner = $2`,
-		r.ID, owner, r.Doc, int64(r.HoldPrice), r.HoldRecords)
+UPDATE async_runs SET doc = $3, hold_price = $4, hold_records = $5, resume = $6 WHERE id = $1 AND owner = $2`,
+		r.ID, owner, r.Doc, int64(r.HoldPrice), r.HoldRecords, r.Resume)
 	if err == nil && tag.RowsAffected() == 0 {
 		err = store.ErrLeaseLost
 	}

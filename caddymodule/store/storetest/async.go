@@ -58,6 +58,7 @@ func testAsyncRuns(t *testing.T, open func(t *testing.T) store.Store) {
 	}
 	up := claimed[0]
 	up.Doc, up.HoldPrice, up.HoldRecords = []byte(`{"id":"ext_a1","status":"running","attempts":[]}`), 2000, 10
+	up.Resume = []byte(`{"offer":"src/a","batches":[{"handle":"run:r1/dataset:d1"}]}`)
 	if err := s.UpdateAsyncRun(ctx(t), "node2", up); !errors.Is(err, store.ErrLeaseLost) {
 		t.Errorf("UpdateAsyncRun by another worker: %v, want ErrLeaseLost", err)
 	}
@@ -65,8 +66,13 @@ func testAsyncRuns(t *testing.T, open func(t *testing.T) store.Store) {
 		t.Fatalf("UpdateAsyncRun: %v", err)
 	}
 	got, _ = s.GetAsyncRun(ctx(t), "acme", "ext_a1")
-	if string(got.Doc) != string(up.Doc) || got.HoldPrice != 2000 || got.HoldRecords != 10 {
+	if string(got.Doc) != string(up.Doc) || got.HoldPrice != 2000 || got.HoldRecords != 10 || string(got.Resume) != string(up.Resume) {
 		t.Errorf("after UpdateAsyncRun: %+v", got)
+	}
+	// The worker that takes the run over gets the upstream work to resume.
+	again, err := s.ClaimAsyncRuns(ctx(t), "node2", 10, base.Add(2*time.Minute), base.Add(3*time.Minute))
+	if err != nil || len(again) != 1 || string(again[0].Resume) != string(up.Resume) {
+		t.Fatalf("ClaimAsyncRuns after the lease lapsed = %+v, %v; want the resume record", again, err)
 	}
 
 	if err := s.DeleteAsyncRun(ctx(t), "ext_a1"); err != nil {

@@ -1,0 +1,126 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"go.uber.org/zap"
+
+	"socialrouter/caddymodule/async"
+	"socialrouter/caddymodule/registry"
+	"socialrouter/caddymodule/router"
+	"socialrouter/caddymodule/runs"
+	"socialrouter/caddymodule/sources"
+	"socialrouter/caddymodule/store"
+)
+
+// resumeRecord is an async run's record of its attempt under way
+// (store.AsyncRun.Resume): the offer, the records its hold covers, and
+// the upstream work its batches started.
+type resumeRecord struct {
+	Offer   string           `json:"offer"`
+	Records int              `json:"records"`
+	Started []router.Started `json:"started,omitempty"`
+}
+
+// resumePoint reads where a left run resumes: the attempt recorded with
+// upstream work started, and the attempts before it. ok is false when no
+// upstream work was recorded.
+func resumePoint(r store.AsyncRun) (router.Resumed, bool) {
+	var rec resumeRecord
+	if len(r.Resume) == 0 || json.Unmarshal(r.Resume, &rec) != nil || rec.Offer == "" || len(rec.Started) == 0 {
+		return router.Resumed{}, false
+	}
+	var doc runningRun
+	_ = json.Unmarshal(r.Doc, &doc)
+	before := doc.Attempts
+	if n := len(before); n > 0 && before[n-1].Offer == rec.Offer && before[n-1].Outcome == outcomeRunning {
+		before = before[:n-1]
+	}
+	return router.Resumed{Offer: rec.Offer, Records: rec.Records, Before: before, Started: rec.Started}, true
+}
+
+// resumeFrom seeds the budget with the state of a resumed run.
+func (b *progressBudget) resumeFrom(from router.Resumed) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.attempts = append(slices.Clip(from.Before), runs.Attempt{Offer: from.Offer, Outcome: outcomeRunning})
+	for _, s := range from.Started {
+		b.attempts[len(b.attempts)-1].Handles = sources.MergeHandles(b.attempts[len(b.attempts)-1].Handles, s.Handle)
+	}
+	b.resume = resumeRecord{Offer: from.Offer, Records: from.Records, Started: from.Started}
+	b.resuming = true
+}
+
+// started records upstream work the attempt under way started (the
+// router's OnHandle), durably before the work is waited for.
+func (b *progressBudget) started(o *registry.Offer, s router.Started) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if o.ID != b.resume.Offer {
+		return // a late batch of an attempt already over: its work was aborted
+	}
+	b.resume.Started = append(b.resume.Started, s)
+	if n := len(b.attempts); n > 0 {
+		b.attempts[n-1].Handles = sources.MergeHandles(b.attempts[n-1].Handles, s.Handle)
+	}
+	// Written even when the run is ending (cancelled): the abort needs
+	// the handle. An error leaves the work unrecorded; a lost lease stops
+	// the run through its context.
+	_ = b.write(context.WithoutCancel(b.runCtx))
+}
+
+// handedOff reports whether a run's context ended because the run goes
+// on elsewhere or ends: cancelled, its lease lost, its worker stopping.
+func handedOff(cause error) bool {
+	return errors.Is(cause, async.ErrCancelled) || errors.Is(cause, async.ErrLeaseLost) || errors.Is(cause, async.ErrStopping)
+}
+
+// handOver is the context the router runs a run in: it ends when ctx
+// does, but when the run is handed over (its lease lost, its worker
+// stopping) with sources.ErrLeftRunning as the cause, so the upstream
+// work is left running for the worker that resumes it, not aborted.
+func handOver(ctx context.Context) (context.Context, func()) {
+	base := context.WithoutCancel(ctx)
+	cancelDeadline := func() {}
+	if dl, ok := ctx.Deadline(); ok {
+		base, cancelDeadline = context.WithDeadline(base, dl)
+	}
+	rctx, cancel := context.WithCancelCause(base)
+	stop := context.AfterFunc(ctx, func() {
+		cause := context.Cause(ctx)
+		if errors.Is(cause, async.ErrLeaseLost) || errors.Is(cause, async.ErrStopping) {
+			cause = fmt.Errorf("%w: %w", sources.ErrLeftRunning, cause)
+		}
+		cancel(cause)
+	})
+	return rctx, func() {
+		stop()
+		cancel(nil)
+		cancelDeadline()
+	}
+}
+
+// abortRecorded aborts the upstream work a run recorded (its resume
+// record), for a cancel whose run no worker of this node runs: its node
+// is gone, or the worker there learns of the cancel only at its next
+// renewal.
+func (a *API) abortRecorded(ctx context.Context, r store.AsyncRun) {
+	from, ok := resumePoint(r)
+	if !ok {
+		return
+	}
+	c, apiErr := a.prepareStored(r.Request)
+	if apiErr != nil || c == nil || c.req.Service == nil {
+		a.Logger.Error("cannot abort a cancelled run's upstream work: its call no longer prepares", zap.String("run_id", r.ID))
+		return
+	}
+	rtr := a.AsyncRouter
+	if rtr == nil {
+		rtr = a.Router
+	}
+	rtr.Abort(ctx, c.req.Service, from)
+}

@@ -1,0 +1,174 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"socialrouter/caddymodule/async"
+	"socialrouter/caddymodule/billing"
+	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/router"
+	"socialrouter/caddymodule/runs"
+	"socialrouter/caddymodule/sources"
+	"socialrouter/caddymodule/store"
+	"socialrouter/cmd/upstream-sim/sim"
+)
+
+const postsActor = "trudax~reddit-scraper-lite" // source_a/actor_6
+
+// TestAsyncRunnerResumesByHandle: a run whose worker stopped while its
+// upstream job ran (the job left running, its handle recorded) is taken
+// over by another worker that waits for that same job: the upstream
+// ledger shows one job, and the run completes charged as usual; or it is
+// cancelled meanwhile, and the cancel aborts the job by its handle.
+func TestAsyncRunnerResumesByHandle(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		cancel bool
+		event  string
+		status string // of the upstream job at the end
+	}{
+		{name: "taken over and completed", event: "acme run.completed", status: "succeeded"},
+		{name: "cancelled with no worker", cancel: true, event: "acme run.cancelled", status: "aborted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := &notes{events: map[string]string{}, docs: map[string][]byte{}}
+			a := newTestAPI(t, 10*credits.PerCredit)
+			up := sim.New(sim.Options{TimeScale: 0.01})
+			if err := up.SetFault(sim.Fault{Target: postsActor, DurationS: 150}); err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(up)
+			t.Cleanup(srv.Close)
+			clients := map[string]sources.Client{}
+			for _, src := range a.Registry.Sources {
+				c, err := sources.New(src.Protocol, sources.Config{BaseURL: srv.URL, PollInterval: 20 * time.Millisecond})
+				if err != nil {
+					t.Fatal(err)
+				}
+				clients[src.ID] = c
+			}
+			rtr := router.New(router.Config{AttemptTimeout: time.Minute, SoftTimeout: time.Minute}, clients, router.NewBreakers(), zap.NewNop())
+			a.Router, a.AsyncRouter = rtr, rtr
+			worker := func(owner string) *async.Worker {
+				w := async.New(async.Config{Store: a.store, Owner: owner, Lease: 300 * time.Millisecond, Poll: 20 * time.Millisecond})
+				runner := a.AsyncRunner()
+				w.SetRunner(runner, runner, n)
+				a.Async = w
+				w.Start()
+				return w
+			}
+
+			w1 := worker("node1")
+			id := a.submit(t, `{"url": "https://www.reddit.com/r/golang", "provider": "source_a/actor_6", "limit": 2}`)
+			waitFor(t, "the upstream job recorded", func() bool {
+				r, err := a.store.GetAsyncRun(t.Context(), "acme", id)
+				from, ok := resumePoint(r)
+				return err == nil && ok && from.Offer == "source_a/actor_6" && len(from.Started) == 1
+			})
+			w1.Stop() // the job is left running for the next worker
+			if jobs := up.Ledger(); len(jobs) != 1 || !jobs[0].Running {
+				t.Fatalf("ledger after the worker stopped: %+v, want its job still running", jobs)
+			}
+			w2 := worker("node2")
+			t.Cleanup(w2.Stop)
+			if tc.cancel {
+				res, _ := a.do(t, "POST", "/v1/extractions/"+id+"/cancel", "", true)
+				res.Body.Close()
+			}
+			if e := waitEvent(t, n, id); e != tc.event {
+				t.Fatalf("event %q, want %q", e, tc.event)
+			}
+			jobs := up.Ledger()
+			if len(jobs) != 1 || jobs[0].Status != tc.status {
+				t.Errorf("ledger %+v, want one job, %s", jobs, tc.status)
+			}
+			run, _ := a.store.GetRun(t.Context(), "acme", id)
+			acct, _ := a.store.GetAccount(t.Context(), "acme")
+			var doc struct{ Attempts []struct{ Handles []string } }
+			_ = json.Unmarshal(n.docs[id], &doc)
+			if run.CreditsUsed != credits.Micros(len(run.Data))*2760 || acct.Balance != 10*credits.PerCredit-run.CreditsUsed {
+				t.Errorf("run %s: %d records, %v charged, balance %v", run.Status, len(run.Data), run.CreditsUsed, acct.Balance)
+			}
+			if !tc.cancel && (len(run.Data) != 2 || len(doc.Attempts) != 1 || len(doc.Attempts[0].Handles) != 1) {
+				t.Errorf("completed run %d records, attempts %+v; want 2 records and the one job's handle", len(run.Data), doc.Attempts)
+			}
+			waitFor(t, "the settled run deleted", func() bool {
+				_, err := a.store.GetAsyncRun(t.Context(), "acme", id)
+				return errors.Is(err, store.ErrNotFound)
+			})
+		})
+	}
+}
+
+// waitFor polls cond for up to 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+// TestProgressBudgetCancelledFailover: once a run is cancelled in the
+// store (by a cancel on another node, which this worker hears of only at
+// its next renewal), a failover starts no new offer: nothing is held and
+// the run settles cancelled. The first attempt and the resumed one are
+// not asked again.
+func TestProgressBudgetCancelledFailover(t *testing.T) {
+	a := newTestAPI(t, 10*credits.PerCredit)
+	svc, ok := a.Registry.Service("forum_net", "subreddit.posts")
+	if !ok || len(svc.LiveOffers()) == 0 {
+		t.Fatal("no forum_net/subreddit.posts offer")
+	}
+	o := svc.LiveOffers()[0]
+	for _, tc := range []struct {
+		name      string
+		attempts  []runs.Attempt // before this Reserve
+		resuming  bool
+		cancelled bool
+		wantErr   bool
+	}{
+		{name: "first attempt", cancelled: true},
+		{name: "resumed attempt", attempts: []runs.Attempt{{Offer: o.ID, Outcome: outcomeRunning}}, resuming: true, cancelled: true},
+		{name: "failover, run live", attempts: []runs.Attempt{{Offer: "x/y", Outcome: outcomeRunning}}},
+		{name: "failover, run cancelled", attempts: []runs.Attempt{{Offer: "x/y", Outcome: outcomeRunning}}, cancelled: true, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := "ext_budget_" + tc.name
+			bill := billing.New(a.store, id, store.Key{ID: "key_1", AccountID: "acme"}, time.Now())
+			defer bill.Release(context.WithoutCancel(t.Context()))
+			asked := 0
+			b := &progressBudget{Call: bill, run: &runs.Run{ID: id, AccountID: "acme"}, runCtx: t.Context(),
+				progress:  func(context.Context, async.State) error { return nil },
+				cancelled: func(context.Context) bool { asked++; return tc.cancelled },
+				attempts:  tc.attempts, resuming: tc.resuming}
+			if tc.resuming {
+				b.resume = resumeRecord{Offer: o.ID, Records: 5}
+			}
+			covered, _, err := b.Reserve(t.Context(), o, 5, 1)
+			if tc.wantErr != (err != nil) || tc.wantErr != b.cancelledInStore() {
+				t.Fatalf("Reserve = %d, %v (stopped %v); want an error %v", covered, err, b.cancelledInStore(), tc.wantErr)
+			}
+			if tc.wantErr && covered != 0 || !tc.wantErr && covered != 5 {
+				t.Errorf("covered %d", covered)
+			}
+			if got, err := a.store.Reserve(t.Context(), storeHold("ext_probe_"+tc.name, 10*credits.PerCredit)); tc.wantErr && (err != nil || got.Records != 1) {
+				t.Errorf("the whole balance is not free after a refused failover: %+v %v", got, err)
+			} else if err == nil {
+				_ = a.store.Release(t.Context(), "ext_probe_"+tc.name)
+			}
+			if first := len(tc.attempts) == 0 || tc.resuming; first && asked > 0 {
+				t.Errorf("the store was asked %d times for a first or resumed attempt", asked)
+			}
+		})
+	}
+}

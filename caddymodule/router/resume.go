@@ -1,0 +1,192 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"go.uber.org/zap"
+
+	"socialrouter/caddymodule/registry"
+	"socialrouter/caddymodule/runs"
+	"socialrouter/caddymodule/sources"
+)
+
+// Started is paid upstream work one batch of an attempt started, as
+// Request.OnHandle reports it: the offer, the batch (its index in the
+// attempt, its inputs and limit) and the work's handle
+// (sources.Handle.String). A durable caller stores it and gives it back
+// to Resume after a restart.
+type Started struct {
+	Offer  string   `json:"offer"`
+	Batch  int      `json:"batch"`
+	Inputs []string `json:"inputs,omitempty"`
+	Limit  int      `json:"limit,omitempty"`
+	Handle string   `json:"handle"`
+}
+
+// Resumed is an attempt an earlier process began and did not finish
+// (it died): its offer, the records its money covered when it began,
+// the attempts made before it, and the upstream work its batches
+// started.
+type Resumed struct {
+	Offer   string
+	Records int
+	Before  []runs.Attempt
+	Started []Started
+}
+
+// batch returns the work batch i of offer started (the last one, should a
+// batch have reported twice); nil-safe.
+func (rs *Resumed) batch(offer string, i int) (Started, bool) {
+	if rs == nil {
+		return Started{}, false
+	}
+	for k := len(rs.Started) - 1; k >= 0; k-- {
+		if s := rs.Started[k]; s.Offer == offer && s.Batch == i {
+			return s, true
+		}
+	}
+	return Started{}, false
+}
+
+// Resume finishes a call an earlier process began: the attempt of
+// from.Offer runs again as it ran then (the same batches, capped to the
+// same records, normalized, checked, limited and reported as any
+// attempt), except that a batch whose upstream work was started waits
+// for that work (sources.Resumer.Resume) instead of starting it again;
+// batches with no recorded work start now. If the attempt fails, the walk
+// fails over to the offers after from.Offer, as Run would have. An offer
+// no longer in the call's chain cannot be resumed: its recorded work is
+// aborted and the call runs afresh.
+func (r *Router) Resume(ctx context.Context, req Request, from Resumed) (*Result, error) {
+	if req.Service == nil {
+		return r.Run(ctx, req)
+	}
+	offers := req.Offers
+	switch {
+	case req.Pin != nil:
+		offers = []*registry.Offer{req.Pin}
+	case offers == nil:
+		offers = req.Service.LiveOffers()
+	}
+	at := slices.IndexFunc(offers, func(o *registry.Offer) bool { return o.ID == from.Offer })
+	if at < 0 {
+		r.logger.Warn("resuming a call: its offer is no longer in the chain; its upstream work is aborted and the call runs again",
+			zap.String("service", req.Service.Key), zap.String("offer", from.Offer))
+		r.Abort(ctx, req.Service, from)
+		return withBefore(from.Before)(r.Run(ctx, req))
+	}
+	o := offers[at]
+	now := req.Now
+	if now.IsZero() {
+		now = r.cfg.Now()
+	}
+	w := &walk{r: r, req: req, nowISO: now.UTC().Format(isoLayout), pinned: req.Pin != nil,
+		attempts: slices.Clone(from.Before)}
+	res, fail, done := w.resume(ctx, o, r.breakers.force(o), from)
+	rest := offers[at+1:]
+	if done || w.pinned || len(rest) == 0 {
+		return w.finish(res, fail, done)
+	}
+	// The resumed attempt failed: the walk goes on with the offers after
+	// it (those before it failed in the earlier process).
+	req.Offers = rest
+	return withBefore(w.attempts)(r.Run(ctx, req))
+}
+
+// resume runs the attempt of o that from recorded: with the request
+// capped to the records its money covered then (so its batches are the
+// ones that started the work), the money asked for again.
+func (w *walk) resume(ctx context.Context, o *registry.Offer, trial bool, from Resumed) (res *Result, fail *Failure, done bool) {
+	full := w.req
+	w.req = full.capped(from.Records)
+	req, fail := w.reserve(ctx, o, trial)
+	w.req = full
+	if fail != nil || req == nil {
+		// The money no longer pays for it (or is unreadable): nobody will
+		// wait for the recorded work, so it stops.
+		w.r.Abort(ctx, full.Service, from)
+		return nil, fail, fail != nil
+	}
+	req.resumed = &from
+	a := w.r.attempt(ctx, o, *req, w.nowISO)
+	return w.record(o, a, trial, "resumed after a restart")
+}
+
+// withBefore puts the attempts before ahead of a walk's own.
+func withBefore(before []runs.Attempt) func(*Result, error) (*Result, error) {
+	return func(res *Result, err error) (*Result, error) {
+		if len(before) == 0 {
+			return res, err
+		}
+		var f *Failure
+		switch {
+		case res != nil:
+			res.Attempts = append(slices.Clip(before), res.Attempts...)
+		case errors.As(err, &f):
+			f.Attempts = append(slices.Clip(before), f.Attempts...)
+		}
+		return res, err
+	}
+}
+
+// resumeOrDo sends batch i's call: it waits for the upstream work an
+// earlier process started for this batch (Request.resumed) or, when none
+// was recorded, starts it (do).
+func (r *Router) resumeOrDo(ctx context.Context, client sources.Client, c sources.Call, req Request,
+	o *registry.Offer, inputs []string, i int) (*sources.Result, error) {
+	s, ok := req.resumed.batch(o.ID, i)
+	if !ok {
+		return r.do(ctx, client, c)
+	}
+	h, err := sources.ParseHandle(s.Handle)
+	rs, can := client.(sources.Resumer)
+	switch {
+	case err != nil || !can:
+		r.logger.Error("resuming upstream work: not resumable, started again",
+			zap.String("offer", o.ID), zap.String("handle", s.Handle), zap.Bool("resumer", can), zap.Error(err))
+		return r.do(ctx, client, c)
+	case !slices.Equal(s.Inputs, inputs):
+		// The money now covers fewer records, so the batch is not the one
+		// that started the work: that work ends and this batch's starts.
+		r.logger.Warn("resuming upstream work: the batch changed; its work is aborted and started again",
+			zap.String("offer", o.ID), zap.String("handle", s.Handle))
+		abortDetached(ctx, rs, h, r.logger)
+		return r.do(ctx, client, c)
+	}
+	return rs.Resume(ctx, c, h)
+}
+
+// Abort stops the upstream work from recorded, each from a context that
+// outlives ctx: work that cannot be resumed, or a cancelled call's whose
+// waiter is gone.
+func (r *Router) Abort(ctx context.Context, svc *registry.Service, from Resumed) {
+	o, ok := svc.Offer(from.Offer)
+	if !ok {
+		if len(from.Started) > 0 {
+			r.logger.Error("cannot abort upstream work: its offer is gone from the registry",
+				zap.String("offer", from.Offer), zap.Int("calls", len(from.Started)))
+		}
+		return
+	}
+	rs, _ := r.clients[o.Source.ID].(sources.Resumer)
+	for _, s := range from.Started {
+		h, err := sources.ParseHandle(s.Handle)
+		if err != nil || rs == nil {
+			r.logger.Error("cannot abort upstream work", zap.String("offer", o.ID), zap.String("handle", s.Handle), zap.Error(err))
+			continue
+		}
+		abortDetached(ctx, rs, h, r.logger)
+	}
+}
+
+// abortDetached aborts h from a context that outlives ctx, bounded by
+// sources.AbortTimeout.
+func abortDetached(ctx context.Context, rs sources.Resumer, h sources.Handle, logger *zap.Logger) {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sources.AbortTimeout)
+	defer cancel()
+	if err := rs.Abort(actx, h); err != nil {
+		logger.Warn("could not stop upstream work; it runs until its own timeout", zap.String("handle", h.String()), zap.Error(err))
+	}
+}
