@@ -118,19 +118,21 @@ func TestChunksFinalFailure(t *testing.T) {
 	reg := testRegistry(t)
 	svc := service(t, reg, "pro_net/profile.info")
 	in := urls(5)
+	// A sibling either started and was cancelled, or was never started
+	// (the dispatch saw the attempt end first); none may run to its end.
 	var mu sync.Mutex
-	canceled := 0
+	completed := 0
 	a := &fake{do: func(ctx context.Context, c sources.Call) (*sources.Result, error) {
 		if bodyInputs(c.Body)[0] == in[2] {
 			return nil, &sources.Error{Outcome: sources.OutcomeInvalidInput, Status: 400, Message: "validation_errors"}
 		}
 		select {
 		case <-ctx.Done():
-			mu.Lock()
-			canceled++
-			mu.Unlock()
 			return nil, &sources.Error{Outcome: sources.OutcomeTimeout, Retryable: true}
-		case <-time.After(2 * time.Second):
+		case <-time.After(300 * time.Millisecond):
+			mu.Lock()
+			completed++
+			mu.Unlock()
 			return echo(1)(ctx, c)
 		}
 	}}
@@ -142,10 +144,12 @@ func TestChunksFinalFailure(t *testing.T) {
 	if f.Kind != errkind.UpstreamRejectedInput || len(b.Calls()) != 0 {
 		t.Errorf("failure %s, next offer called %d times", f.Kind, len(b.Calls()))
 	}
+	took := time.Since(start)
+	time.Sleep(500 * time.Millisecond) // past a sibling's end, had it not been cancelled
 	mu.Lock()
 	defer mu.Unlock()
-	if time.Since(start) > time.Second || canceled != 2 {
-		t.Errorf("siblings not cancelled: %d cancelled, took %v", canceled, time.Since(start))
+	if completed != 0 {
+		t.Errorf("siblings not cancelled: %d ran to their end (the call took %v)", completed, took)
 	}
 }
 

@@ -89,10 +89,10 @@ func (r *Router) Resume(ctx context.Context, req Request, from Resumed) (*Result
 	if done || w.pinned || len(rest) == 0 {
 		return w.finish(res, fail, done)
 	}
-	// The resumed attempt failed: the walk goes on with the offers after
-	// it (those before it failed in the earlier process).
-	req.Offers = rest
-	return withBefore(w.attempts)(r.Run(ctx, req))
+	// The resumed attempt failed, or served only some of its batches: the
+	// same walk goes on with the offers after it (those before it failed
+	// in the earlier process), keeping what it served.
+	return w.over(ctx, rest)
 }
 
 // resume runs the attempt of o that from recorded: with the request

@@ -58,6 +58,7 @@ func TestResume(t *testing.T) {
 		inputs  []string
 		started []Started
 		resume  func(sources.Handle) (*sources.Result, error)
+		doA     func(context.Context, sources.Call) (*sources.Result, error) // nil: echo
 		// Calls started anew on each source, the work resumed, the
 		// outcomes of the walk and the records served.
 		startedA, startedB [][]string
@@ -83,6 +84,16 @@ func TestResume(t *testing.T) {
 		startedB: [][]string{{in1, in2}}, resumed: []string{h0},
 		outcomes: []string{"source_x/gone:failed_over", headID + ":" + sources.OutcomeRunFailed, secondID + ":ok"}, records: 2,
 	}, {
+		// The resumed attempt served its recorded batch; the other failed:
+		// the batch served stays kept, only the failed batch's input
+		// fails over (chunks.go), in the same walk.
+		name:   "resumed batch kept, the failed batch's input fails over",
+		inputs: []string{in1, in2, in3}, resume: served,
+		doA:      failBatchOf(in3, &sources.Error{Outcome: sources.OutcomeUpstream4xx, Status: 404, Retryable: true}),
+		started:  []Started{{Offer: headID, Batch: 0, Inputs: []string{in1, in2}, Limit: 10, Handle: h0}},
+		startedA: [][]string{{in3}}, startedB: [][]string{{in3}}, resumed: []string{h0},
+		outcomes: []string{"source_x/gone:failed_over", headID + ":" + OutcomePartial, secondID + ":ok"}, records: 5,
+	}, {
 		name:   "no work recorded: the attempt starts as a fresh one",
 		inputs: []string{in1, in2, in3}, resume: served,
 		startedA: [][]string{{in1, in2}, {in3}},
@@ -90,7 +101,7 @@ func TestResume(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			svc := service(t, testRegistry(t), "pro_net/profile.info")
-			a := &resumer{fake: &fake{}, resume: tc.resume}
+			a := &resumer{fake: &fake{do: tc.doA}, resume: tc.resume}
 			b := &fake{}
 			r := New(Config{}, map[string]sources.Client{"source_a": a, "source_b": b}, NewBreakers(), nil)
 			var told []Started

@@ -240,6 +240,15 @@ func (r *Router) Run(ctx context.Context, req Request) (*Result, error) {
 		return nil, &Failure{Kind: errkind.ServiceNotAvailable,
 			Message: fmt.Sprintf("%s has no live offer yet; see the catalogue for callable services.", req.Service.Key)}
 	}
+	return w.over(ctx, offers)
+}
+
+// over walks offers in failover order until one serves the call (or the
+// walk ends otherwise). Run walks a call's whole chain; Resume goes on
+// with the offers after a resumed attempt, in the same walk, so the
+// batches that attempt served stay kept (chunks.go).
+func (w *walk) over(ctx context.Context, offers []*registry.Offer) (*Result, error) {
+	r := w.r
 	allRefused := true
 	for _, o := range offers {
 		if !r.breakers.refuses(o) {
