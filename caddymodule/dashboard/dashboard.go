@@ -58,6 +58,10 @@ type Config struct {
 	// Webhooks is the account's webhook endpoints and delivery log (the
 	// webhooks page); nil: no webhooks page.
 	Webhooks *webhooks.Service
+	// RefusalHold is how long a throttled sign-in or invitation post is
+	// held before its 429 (at most its Retry-After; shed.go): zero is
+	// DefaultRefusalHold, negative answers at once.
+	RefusalHold time.Duration
 }
 
 // Handler serves the dashboard. Build it with New.
@@ -65,6 +69,7 @@ type Handler struct {
 	Config
 	handler   http.Handler
 	authorize http.Handler // /oauth/authorize
+	held      chan struct{} // refusals being held (shed.go)
 }
 
 // New builds the dashboard and its routes.
@@ -85,7 +90,10 @@ func New(c Config) *Handler {
 		c.Hashes = passhash.Default()
 	}
 	c.Limits = c.Limits.withDefaults()
-	h := &Handler{Config: c}
+	if c.RefusalHold == 0 {
+		c.RefusalHold = DefaultRefusalHold
+	}
+	h := &Handler{Config: c, held: make(chan struct{}, maxHeldRefusals)}
 	h.handler = h.routes()
 	h.authorize = h.authorizeHandler()
 	return h

@@ -59,6 +59,7 @@ type env struct {
 	store store.Store
 	clock *clock
 	srv   *httptest.Server
+	h     *Handler
 }
 
 func newEnv(t *testing.T, tls bool) *env {
@@ -76,7 +77,8 @@ func newEnv(t *testing.T, tls bool) *env {
 	}
 	r := testRegistry(t)
 	as := &oauth.Server{Store: s, KeyPrefix: "sdr", Now: c.now}
-	h := New(Config{Store: s, Registry: func() *registry.Registry { return r }, KeyPrefix: "sdr", Now: c.now, OAuth: as})
+	// Refusals are answered at once here; TestThrottledPostsAreHeld holds them.
+	h := New(Config{Store: s, Registry: func() *registry.Registry { return r }, KeyPrefix: "sdr", Now: c.now, OAuth: as, RefusalHold: -1})
 	mux := http.NewServeMux()
 	mux.Handle("/dashboard/", h)
 	mux.HandleFunc("/oauth/authorize", h.ServeAuthorize)
@@ -88,7 +90,7 @@ func newEnv(t *testing.T, tls bool) *env {
 		srv.Start()
 	}
 	t.Cleanup(srv.Close)
-	return &env{t: t, store: s, clock: c, srv: srv}
+	return &env{t: t, store: s, clock: c, srv: srv, h: h}
 }
 
 // invite stores an invite of email to account and returns its token.

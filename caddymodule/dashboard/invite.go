@@ -58,7 +58,7 @@ func (h *Handler) acceptInvite(w http.ResponseWriter, r *http.Request) {
 	}
 	address := h.addressKey(r)
 	if _, err := h.attempt(r, address); err != nil {
-		if !h.shed(w, err, h.link("invite")) {
+		if !h.shed(w, r, err, h.link("invite")) {
 			h.failed(w, r, nil, "counting an invitation attempt", err)
 		}
 		return
@@ -80,7 +80,7 @@ func (h *Handler) acceptInvite(w http.ResponseWriter, r *http.Request) {
 	}
 	hash, err := h.Hashes.Hash(ctx, pw)
 	if err != nil {
-		if !h.shed(w, err, h.link("invite")) {
+		if !h.shed(w, r, err, h.link("invite")) {
 			h.failed(w, r, nil, "hashing password", err)
 		}
 		return

@@ -42,7 +42,7 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 	}
 	email, address := h.emailKey(f.Email), h.addressKey(r)
 	if _, err := h.attempt(r, email, address); err != nil {
-		if !h.shed(w, err, h.signinLink(f.Next)) {
+		if !h.shed(w, r, err, h.signinLink(f.Next)) {
 			h.failed(w, r, nil, "counting a sign-in attempt", err)
 		}
 		return
@@ -57,7 +57,7 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 		err = h.Hashes.VerifyNone(ctx, f.Password)
 	}
 	if err != nil {
-		if !h.shed(w, err, h.signinLink(f.Next)) {
+		if !h.shed(w, r, err, h.signinLink(f.Next)) {
 			h.failed(w, r, nil, "checking a password", err)
 		}
 		return

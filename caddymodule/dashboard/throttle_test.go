@@ -281,3 +281,32 @@ func TestRefusalsAreShed(t *testing.T) {
 		t.Errorf("throttled invitation: a form %v, Retry-After %q", strings.Contains(p.body, "<form"), p.header.Get("Retry-After"))
 	}
 }
+
+// TestThrottledPostsAreHeld: a throttled post is answered after the hold
+// (a client that guesses again as soon as it is answered is paced), at
+// once when the bound of held refusals is reached; a post that is not
+// throttled is never held.
+func TestThrottledPostsAreHeld(t *testing.T) {
+	const hold = 300 * time.Millisecond
+	e := newEnv(t, false)
+	e.h.RefusalHold = hold
+	post := func() (page, time.Duration) {
+		start := time.Now()
+		p := e.browser().post("/dashboard/signin", url.Values{"email": {"alice@example.com"}, "password": {"x"}})
+		return p, time.Since(start)
+	}
+	for range DefaultLimits.Email.Free {
+		if p, _ := post(); p.status != http.StatusUnauthorized {
+			t.Fatalf("a free attempt: %d", p.status)
+		}
+	}
+	if p, took := post(); p.status != http.StatusTooManyRequests || took < hold {
+		t.Errorf("a throttled post: %d in %v, want 429 after the %v hold", p.status, took, hold)
+	}
+	for range maxHeldRefusals {
+		e.h.held <- struct{}{}
+	}
+	if p, took := post(); p.status != http.StatusTooManyRequests || took >= hold {
+		t.Errorf("a throttled post with every hold taken: %d in %v, want 429 at once", p.status, took)
+	}
+}
