@@ -68,7 +68,7 @@ type Config struct {
 type Handler struct {
 	Config
 	handler   http.Handler
-	authorize http.Handler // /oauth/authorize
+	authorize http.Handler  // /oauth/authorize
 	held      chan struct{} // refusals being held (shed.go)
 }
 
