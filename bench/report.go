@@ -32,6 +32,9 @@ type report struct {
 	reserve   []reserveFigures // the reservation step per store and path (settle phase)
 	e2eCPU    map[int]float64  // gateway process CPU µs per call at N records (end-to-end phase)
 	pgE2E     *pgE2EFigures    // the N = 1 call through a gateway on PostgreSQL (pg-e2e phase)
+	// coreTime is how long the phases before the load phases took
+	// (provision … profile): what the 6-minute target is about.
+	coreTime time.Duration
 }
 
 // sectionOrder is the printing order of the sections.
@@ -697,6 +700,11 @@ func (rep *report) summary() {
 		fmt.Fprintf(w, "    %-*s  %10s   target %-10s %s\n", width, t.what, t.figure, t.target, mark(t.ok))
 	}
 	total := time.Since(started)
-	fmt.Fprintf(w, "Total time of the benchmark program: %s   target ≤ 6 min  %s (the build before it not counted)\n",
-		total.Round(time.Second), mark(total <= 6*time.Minute))
+	core := rep.coreTime
+	if core == 0 {
+		core = total
+	}
+	fmt.Fprintf(w, "Total time of the benchmark program: %s (the build before it not counted); the core phases (provision … profile): %s   target ≤ 6 min  %s\n",
+		total.Round(time.Second), core.Round(time.Second), mark(core <= 6*time.Minute))
+	fmt.Fprintf(w, "    the load phases (signin, inflight, longjob, webhooks, async: issues 24, 26, 27) take the rest, bounded by -timeout\n")
 }
