@@ -306,3 +306,27 @@ func TestActorRunTimedOutEmpty(t *testing.T) {
 		t.Errorf("ledger %+v", en)
 	}
 }
+
+// TestNotReadyShape: only an object with a string status is a not-ready
+// download; an array of items (even one whose items carry a status) is
+// not, and is told apart by its first byte, before any validation.
+func TestNotReadyShape(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want bool
+	}{
+		{`{"status":"building","message":"Snapshot is not ready yet, try again in 30s"}`, true},
+		{" \n\t{\"status\": \"running\"}", true},
+		{`{"status": 3}`, false},
+		{`[{"status":"building","url":"https://example.com"}]`, false},
+		{`{"status":"building"`, false},
+		{``, false},
+	} {
+		if got := notReady([]byte(tc.body)); got != tc.want {
+			t.Errorf("notReady(%q) = %v, want %v", tc.body, got, tc.want)
+		}
+		if got, want := isObject([]byte(tc.body)), strings.HasPrefix(strings.TrimSpace(tc.body), "{"); got != want {
+			t.Errorf("isObject(%q) = %v, want %v", tc.body, got, want)
+		}
+	}
+}
