@@ -27,13 +27,13 @@ type testAPI struct {
 	key    store.Key
 }
 
-func newTestAPI(t *testing.T, balance credits.Micros) *testAPI {
+func newTestAPI(t testing.TB, balance credits.Micros) *testAPI {
 	t.Helper()
 	return newTestAPIOn(t, balance, badgerstore.Options{})
 }
 
 // newTestAPIOn is newTestAPI on a badger store opened with opts.
-func newTestAPIOn(t *testing.T, balance credits.Micros, opts badgerstore.Options) *testAPI {
+func newTestAPIOn(t testing.TB, balance credits.Micros, opts badgerstore.Options) *testAPI {
 	t.Helper()
 	s, err := badgerstore.Open(t.TempDir(), opts)
 	if err != nil {

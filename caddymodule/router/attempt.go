@@ -233,7 +233,7 @@ func (w *watchdog) watch(cancel context.CancelCauseFunc) (stop func()) {
 }
 
 // attempt runs one offer over all the call's inputs.
-func (r *Router) attempt(ctx context.Context, o *registry.Offer, req Request, nowISO string) *attempt {
+func (r *Router) attempt(ctx context.Context, o *registry.Offer, req *Request, nowISO string) *attempt {
 	start := time.Now()
 	a := &attempt{offer: o, rec: runs.Attempt{Offer: o.ID}}
 	defer func() { a.rec.DurationMS = time.Since(start).Milliseconds() }()
@@ -315,7 +315,7 @@ dispatch:
 // abandoned, and sets its outcome. It is apart from attempt so that the
 // frame a held call keeps on its stack while it waits stays small (see
 // attempt).
-func (r *Router) conclude(ctx context.Context, a *attempt, rn *run, req Request, batches [][]string) {
+func (r *Router) conclude(ctx context.Context, a *attempt, rn *run, req *Request, batches [][]string) {
 	rn.mu.Lock()
 	rn.closed = true
 	failed, outs, lost := rn.failure, rn.outs, rn.failed
@@ -387,7 +387,7 @@ func offerOptions(o *registry.Offer, options map[string]any) map[string]any {
 // assemble turns the batches' outputs into the attempt's records, or an
 // error_records failure when every item was an error record. A batch that
 // failed (not done) contributes no records: its inputs get none.
-func (r *Router) assemble(a *attempt, outs []batchOut, req Request, batches [][]string) {
+func (r *Router) assemble(a *attempt, outs []batchOut, req *Request, batches [][]string) {
 	var items, errItems, dead, skipped, invalid, dropped, records int
 	var skipErr error
 	var invalidMsg string

@@ -13,7 +13,7 @@ import (
 )
 
 // batch runs one upstream call and normalizes its items.
-func (r *Router) batch(rn *run, wd *watchdog, client sources.Client, o *registry.Offer, req Request,
+func (r *Router) batch(rn *run, wd *watchdog, client sources.Client, o *registry.Offer, req *Request,
 	inputs []string, limit int, opts map[string]any, nowISO string, i int) {
 	res := r.call(rn, wd, client, o, req, inputs, limit, opts, nowISO, i)
 	if res != nil {
@@ -27,7 +27,7 @@ func (r *Router) batch(rn *run, wd *watchdog, client sources.Client, o *registry
 // wait, so what runs before and after the wait is in functions of its own
 // (buildBody, failCall, collect), and a call held by a slow upstream fits
 // the stack size that Caddy's own reverse_proxy needs.
-func (r *Router) call(rn *run, wd *watchdog, client sources.Client, o *registry.Offer, req Request,
+func (r *Router) call(rn *run, wd *watchdog, client sources.Client, o *registry.Offer, req *Request,
 	inputs []string, limit int, opts map[string]any, nowISO string, i int) *sources.Result {
 	ctx := rn.actx
 	wd.touch()

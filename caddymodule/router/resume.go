@@ -110,7 +110,7 @@ func (w *walk) resume(ctx context.Context, o *registry.Offer, trial bool, from R
 		return nil, fail, fail != nil
 	}
 	req.resumed = &from
-	a := w.r.attempt(ctx, o, *req, w.nowISO)
+	a := w.r.attempt(ctx, o, req, w.nowISO)
 	return w.record(o, a, trial, "resumed after a restart")
 }
 
@@ -133,10 +133,21 @@ func withBefore(before []runs.Attempt) func(*Result, error) (*Result, error) {
 
 // resumeOrDo sends batch i's call: it waits for the upstream work an
 // earlier process started for this batch (Request.resumed) or, when none
-// was recorded, starts it (do).
-func (r *Router) resumeOrDo(ctx context.Context, client sources.Client, c sources.Call, req Request,
+// was recorded, starts it (do). A held call waits in here, so the resumed
+// case is a function of its own (resumeBatch) and this frame stays small.
+func (r *Router) resumeOrDo(ctx context.Context, client sources.Client, c sources.Call, req *Request,
 	o *registry.Offer, inputs []string, i int) (*sources.Result, error) {
-	s, ok := req.resumed.batch(o.ID, i)
+	if req.resumed == nil {
+		return r.do(ctx, client, c)
+	}
+	return r.resumeBatch(ctx, client, c, req.resumed, o, inputs, i)
+}
+
+// resumeBatch waits for the upstream work recorded for batch i in from,
+// or starts it again when that work cannot be resumed.
+func (r *Router) resumeBatch(ctx context.Context, client sources.Client, c sources.Call, from *Resumed,
+	o *registry.Offer, inputs []string, i int) (*sources.Result, error) {
+	s, ok := from.batch(o.ID, i)
 	if !ok {
 		return r.do(ctx, client, c)
 	}

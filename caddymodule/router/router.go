@@ -176,7 +176,7 @@ type Request struct {
 }
 
 // scope is the limit scope in force for the request.
-func (req Request) scope() string {
+func (req *Request) scope() string {
 	if req.LimitScope != "" {
 		return req.LimitScope
 	}
@@ -185,7 +185,7 @@ func (req Request) scope() string {
 
 // window is how many records the upstream must produce: the pages already
 // seen plus this one (0: no limit).
-func (req Request) window() int {
+func (req *Request) window() int {
 	if req.Limit <= 0 {
 		return 0
 	}
@@ -337,7 +337,7 @@ func (w *walk) try(ctx context.Context, o *registry.Offer, trial bool, note stri
 	if fail != nil || req == nil {
 		return nil, fail, fail != nil
 	}
-	a := w.r.attempt(ctx, o, *req, w.nowISO)
+	a := w.r.attempt(ctx, o, req, w.nowISO)
 	return w.record(o, a, trial, note)
 }
 

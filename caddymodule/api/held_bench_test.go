@@ -1,0 +1,119 @@
+package api
+
+import (
+	"context"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/router"
+	"socialrouter/caddymodule/sources"
+	"socialrouter/cmd/upstream-sim/sim"
+)
+
+// The memory of a call held on a long upstream job (issue 26's long-job
+// target, make bench section 10), measured in process: go test -run X
+// -bench Held ./caddymodule/api. docs/perf-log.md (round 11) has figures.
+
+// heldActor is the actor of pro_net/profile.info's source_a/actor_1 offer.
+const heldActor = "dev_fusion~linkedin-profile-scraper"
+
+// caddyFrames is how deep Caddy's server chain is above the API's
+// ServeHTTP in the gateway binary (the frames of a held call's goroutine
+// profile, sized from their prologues: the h2 server's runHandler through
+// caddymodule.Handler and the rate limiter, 4.5 KiB), rounded up.
+const caddyFrames = 4608
+
+// padFrame is padStack's frame: 120 bytes of locals, the return address,
+// the frame pointer and the spill of its arguments.
+const padFrame = 152
+
+// padStack calls f about n frames of padFrame bytes deep.
+//
+//go:noinline
+func padStack(n int, f func()) byte {
+	var buf [120]byte
+	if n <= 0 {
+		f()
+		return buf[0]
+	}
+	buf[n%120] = byte(n)
+	return padStack(n-1, f) + buf[(n+1)%120]
+}
+
+// heldAPI is the test API routing to an in-process simulator that
+// answers after latency (and whose faults are faults).
+func heldAPI(tb testing.TB, faults ...sim.Fault) *testAPI {
+	a := newTestAPI(tb, 1_000_000*credits.PerCredit)
+	srv := httptest.NewServer(sim.New(sim.Options{Faults: faults}))
+	tb.Cleanup(srv.Close)
+	clients := map[string]sources.Client{}
+	for _, src := range a.Registry.Sources {
+		c, err := sources.New(src.Protocol, sources.Config{BaseURL: srv.URL})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		clients[src.ID] = c
+	}
+	a.Router = router.New(router.Config{AttemptTimeout: 2 * time.Minute, SoftTimeout: time.Minute}, clients, router.NewBreakers(), zap.NewNop())
+	a.MaxConcurrentRuns = 1 << 20
+	return a
+}
+
+func (a *testAPI) heldCall(ctx context.Context) *httptest.ResponseRecorder {
+	r := httptest.NewRequestWithContext(ctx, "POST", "/v1/extract/pro_net/profile.info",
+		strings.NewReader(`{"url":"https://www.linkedin.com/in/rbranson","provider":"source_a/actor_1"}`))
+	r.Header.Set("Authorization", "Bearer "+a.secret)
+	rec := httptest.NewRecorder()
+	a.ServeHTTP(rec, r)
+	return rec
+}
+
+// BenchmarkHeldCallStack holds calls on actor runs that do not end, each
+// under Caddy's depth of frames, and reports the stacks and heap per held
+// call (the simulator's side and the transport's goroutines included:
+// compare runs, not absolute figures). A handler that fits 16 KiB while
+// it waits shows about 30 KiB of stacks per call, one that does not 45.
+func BenchmarkHeldCallStack(b *testing.B) {
+	const n = 300
+	a := heldAPI(b, sim.Fault{Target: heldActor, KeepRunning: true})
+	var stacks, heap float64
+	for b.Loop() {
+		runtime.GC()
+		var ms0, ms1 runtime.MemStats
+		runtime.ReadMemStats(&ms0)
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		for range n {
+			wg.Go(func() { padStack(caddyFrames/padFrame, func() { a.heldCall(ctx) }) })
+		}
+		time.Sleep(time.Second)
+		runtime.GC()
+		runtime.ReadMemStats(&ms1)
+		stacks += float64(ms1.StackInuse-ms0.StackInuse) / 1024 / n
+		heap += float64(ms1.HeapAlloc-ms0.HeapAlloc) / 1024 / n
+		cancel()
+		wg.Wait()
+	}
+	b.ReportMetric(stacks/float64(b.N), "stack-KiB/held-call")
+	b.ReportMetric(heap/float64(b.N), "heap-KiB/held-call")
+}
+
+// BenchmarkExtractActorRun is one whole pro_net/profile.info call on an
+// actor run: its allocations are the garbage of a held call's answer
+// (-benchmem; -memprofile shows where).
+func BenchmarkExtractActorRun(b *testing.B) {
+	a := heldAPI(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if rec := a.heldCall(context.Background()); rec.Code != 200 {
+			b.Fatal(rec.Code, rec.Body.String())
+		}
+	}
+}
