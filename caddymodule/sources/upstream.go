@@ -53,6 +53,12 @@ type base struct {
 	baseURL  string
 	hc       *http.Client
 	log      *zap.Logger
+	// getHeader and sendHeader are the headers of every request without
+	// and with a body, built once and shared: net/http's client and
+	// transport only read a request's header (the client clones it for a
+	// redirect), and a held call keeps its poll's request, so a header of
+	// its own per exchange was memory per held call and garbage per poll.
+	getHeader, sendHeader http.Header
 }
 
 func newBase(protocol string, cfg Config) (base, error) {
@@ -72,6 +78,12 @@ func newBase(protocol string, cfg Config) (base, error) {
 	if b.log == nil {
 		b.log = zap.NewNop()
 	}
+	b.getHeader = http.Header{"Accept": {"application/json"}, "User-Agent": {"socialrouter-sources/1"}}
+	if cfg.Token != "" {
+		b.getHeader["Authorization"] = []string{"Bearer " + cfg.Token}
+	}
+	b.sendHeader = b.getHeader.Clone()
+	b.sendHeader["Content-Type"] = []string{"application/json"}
 	return b, nil
 }
 
@@ -119,7 +131,7 @@ func (b *base) exchange(ctx context.Context, method, url string, body []byte, ac
 }
 
 // newRequest builds an upstream request with the headers every exchange
-// sends.
+// sends (shared, read-only: see base.getHeader).
 func (b *base) newRequest(ctx context.Context, method, url string, body []byte) (*http.Request, error) {
 	var rd io.Reader
 	if body != nil {
@@ -129,13 +141,9 @@ func (b *base) newRequest(ctx context.Context, method, url string, body []byte) 
 	if err != nil {
 		return nil, fmt.Errorf("%s: building upstream request: %w", b.protocol, err)
 	}
+	req.Header = b.getHeader
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", "socialrouter-sources/1")
-	if b.cfg.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+b.cfg.Token)
+		req.Header = b.sendHeader
 	}
 	return req, nil
 }
@@ -369,8 +377,7 @@ const maxPooledBody = 1 << 20
 func readBody(r io.Reader, contentLength int64) (body []byte, buf *[]byte, err error) {
 	r = io.LimitReader(r, maxBodyBytes+1)
 	if contentLength <= 0 || contentLength > maxBodyBytes {
-		body, err = io.ReadAll(r)
-		return body, nil, err
+		return readUnknown(r)
 	}
 	need := int(contentLength) + 1 // +1: reach EOF (or see a longer body) in the same read loop
 	if need <= maxPooledBody {
@@ -392,6 +399,34 @@ func readBody(r io.Reader, contentLength int64) (body []byte, buf *[]byte, err e
 		return body[:n], nil, io.ErrUnexpectedEOF // shorter than announced
 	}
 	return body[:n], nil, err
+}
+
+// readUnknown reads a body of unannounced length (a chunked answer) into a
+// pooled buffer grown as it fills, as io.ReadAll would grow one of its own:
+// every poll answer and dataset page of a streaming upstream was a fresh
+// buffer and its doublings, the garbage of thousands of calls answered at
+// once. A buffer grown beyond the pool's largest class is left to the
+// collector.
+func readUnknown(r io.Reader) (body []byte, buf *[]byte, err error) {
+	buf = bodyBufs.Get(0)
+	b := *buf
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			*buf = b
+			if err == io.EOF {
+				err = nil
+			}
+			if len(b) > maxPooledBody {
+				return b, nil, err
+			}
+			return b, buf, err
+		}
+	}
 }
 
 func snippet(b []byte) string {
