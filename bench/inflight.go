@@ -44,6 +44,18 @@ type inflightResult struct {
 	fdsPeak     int           // open descriptors of the Caddy process, highest sampled
 	proto       string        // the callers' protocol to Caddy: h1 or h2c
 	conns       int64         // connections the load generator opened to Caddy
+	rssKiB      []int64       // VmRSS of the Caddy process every 100 ms over the level
+}
+
+// rssTrace is the level's VmRSS samples, one every step (a multiple of
+// 100 ms), in MiB: where in the level the peak is (the calls held, or
+// their answers).
+func (r inflightResult) rssTrace(step int) string {
+	var b strings.Builder
+	for i := 0; i < len(r.rssKiB); i += step {
+		fmt.Fprintf(&b, " %d", r.rssKiB[i]/1024)
+	}
+	return strings.TrimSpace(b.String())
 }
 
 // perCallKiB is the memory per in-flight call: (peak − idle) / calls.
@@ -394,6 +406,7 @@ func sampleFDs(pid int, res *inflightResult) (stop func()) {
 			if n := countFDs(pid); n > res.fdsPeak {
 				res.fdsPeak = n
 			}
+			res.rssKiB = append(res.rssKiB, memKiB(pid, "VmRSS"))
 			select {
 			case <-done:
 				return

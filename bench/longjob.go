@@ -39,8 +39,8 @@ func (rep *report) longJob(ctx context.Context, tmp string, cfg *config) error {
 		if err != nil {
 			return err
 		}
-		logf("long jobs %d %s: %d ok, %d failed%s, peak %d MiB (idle %d), CPU %.1f s",
-			n, r.target, r.ok, r.failed, errNote(r), r.peakKiB/1024, r.idleKiB/1024, r.procCPU.Seconds())
+		logf("long jobs %d %s: %d ok, %d failed%s, peak %d MiB (idle %d), CPU %.1f s; VmRSS every 0.5 s (MiB): %s",
+			n, r.target, r.ok, r.failed, errNote(r), r.peakKiB/1024, r.idleKiB/1024, r.procCPU.Seconds(), r.rssTrace(5))
 		rs[i] = r
 	}
 	g, p := rs[0], rs[1]
