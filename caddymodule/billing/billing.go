@@ -42,13 +42,15 @@ type Call struct {
 	key  store.Key
 
 	mu      sync.Mutex
-	held    map[string]store.HoldResult // by offer id, the last Reserve of each
-	kept    credits.Micros              // the price of the records kept from earlier offers (Keep)
-	refused []refusal                   // offers not one record of which could be paid
-	settled bool                        // Settle committed: it captured the hold
+	capped  []refusal      // what capped each offer's last Reserve, where money did
+	kept    credits.Micros // the price of the records kept from earlier offers (Keep)
+	refused []refusal      // offers not one record of which could be paid
+	settled bool           // Settle committed: it captured the hold
 }
 
-// refusal is one unpayable offer and what capped it.
+// refusal is one offer and what capped its hold (for refused: an
+// unpayable offer). A slice of them, not a map: a call reserves for one
+// offer or a few, and a held call keeps its Call for minutes.
 type refusal struct {
 	offer *registry.Offer
 	by    string
@@ -61,7 +63,6 @@ func New(st Store, runID string, key store.Key, now time.Time) *Call {
 		st:   st,
 		hold: store.Hold{ID: runID, AccountID: key.AccountID, KeyID: key.ID, Now: now},
 		key:  key,
-		held: map[string]store.HoldResult{},
 	}
 }
 
@@ -100,7 +101,7 @@ func (c *Call) Reserve(ctx context.Context, o *registry.Offer, records, least in
 func (c *Call) note(o *registry.Offer, res store.HoldResult, least int) (int, string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.held[o.ID] = res
+	c.setCapped(o, res.CappedBy)
 	if res.Records > 0 {
 		return res.Records, "", nil
 	}
@@ -166,7 +167,25 @@ func (c *Call) CappedBy(o *registry.Offer) string {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.held[o.ID].CappedBy
+	for _, r := range c.capped {
+		if r.offer.ID == o.ID {
+			return r.by
+		}
+	}
+	return ""
+}
+
+// setCapped records what capped offer o's last Reserve; c.mu is held.
+func (c *Call) setCapped(o *registry.Offer, by string) {
+	for i := range c.capped {
+		if c.capped[i].offer.ID == o.ID {
+			c.capped[i].by = by
+			return
+		}
+	}
+	if by != "" {
+		c.capped = append(c.capped, refusal{offer: o, by: by})
+	}
 }
 
 // Settled tells c that the run's Settle committed, which deleted the hold
