@@ -173,6 +173,16 @@ func buildBody(ctx context.Context, o *registry.Offer, inputs []string, opts map
 	if len(outs) == 0 {
 		return nil, fmt.Errorf("the request program of %s yielded nothing", o.ID)
 	}
+	if body, ok := outs[0].(map[string]any); ok {
+		// A top-level null is not sent (an option the caller left out):
+		// declarations need no with_entries(select(.value != null)), which
+		// cost gojq 4 KiB per call, for what a record's nulls get too.
+		for k, v := range body {
+			if v == nil {
+				delete(body, k)
+			}
+		}
+	}
 	return outs[0], nil
 }
 

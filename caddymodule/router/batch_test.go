@@ -1,8 +1,12 @@
 package router
 
 import (
+	"encoding/json"
 	"reflect"
 	"testing"
+
+	"socialrouter/caddymodule/normalize"
+	"socialrouter/caddymodule/registry"
 )
 
 // TestSplit: inputs are cut into batches of at most size, in order; no
@@ -33,5 +37,35 @@ func TestSplit(t *testing.T) {
 		if got := joinMsg(tt.a, tt.b); got != tt.want {
 			t.Errorf("joinMsg(%q, %q) = %q, want %q", tt.a, tt.b, got, tt.want)
 		}
+	}
+}
+
+// TestBuildBodyDropsTopLevelNulls: a request program's top-level nulls
+// (an option the caller left out) are not sent; nested ones are the
+// program's to keep.
+func TestBuildBodyDropsTopLevelNulls(t *testing.T) {
+	for _, tc := range []struct {
+		name, program string
+		opts          map[string]any
+		want          string
+	}{
+		{"option left out", `{profileUrls: .inputs, includeEmail: .options.includeEmail}`, nil, `{"profileUrls":["u"]}`},
+		{"option given", `{profileUrls: .inputs, includeEmail: .options.includeEmail}`, map[string]any{"includeEmail": false}, `{"includeEmail":false,"profileUrls":["u"]}`},
+		{"nested null kept", `{input: [{url: .inputs[0], sort: .options.sort}]}`, nil, `{"input":[{"sort":null,"url":"u"}]}`},
+		{"not an object", `[.inputs[] | {url: .}]`, nil, `[{"url":"u"}]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := normalize.Compile(tc.program)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := buildBody(t.Context(), &registry.Offer{ID: "o", Request: p}, []string{"u"}, tc.opts, 1, "now")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := json.Marshal(body); string(got) != tc.want {
+				t.Errorf("body %s, want %s", got, tc.want)
+			}
+		})
 	}
 }
