@@ -6,17 +6,13 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"socialrouter/caddymodule/sources"
 )
 
 // upstreamTransport is the one HTTP transport of every source client, so
-// connections are pooled across sources and config reloads (the same
-// settings as the sources package's default client).
-var upstreamTransport = sync.OnceValue(func() *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConns = 256
-	t.MaxIdleConnsPerHost = 64
-	return t
-})
+// connections are pooled across sources and config reloads.
+var upstreamTransport = sync.OnceValue(sources.NewTransport)
 
 // upstreamClients caches one client per source id across reloads.
 var upstreamClients sync.Map // source id → *http.Client

@@ -38,12 +38,35 @@ var (
 // It has no overall timeout: deadlines come from the context.
 func defaultHTTPClient() *http.Client {
 	sharedClientOnce.Do(func() {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.MaxIdleConns = 256
-		t.MaxIdleConnsPerHost = 64
-		sharedClient = &http.Client{Transport: t}
+		sharedClient = &http.Client{Transport: NewTransport()}
 	})
 	return sharedClient
+}
+
+// Buffers of an upstream connection. A call held on a long upstream job
+// keeps one connection for its poll, and net/http gives each connection a
+// 4 KiB write and a 4 KiB read buffer: memory per held call. What the
+// gateway writes upstream is a few hundred bytes (a poll, a run's input;
+// a larger body is written in more than one piece), and it reads answers
+// into buffers of its own (readBody), which bufio bypasses for reads
+// larger than its buffer, so the read buffer only holds status lines and
+// headers.
+const (
+	writeBufferSize = 1 << 10
+	readBufferSize  = 1 << 10
+)
+
+// NewTransport is the HTTP transport of upstream clients: net/http's
+// default (proxy from the environment, HTTP/2 where TLS offers it,
+// keep-alives) with connections pooled for many concurrent calls to few
+// hosts, and small buffers (writeBufferSize).
+func NewTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 256
+	t.MaxIdleConnsPerHost = 64
+	t.WriteBufferSize = writeBufferSize
+	t.ReadBufferSize = readBufferSize
+	return t
 }
 
 // base holds what both protocols share: configuration and the HTTP plumbing.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -383,5 +384,41 @@ func TestResultRelease(t *testing.T) {
 	}
 	if string(kept.Items[0]) != `{"a":1}` || string(kept.Items[1]) != `{"b":2}` {
 		t.Errorf("kept items changed: %s %s", kept.Items[0], kept.Items[1])
+	}
+}
+
+// TestTransportSmallBuffers: the upstream transport's small buffers
+// (writeBufferSize, readBufferSize) carry a request body, a header and an
+// answer each several times their size, whole, chunked or not.
+func TestTransportSmallBuffers(t *testing.T) {
+	longHeader := strings.Repeat("h", 3*readBufferSize)
+	answer := strings.Repeat(`{"k":"v"},`, 10*readBufferSize)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("X-Long", longHeader)
+		w.Header().Set("X-Got", strconv.Itoa(len(body)))
+		if r.URL.Query().Has("chunked") {
+			w.(http.Flusher).Flush() // no Content-Length: chunked
+		}
+		io.WriteString(w, answer)
+	}))
+	defer srv.Close()
+	b, err := newBase(ProtocolActorRun, Config{BaseURL: srv.URL, HTTPClient: &http.Client{Transport: NewTransport()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := []byte(strings.Repeat("x", 5*writeBufferSize))
+	for _, q := range []string{"", "?chunked"} {
+		ans, err := b.exchange(t.Context(), http.MethodPost, srv.URL+"/"+q, sent, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ans.header.Get("X-Got"); got != strconv.Itoa(len(sent)) {
+			t.Errorf("%q: the upstream got %s bytes, want %d", q, got, len(sent))
+		}
+		if ans.header.Get("X-Long") != longHeader || string(ans.body) != answer {
+			t.Errorf("%q: header of %d bytes, body of %d, want %d and %d", q, len(ans.header.Get("X-Long")), len(ans.body), len(longHeader), len(answer))
+		}
+		ans.release()
 	}
 }
