@@ -295,14 +295,8 @@ func notReady(body []byte) bool {
 // items (an array, often megabytes) two whole validations before the one
 // that splits it.
 func isObject(body []byte) bool {
-	for _, c := range body {
-		switch c {
-		case ' ', '\t', '\r', '\n':
-			continue
-		}
-		return c == '{'
-	}
-	return false
+	s := jsonscan.TrimSpace(jsonscan.Bytes(body))
+	return s != "" && s[0] == '{'
 }
 
 // onlyInput returns the array of a body that is exactly {"input": [...]}
