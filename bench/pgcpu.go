@@ -11,6 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"socialrouter/caddymodule/store/postgres"
 )
 
 // pgScratch is what one phase uses of the database at SDR_TEST_POSTGRES_URL:
@@ -64,6 +66,22 @@ func newPGScratch(ctx context.Context, url, what string) (*pgScratch, error) {
 		p.autovacuumOff = av == "off"
 	}
 	return p, nil
+}
+
+// openPGScratch is newPGScratch with a store opened in the schema: what a
+// phase measuring the store itself (settle, retention, webhooks) needs.
+// Close the store, then the scratch.
+func openPGScratch(ctx context.Context, url, what string) (*pgScratch, *postgres.Store, error) {
+	db, err := newPGScratch(ctx, url, what)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := postgres.Open(ctx, db.storeURL())
+	if err != nil {
+		db.close()
+		return nil, nil, err
+	}
+	return db, s, nil
 }
 
 // storeURL is url with the scratch schema as search_path and the

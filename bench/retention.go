@@ -14,7 +14,6 @@ import (
 	"socialrouter/caddymodule/retention"
 	"socialrouter/caddymodule/store"
 	"socialrouter/caddymodule/store/badger"
-	"socialrouter/caddymodule/store/postgres"
 )
 
 // Retention phase (section 8): how many bytes one stored run takes, and
@@ -70,15 +69,11 @@ func (rep *report) retention(ctx context.Context, tmp string, cfg *config) error
 	figs = append(figs, f)
 	if url := os.Getenv("SDR_TEST_POSTGRES_URL"); url != "" {
 		logf("retention: postgres")
-		db, err := newPGScratch(ctx, url, "retention")
+		db, ps, err := openPGScratch(ctx, url, "retention")
 		if err != nil {
 			return err
 		}
 		defer db.close()
-		ps, err := postgres.Open(ctx, db.storeURL())
-		if err != nil {
-			return err
-		}
 		f, err := soakRetention(ctx, "postgres", ps, cfg)
 		ps.Close()
 		if err != nil {

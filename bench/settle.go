@@ -20,7 +20,6 @@ import (
 	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
 	"socialrouter/caddymodule/store/badger"
-	"socialrouter/caddymodule/store/postgres"
 	"socialrouter/services"
 )
 
@@ -273,15 +272,11 @@ func benchBadgerSettles(ctx context.Context, tmp string, cfg config) ([]settleFi
 // a note on the set-up: the pool size in effect, and the server's
 // autovacuum when it is off.
 func benchPostgresSettles(ctx context.Context, url string, cfg config) ([]settleFigures, []reserveFigures, string, error) {
-	db, err := newPGScratch(ctx, url, "settle")
+	db, s, err := openPGScratch(ctx, url, "settle")
 	if err != nil {
 		return nil, nil, "", err
 	}
 	defer db.close()
-	s, err := postgres.Open(ctx, db.storeURL())
-	if err != nil {
-		return nil, nil, "", err
-	}
 	defer s.Close()
 	f, res, err := benchSettles(ctx, "postgres", s, db.serverCPU(), []int{32}, cfg.rounds, cfg.settleRound, cfg.max)
 	note := fmt.Sprintf("pool of %d connections (pool_max_conns)%s", db.maxConns, db.vacuumNote())

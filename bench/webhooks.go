@@ -13,7 +13,6 @@ import (
 
 	"socialrouter/caddymodule/store"
 	"socialrouter/caddymodule/store/badger"
-	"socialrouter/caddymodule/store/postgres"
 	"socialrouter/caddymodule/webhooks"
 )
 
@@ -150,15 +149,11 @@ func (rep *report) webhooks(ctx context.Context, tmp string, cfg *config) error 
 	pgNote := "SDR_TEST_POSTGRES_URL is not set: PostgreSQL not measured"
 	if url := os.Getenv("SDR_TEST_POSTGRES_URL"); url != "" {
 		logf("webhooks: postgres")
-		db, err := newPGScratch(ctx, url, "webhooks")
+		db, ps, err := openPGScratch(ctx, url, "webhooks")
 		if err != nil {
 			return err
 		}
 		defer db.close()
-		ps, err := postgres.Open(ctx, db.storeURL())
-		if err != nil {
-			return err
-		}
 		f, err := benchWebhooks(ctx, "postgres", ps, cfg.rounds)
 		ps.Close()
 		if err != nil {
