@@ -1,6 +1,7 @@
 package retention
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -89,5 +90,50 @@ func TestStartStop(t *testing.T) {
 	r.Stop()
 	if d := time.Since(start); d < 500*time.Millisecond {
 		t.Errorf("expired after %v, before the window", d)
+	}
+}
+
+// fullBatches is an Expirer whose every batch is full until n batches
+// were expired.
+type fullBatches struct {
+	store.Expirer
+	n, done int
+}
+
+func (f *fullBatches) ExpireRuns(_ context.Context, _, _ time.Time, limit int) (store.ExpireResult, error) {
+	if f.done == f.n {
+		return store.ExpireResult{}, nil
+	}
+	f.done++
+	return store.ExpireResult{Runs: limit, More: true}, nil
+}
+
+func (f *fullBatches) Reclaim(context.Context) (int64, error) { return 0, nil }
+
+// TestPassCatchesUp: batches are Pause apart while a pass is within its
+// Interval, and CatchUpPause apart once it has outlasted it.
+func TestPassCatchesUp(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		interval time.Duration
+		atLeast  time.Duration
+		atMost   time.Duration
+	}{
+		{"within its interval", time.Hour, 4 * 30 * time.Millisecond, time.Hour},
+		{"past its interval", time.Millisecond, 0, 3 * 30 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fullBatches{n: 5}
+			r := &Runner{Store: f, Window: time.Hour, Batch: 2, Pause: 30 * time.Millisecond, Interval: tc.interval}
+			start := time.Now()
+			res, err := r.Pass(t.Context())
+			took := time.Since(start)
+			if err != nil || res.Runs != 10 {
+				t.Fatalf("pass: %+v, %v; want 10 runs", res, err)
+			}
+			if took < tc.atLeast || took > tc.atMost {
+				t.Errorf("the pass took %v, want %v..%v", took, tc.atLeast, tc.atMost)
+			}
+		})
 	}
 }
