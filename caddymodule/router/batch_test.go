@@ -53,6 +53,7 @@ func TestBuildBodyDropsTopLevelNulls(t *testing.T) {
 		{"option given", `{profileUrls: .inputs, includeEmail: .options.includeEmail}`, map[string]any{"includeEmail": false}, `{"includeEmail":false,"profileUrls":["u"]}`},
 		{"nested null kept", `{input: [{url: .inputs[0], sort: .options.sort}]}`, nil, `{"input":[{"sort":null,"url":"u"}]}`},
 		{"not an object", `[.inputs[] | {url: .}]`, nil, `[{"url":"u"}]`},
+		{"constant object", `{fixed: true, unused: null}`, nil, `{"fixed":true}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := normalize.Compile(tc.program)
@@ -65,6 +66,12 @@ func TestBuildBodyDropsTopLevelNulls(t *testing.T) {
 			}
 			if got, _ := json.Marshal(body); string(got) != tc.want {
 				t.Errorf("body %s, want %s", got, tc.want)
+			}
+			// The program's own output is left as it was: gojq shares the
+			// map of a constant object among runs.
+			again, _ := p.Run(t.Context(), map[string]any{"inputs": []any{"u"}, "options": tc.opts, "limit": 1}, "", "now")
+			if got, _ := json.Marshal(again[0]); tc.name == "constant object" && string(got) != `{"fixed":true,"unused":null}` {
+				t.Errorf("the program's constant became %s", got)
 			}
 		})
 	}
