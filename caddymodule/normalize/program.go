@@ -136,11 +136,28 @@ func (p *Program) normalizeGojq(ctx context.Context, item []byte, input, now str
 	if !isObj {
 		return nil, false, fmt.Errorf("normalize must yield an object, got %T", outs[0])
 	}
-	for k, x := range m {
-		if x == nil {
-			delete(m, k)
+	b, err := json.Marshal(WithoutNulls(m))
+	return b, true, err
+}
+
+// WithoutNulls is m without its null members: m itself when it has none,
+// else a copy, never m changed (gojq hands out one map for an object
+// literal that reads no input, shared by every run of the program).
+func WithoutNulls(m map[string]any) map[string]any {
+	nulls := 0
+	for _, v := range m {
+		if v == nil {
+			nulls++
 		}
 	}
-	b, err := json.Marshal(m)
-	return b, true, err
+	if nulls == 0 {
+		return m
+	}
+	out := make(map[string]any, len(m)-nulls)
+	for k, v := range m {
+		if v != nil {
+			out[k] = v
+		}
+	}
+	return out
 }

@@ -177,31 +177,9 @@ func buildBody(ctx context.Context, o *registry.Offer, inputs []string, opts map
 		// A top-level null is not sent (an option the caller left out):
 		// declarations need no with_entries(select(.value != null)), which
 		// cost gojq 4 KiB per call, for what a record's nulls get too.
-		return withoutNulls(body), nil
+		return normalize.WithoutNulls(body), nil
 	}
 	return outs[0], nil
-}
-
-// withoutNulls is m without its null members: m itself when it has none,
-// else a copy, never m changed (gojq hands out one map for an object
-// literal that reads no input, shared by every run of the program).
-func withoutNulls(m map[string]any) map[string]any {
-	nulls := 0
-	for _, v := range m {
-		if v == nil {
-			nulls++
-		}
-	}
-	if nulls == 0 {
-		return m
-	}
-	out := make(map[string]any, len(m)-nulls)
-	for k, v := range m {
-		if v != nil {
-			out[k] = v
-		}
-	}
-	return out
 }
 
 // split cuts inputs into batches of at most size (one empty batch when
