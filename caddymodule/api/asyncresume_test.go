@@ -15,7 +15,6 @@ import (
 	"socialrouter/caddymodule/credits"
 	"socialrouter/caddymodule/router"
 	"socialrouter/caddymodule/runs"
-	"socialrouter/caddymodule/sources"
 	"socialrouter/caddymodule/store"
 	"socialrouter/cmd/upstream-sim/sim"
 )
@@ -46,15 +45,7 @@ func TestAsyncRunnerResumesByHandle(t *testing.T) {
 			}
 			srv := httptest.NewServer(up)
 			t.Cleanup(srv.Close)
-			clients := map[string]sources.Client{}
-			for _, src := range a.Registry.Sources {
-				c, err := sources.New(src.Protocol, sources.Config{BaseURL: srv.URL, PollInterval: 20 * time.Millisecond})
-				if err != nil {
-					t.Fatal(err)
-				}
-				clients[src.ID] = c
-			}
-			rtr := router.New(router.Config{AttemptTimeout: time.Minute, SoftTimeout: time.Minute}, clients, router.NewBreakers(), zap.NewNop())
+			rtr := router.New(router.Config{AttemptTimeout: time.Minute, SoftTimeout: time.Minute}, a.simClients(t, srv.URL), router.NewBreakers(), zap.NewNop())
 			a.Router, a.AsyncRouter = rtr, rtr
 			worker := func(owner string) *async.Worker {
 				w := async.New(async.Config{Store: a.store, Owner: owner, Lease: 300 * time.Millisecond, Poll: 20 * time.Millisecond})

@@ -50,15 +50,7 @@ func newAsyncAPI(t *testing.T, latency time.Duration, n *notes) *testAPI {
 	a := newTestAPI(t, 10*credits.PerCredit)
 	srv := httptest.NewServer(sim.New(sim.Options{Latency: latency}))
 	t.Cleanup(srv.Close)
-	clients := map[string]sources.Client{}
-	for _, src := range a.Registry.Sources {
-		c, err := sources.New(src.Protocol, sources.Config{BaseURL: srv.URL, PollInterval: 20 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		clients[src.ID] = c
-	}
-	rtr := router.New(router.Config{AttemptTimeout: time.Minute, SoftTimeout: time.Minute}, clients, router.NewBreakers(), zap.NewNop())
+	rtr := router.New(router.Config{AttemptTimeout: time.Minute, SoftTimeout: time.Minute}, a.simClients(t, srv.URL), router.NewBreakers(), zap.NewNop())
 	w := async.New(async.Config{Store: a.store, Owner: "node1", Lease: 300 * time.Millisecond, Poll: 20 * time.Millisecond})
 	a.Router, a.AsyncRouter, a.Async = rtr, rtr, w
 	runner := a.AsyncRunner()
@@ -66,6 +58,21 @@ func newAsyncAPI(t *testing.T, latency time.Duration, n *notes) *testAPI {
 	w.Start()
 	t.Cleanup(w.Stop)
 	return a
+}
+
+// simClients are a's declared sources' clients, each on the simulator at
+// url (snapshot polls every 20 ms).
+func (a *testAPI) simClients(tb testing.TB, url string) map[string]sources.Client {
+	tb.Helper()
+	clients := map[string]sources.Client{}
+	for _, src := range a.Registry.Sources {
+		c, err := sources.New(src.Protocol, sources.Config{BaseURL: url, PollInterval: 20 * time.Millisecond})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		clients[src.ID] = c
+	}
+	return clients
 }
 
 func (a *testAPI) submit(t *testing.T, body string) string {

@@ -13,7 +13,6 @@ import (
 
 	"socialrouter/caddymodule/credits"
 	"socialrouter/caddymodule/router"
-	"socialrouter/caddymodule/sources"
 	"socialrouter/cmd/upstream-sim/sim"
 )
 
@@ -47,21 +46,13 @@ func padStack(n int, f func()) byte {
 	return padStack(n-1, f) + buf[(n+1)%120]
 }
 
-// heldAPI is the test API routing to an in-process simulator that
-// answers after latency (and whose faults are faults).
+// heldAPI is the test API routing to an in-process simulator with these
+// faults, and no cap on the runs in flight.
 func heldAPI(tb testing.TB, faults ...sim.Fault) *testAPI {
 	a := newTestAPI(tb, 1_000_000*credits.PerCredit)
 	srv := httptest.NewServer(sim.New(sim.Options{Faults: faults}))
 	tb.Cleanup(srv.Close)
-	clients := map[string]sources.Client{}
-	for _, src := range a.Registry.Sources {
-		c, err := sources.New(src.Protocol, sources.Config{BaseURL: srv.URL})
-		if err != nil {
-			tb.Fatal(err)
-		}
-		clients[src.ID] = c
-	}
-	a.Router = router.New(router.Config{AttemptTimeout: 2 * time.Minute, SoftTimeout: time.Minute}, clients, router.NewBreakers(), zap.NewNop())
+	a.Router = router.New(router.Config{AttemptTimeout: 2 * time.Minute, SoftTimeout: time.Minute}, a.simClients(tb, srv.URL), router.NewBreakers(), zap.NewNop())
 	a.MaxConcurrentRuns = 1 << 20
 	return a
 }
