@@ -73,10 +73,7 @@ func TestChunkFailover(t *testing.T) {
 	t.Run("the failed batch's inputs fail over, the others are kept", func(t *testing.T) {
 		s.reset(t)
 		s.clearLedger(t)
-		var urls []string
-		for i := range 10 {
-			urls = append(urls, fmt.Sprintf("https://www.reddit.com/r/chunk_%02d", i))
-		}
+		urls := subreddits("chunk", 10)
 		failed := urls[4:8] // batch 2 of 3
 		s.fault(t, map[string]any{"target": forumA6, "status": 503, "inputs": []string{"/r/chunk_05"}})
 		before := g.balance(key)
@@ -139,10 +136,7 @@ func TestChunkFailover(t *testing.T) {
 	t.Run("no offer serves the failed batch: the kept records are served", func(t *testing.T) {
 		s.reset(t)
 		s.clearLedger(t)
-		var urls []string
-		for i := range 10 {
-			urls = append(urls, fmt.Sprintf("https://www.reddit.com/r/alone_%02d", i))
-		}
+		urls := subreddits("alone", 10)
 		s.fault(t, map[string]any{"target": forumA6, "status": 503, "inputs": []string{"/r/alone_05"}})
 		s.fault(t, map[string]any{"target": forumA7, "status": 502})
 		before := g.balance(key)
@@ -167,4 +161,13 @@ func TestChunkFailover(t *testing.T) {
 			t.Errorf("ledger %+v, want no run of the failing actor_7", j)
 		}
 	})
+}
+
+// subreddits are n subreddit URLs named prefix_00, prefix_01, …
+func subreddits(prefix string, n int) []string {
+	urls := make([]string, n)
+	for i := range urls {
+		urls[i] = fmt.Sprintf("https://www.reddit.com/r/%s_%02d", prefix, i)
+	}
+	return urls
 }
