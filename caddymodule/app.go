@@ -20,6 +20,7 @@ import (
 	"socialrouter/caddymodule/api"
 	"socialrouter/caddymodule/mcp"
 	"socialrouter/caddymodule/metrics"
+	"socialrouter/caddymodule/payments"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/retention"
 	"socialrouter/caddymodule/router"
@@ -88,6 +89,9 @@ type App struct {
 	// Async configures the asynchronous runs (app_async.go).
 	Async
 
+	// Payments configures top-ups by card (payments.go). Default: off.
+	Payments *PaymentsConfig `json:"payments,omitempty"`
+
 	reg      *registry.Registry
 	store    store.Store
 	storeKey string
@@ -108,6 +112,7 @@ type App struct {
 
 	webhooks *webhooks.Service
 	async    asyncState
+	payments *payments.Service // nil without a payments block
 }
 
 // SourceConfig is where a source lives and how to authenticate to it.
@@ -202,6 +207,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return err
 	}
 	a.provisionWebhooks()
+	if err := a.provisionPayments(); err != nil {
+		return err
+	}
 	a.provisionAsync()
 	// After every default is set: the running config's fingerprint was
 	// taken with them.
@@ -302,6 +310,7 @@ func (a *App) Stop() error {
 func (a *App) Cleanup() error {
 	mcpErr := a.cleanupMCP()
 	a.cleanupAsync()
+	a.cleanupPayments()
 	if a.shared != nil {
 		_, _ = stores.Delete(sharedKey)
 	}
@@ -344,7 +353,7 @@ func (a *App) API(logger *zap.Logger) *api.API { return a.apiFor(a.current(), lo
 func (a *App) apiFor(c *compiled, logger *zap.Logger) *api.API {
 	return api.New(api.Config{
 		Registry:           c.reg,
-		Store:              a.store,
+		Store:              a.apiStore(),
 		Router:             c.router,
 		KeyPrefix:          a.KeyPrefix,
 		MaxConcurrentRuns:  a.MaxConcurrentRuns,

@@ -76,6 +76,7 @@ func New(c Config) *API {
 	a.route(http.MethodPost, "/v1/extractions/{id}/cancel", a.cancelRun)
 	a.route(http.MethodGet, "/v1/account/balance", a.balance)
 	a.route(http.MethodGet, "/v1/account/usage", a.usage)
+	a.route(http.MethodGet, "/v1/account/transactions", a.transactions)
 	a.route(http.MethodGet, "/v1/health/{probe}", a.health)
 	// The alias /v1/{platform}/{service} of the OpenAPI operations; every
 	// route above is more specific, so it only takes what they leave.

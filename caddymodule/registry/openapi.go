@@ -104,6 +104,7 @@ func (b *openapiBuilder) document() (obj, error) {
 	}
 	paths["/v1/search"] = obj{"post": search}
 	b.runsAndAccount(paths)
+	b.ledger(paths)
 	b.catalogue(paths)
 	paths["/mcp"] = mcpPath()
 	tags = append(tags,

@@ -388,7 +388,7 @@ func TestOpenAPIOperations(t *testing.T) {
 
 		// Every other path is one of the fixed endpoints.
 		fixed := map[string]string{
-			"/v1/search": "post", "/v1/extractions/{id}": "get", "/v1/account/usage": "get",
+			"/v1/search": "post", "/v1/extractions/{id}": "get", "/v1/account/usage": "get", "/v1/account/transactions": "get",
 			"/v1/account/balance": "get", "/v1/services": "get", "/v1/services/{platform}": "get",
 			"/v1/services/{platform}/{service}": "get", "/v1/providers": "get",
 			"/v1/providers/{id}": "get", "/v1/openapi.json": "get",

@@ -3,8 +3,10 @@ package store
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -188,4 +190,38 @@ func (e LedgerEntry) Delta(balance, sofar credits.Micros) (amount credits.Micros
 		return 0, false, ErrInsufficient
 	}
 	return amount, true, nil
+}
+
+// String encodes the cursor for an API (opaque to clients).
+func (c LedgerCursor) String() string {
+	if c.At.IsZero() {
+		return ""
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.At.UnixMicro(), 10) + "." + c.ID))
+}
+
+// ParseLedgerCursor decodes LedgerCursor.String; "" is the zero cursor.
+func ParseLedgerCursor(s string) (LedgerCursor, error) {
+	if s == "" {
+		return LedgerCursor{}, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	at, id, ok := strings.Cut(string(b), ".")
+	n, perr := strconv.ParseInt(at, 10, 64)
+	if err != nil || !ok || perr != nil || id == "" {
+		return LedgerCursor{}, errors.New("not a cursor this API returned")
+	}
+	return LedgerCursor{At: time.UnixMicro(n).UTC(), ID: id}, nil
+}
+
+// Page reads one page of an account's ledger: the rows and the cursor of
+// the next page (zero on the last).
+func Page(ctx context.Context, l Ledger, accountID string, after LedgerCursor, limit int) ([]LedgerEntry, LedgerCursor, error) {
+	rows, err := l.Transactions(ctx, accountID, after, limit+1)
+	if err != nil || len(rows) <= limit {
+		return rows, LedgerCursor{}, err
+	}
+	rows = rows[:limit]
+	last := rows[limit-1]
+	return rows, LedgerCursor{At: last.CreatedAt, ID: last.ID}, nil
 }
