@@ -112,7 +112,7 @@ type App struct {
 
 	webhooks *webhooks.Service
 	async    asyncState
-	payments *payments.Service // nil without a payments block
+	payments *payments.Service // without a payments block: notices only
 }
 
 // SourceConfig is where a source lives and how to authenticate to it.
@@ -310,7 +310,6 @@ func (a *App) Stop() error {
 func (a *App) Cleanup() error {
 	mcpErr := a.cleanupMCP()
 	a.cleanupAsync()
-	a.cleanupPayments()
 	if a.shared != nil {
 		_, _ = stores.Delete(sharedKey)
 	}

@@ -155,6 +155,7 @@ func (p *PaymentsConfig) amounts() (payments.Config, error) {
 // secrets are resolved here, never written back to the config.
 func (a *App) provisionPayments() error {
 	if a.Payments == nil {
+		a.payments = payments.Notices(a.store, a.webhooks.Notify, a.logger.Named("payments"))
 		return nil
 	}
 	c, err := a.Payments.amounts()
@@ -181,17 +182,10 @@ func (a *App) provisionPayments() error {
 	return nil
 }
 
-// cleanupPayments waits for the recharges this generation started.
-func (a *App) cleanupPayments() {
-	if a.payments != nil {
-		a.payments.Wait()
-	}
-}
-
 // servePaymentsWebhook is the provider's webhook route; 404 without a
 // payments block.
 func (a *App) servePaymentsWebhook(w http.ResponseWriter, r *http.Request) {
-	if a.payments == nil {
+	if !a.payments.Enabled() {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)
 		fmt.Fprint(w, `{"error":{"code":"not_found","message":"payments are not configured on this gateway","type":"not_found"}}`)
@@ -200,7 +194,7 @@ func (a *App) servePaymentsWebhook(w http.ResponseWriter, r *http.Request) {
 	a.payments.ServeWebhook(w, r)
 }
 
-// settleWatch is the API's store when payments are on: after each settle
+// settleWatch is the API's store: after each settle
 // it tells the provider the balance left (balance.low, automatic
 // recharge), without delaying the settle's answer.
 type settleWatch struct {
@@ -234,8 +228,5 @@ func (s settleWatch) Ping(ctx context.Context) error {
 
 // apiStore is the store the /v1 API settles through.
 func (a *App) apiStore() store.Store {
-	if a.payments == nil {
-		return a.store
-	}
 	return settleWatch{Store: a.store, svc: a.payments}
 }

@@ -14,6 +14,9 @@ type overviewData struct {
 	Requests, Records int64
 	By                string // platform or provider
 	Spend, RecordsC   chart
+	// LowThreshold is set when the balance is under the account's
+	// warning threshold (the banner).
+	LowThreshold credits.Micros
 }
 
 // overview serves GET /: the balance, the spend of the current UTC day,
@@ -40,6 +43,9 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request, s *Session) {
 		return
 	}
 	d := overviewData{Balance: acct.Balance, By: "platform"}
+	if bs, err := h.Store.BillingSettings(ctx, s.AccountID); err == nil && bs.LowThreshold > 0 && acct.Balance < bs.LowThreshold {
+		d.LowThreshold = bs.LowThreshold
+	}
 	if r.URL.Query().Get("by") == "provider" {
 		d.By = "provider"
 	}
@@ -64,10 +70,11 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request, s *Session) {
 	}
 	d.Spend = dailyChart(rows, today, "Daily spend in credits by "+d.By, group,
 		func(u store.UsageRow) float64 { return float64(u.Credits) },
-		func(v float64) string { return credits.Micros(v).String() + " credits" })
+		func(v float64) string { return credits.Micros(v).String() + " credits" },
+		yAxis{Title: "credits", Tick: func(v float64) string { return credits.Micros(v).String() }})
 	d.RecordsC = dailyChart(rows, today, "Daily records by "+d.By, group,
 		func(u store.UsageRow) float64 { return float64(u.Records) },
-		recordCount)
+		recordCount, yAxis{Title: "records", Tick: func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }})
 	h.render(w, http.StatusOK, "overview", s, view{Title: "Overview", Nav: "overview", Data: d})
 }
 

@@ -48,6 +48,12 @@ var funcs = template.FuncMap{
 	},
 	"time": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
 	"date": func(t time.Time) string { return t.UTC().Format(time.DateOnly) },
+	// kindLabel words a ledger row's kind (store.Ledger*).
+	"kindLabel": func(kind string) string {
+		return map[string]string{store.LedgerOpening: "Opening balance", store.LedgerTopUp: "Top-up by card",
+			store.LedgerRecharge: "Automatic recharge", store.LedgerRefund: "Refund", store.LedgerAdjustment: "Adjustment",
+			store.LedgerRunCharges: "Runs charged that day"}[kind]
+	},
 	"json": func(v any) string {
 		b, _ := json.MarshalIndent(v, "", "  ")
 		return string(b)

@@ -43,6 +43,7 @@ func (h *Handler) routes() http.Handler {
 	member("POST /account/password", h.changePassword)
 	member("POST /account/sessions/{id}/revoke", h.revokeSession)
 	h.webhookRoutes(member)
+	h.billingRoutes(member)
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		h.notFound(w, r, nil)

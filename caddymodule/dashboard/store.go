@@ -21,6 +21,7 @@ type Store interface {
 	keys
 	accountViews
 	store.Throttle // sign-in, invitation and password attempt limits
+	store.Ledger   // the Billing page: the ledger and billing settings
 }
 
 // members is who signs in: invitations accepted, members, passwords.

@@ -20,6 +20,9 @@ const (
 	metaSave     = "sdr_save_card" // "1": the customer opted into automatic recharge
 )
 
+// ErrOff refuses a top-up on a gateway without a payments block.
+var ErrOff = errors.New("top-ups are off on this gateway")
+
 // ErrAmount is a top-up outside the configured bounds.
 var ErrAmount = errors.New("top-up amount out of bounds")
 
@@ -39,6 +42,9 @@ type CheckoutRequest struct {
 // send the browser to. Nothing is credited here: only the signed
 // checkout.session.completed event credits (webhook.go).
 func (s *Service) Checkout(ctx context.Context, req CheckoutRequest) (string, error) {
+	if !s.Enabled() {
+		return "", ErrOff
+	}
 	if req.Minor < s.cfg.MinTopUp || req.Minor > s.cfg.MaxTopUp {
 		lo, hi := s.Bounds()
 		return "", fmt.Errorf("%w: between %s and %s credits", ErrAmount, lo, hi)

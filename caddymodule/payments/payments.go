@@ -71,7 +71,6 @@ type Service struct {
 	// cache keeps each account's settings for a moment, so a settle of an
 	// account without thresholds costs no store read.
 	cache sync.Map // account → cachedSettings
-	wg    sync.WaitGroup
 }
 
 type cachedSettings struct {
@@ -121,13 +120,26 @@ func New(cfg Config) (*Service, error) {
 	}, nil
 }
 
-// Wait waits for the recharges this service started (Cleanup, tests).
-func (s *Service) Wait() { s.wg.Wait() }
+// Notices is the service without a provider (no payments block): it
+// still sends balance.low and keeps settings; top-ups are off.
+func Notices(st store.Store, notify Notifier, logger *zap.Logger) *Service {
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	return &Service{cfg: Config{Store: st, Notify: notify, Logger: logger, Now: time.Now, Currency: "usd", PerUnit: credits.PerCredit},
+		logger: logger, now: time.Now}
+}
+
+// Enabled reports whether top-ups are on (a payments block is set).
+func (s *Service) Enabled() bool { return s != nil && s.sc != nil }
 
 // Bounds returns the smallest and largest top-up, in credits.
 func (s *Service) Bounds() (lo, hi credits.Micros) {
 	return s.credits(s.cfg.MinTopUp), s.credits(s.cfg.MaxTopUp)
 }
+
+// PerUnit is the credits one unit of the currency buys.
+func (s *Service) PerUnit() credits.Micros { return s.cfg.PerUnit }
 
 // Currency is the ISO code payments are made in.
 func (s *Service) Currency() string { return s.cfg.Currency }

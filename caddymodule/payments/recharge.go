@@ -32,18 +32,27 @@ var errSkip = errors.New("nothing to do")
 // It never blocks the settle: an account without thresholds costs a
 // cached read; the rest runs in the background.
 func (s *Service) Settled(accountID string, balance credits.Micros) {
-	bs, err := s.settings(context.Background(), accountID)
-	if err != nil {
+	if v, ok := s.cache.Load(accountID); ok && s.now().Before(v.(cachedSettings).exp) {
+		s.check(accountID, balance, v.(cachedSettings).bs)
 		return
 	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if bs, err := s.settings(ctx, accountID); err == nil {
+			s.check(accountID, balance, bs)
+		}
+	}()
+}
+
+// check acts on the balance a settle left, given the account's settings.
+func (s *Service) check(accountID string, balance credits.Micros, bs store.BillingSettings) {
 	low := bs.LowThreshold > 0 && balance < bs.LowThreshold && !bs.LowNotified
-	recharge := bs.AutoRecharge && balance < bs.RechargeThreshold && bs.RechargeID == ""
+	recharge := s.Enabled() && bs.AutoRecharge && balance < bs.RechargeThreshold && bs.RechargeID == ""
 	if !low && !recharge {
 		return
 	}
-	s.wg.Add(1)
 	go func() {
-		defer s.wg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		if low {
