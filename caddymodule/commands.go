@@ -30,13 +30,15 @@ check, try and openapi work offline on a services directory.
 
   caddy sdr account create <id> [--balance <credits>]
   caddy sdr account show <id>
-  caddy sdr account credit <id> <amount>     (to remove credits: -- -5)
+  caddy sdr account credit <id> <amount> [--reason <text>]   (to remove credits: -- -5)
+  caddy sdr account ledger <id> [--limit n]  (every movement of its credits)
+  caddy sdr payments orphans                 (payments that reached no account)
   caddy sdr key create <account> [--name <name>] [--limit-period day --limit-credits 2]
   caddy sdr key limit <key_id> (--period <p> --credits <n> | --clear)
   caddy sdr key revoke <key_id>
   caddy sdr member invite <account> <email> [--dashboard <url>]
   caddy sdr services reload                  (swap the services in place)
-  caddy sdr webhook create <account> <url> [--events run.completed,run.failed,run.cancelled]
+  caddy sdr webhook create <account> <url> [--events run.completed,run.failed,...]
   caddy sdr webhook list <account> | deliveries <webhook_id> [--limit n]
   caddy sdr webhook test|rotate|delete <webhook_id> | resend <delivery_id>
   caddy sdr check [dir]
@@ -78,7 +80,7 @@ func buildSDRCommand(cmd *cobra.Command) {
 				return adminCall(c, http.MethodGet, "/sdr/accounts/"+url.PathEscape(args[0]), nil)
 			},
 		},
-		credit)
+		credit, ledgerCommand())
 
 	key := &cobra.Command{Use: "key", Short: "Creates, limits and revokes API keys"}
 	kcreate := &cobra.Command{
@@ -163,7 +165,7 @@ func buildSDRCommand(cmd *cobra.Command) {
 	try := servicecheck.TryCommand(func(dir string) (*registry.Registry, error) { return loadDir([]string{dir}) })
 	cmd.AddCommand(account, key, check, openapi, try, memberCommand(), servicesCommand())
 	cmd.AddCommand(backupCommands()...)
-	cmd.AddCommand(webhookCommand())
+	cmd.AddCommand(webhookCommand(), paymentsCommand())
 	transfer.AddCommands(cmd)
 	refuseUnknownSubcommands(cmd)
 }
@@ -179,10 +181,15 @@ func creditCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			b, _ := json.Marshal(map[string]any{"amount": amount})
+			body := map[string]any{"amount": amount}
+			if reason, _ := c.Flags().GetString("reason"); reason != "" {
+				body["reason"] = reason
+			}
+			b, _ := json.Marshal(body)
 			return adminCall(c, http.MethodPost, "/sdr/accounts/"+url.PathEscape(args[0])+"/credits", b)
 		},
 	}
+	credit.Flags().String("reason", "", "Why, shown to the customer on the ledger row")
 	credit.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return negativeAmountHint(err) })
 	return credit
 }

@@ -79,6 +79,8 @@ func New(c Config) *Handler {
 	h.route("/sdr/keys/{id}", h.key, http.MethodPatch, http.MethodDelete)
 	h.route("/sdr/sources/{id}/status", h.setSourceStatus, http.MethodPut)
 	h.route("/sdr/backup", h.backup, http.MethodGet)
+	h.route("/sdr/accounts/{id}/transactions", h.transactions, http.MethodGet)
+	h.route("/sdr/payments/orphans", h.orphans, http.MethodGet)
 	h.webhookRoutes()
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		errOf(r).err = apiErr(http.StatusNotFound, "no admin route %s %s", r.Method, pathOf(r))
@@ -235,12 +237,24 @@ func (h *Handler) addCredits(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	var body struct {
 		Amount *credits.Micros `json:"amount"`
+		Reason string          `json:"reason"`
 	}
 	if err := decode(r, &body); err != nil {
 		return err
 	}
 	if body.Amount == nil || *body.Amount == 0 {
 		return apiErr(http.StatusBadRequest, "amount must be a non-zero number of credits")
+	}
+	if len(body.Reason) > 500 {
+		return apiErr(http.StatusBadRequest, "reason must be at most 500 bytes")
+	}
+	if l, ok := h.Store.(store.Ledger); ok && body.Reason != "" {
+		// The reason goes on the ledger row the customer reads.
+		e, err := l.Move(r.Context(), store.LedgerEntry{AccountID: id, Kind: store.LedgerAdjustment, Amount: *body.Amount, Reason: body.Reason})
+		if err != nil {
+			return storeErr(err, "account "+id)
+		}
+		return writeJSON(w, http.StatusOK, map[string]any{"id": id, "balance": e.Balance, "transaction": e.ID})
 	}
 	acct, err := h.Store.AddCredits(r.Context(), id, *body.Amount)
 	if err != nil {
