@@ -11,9 +11,11 @@ CUE_VER   := v0.17.1
 PEBBLE_VER := v2.10.3
 PEBBLE    := $(BIN)/pebble-$(PEBBLE_VER)/pebble
 CHALLTEST := $(BIN)/pebble-$(PEBBLE_VER)/pebble-challtestsrv
+STRIPE_MOCK_VER := v0.203.0
+STRIPE_MOCK := $(BIN)/stripe-mock-$(STRIPE_MOCK_VER)/stripe-mock
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build release pebble chromium mcpclient test test-unit test-e2e check fmt run demo demo-reload bench print-xcaddy clean
+.PHONY: all build release pebble stripe-mock chromium mcpclient test test-unit test-e2e check fmt run demo demo-reload bench print-xcaddy clean
 
 all: build
 
@@ -65,6 +67,14 @@ $(PEBBLE) $(CHALLTEST) &:
 		github.com/letsencrypt/pebble/v2/cmd/pebble@$(PEBBLE_VER) \
 		github.com/letsencrypt/pebble/v2/cmd/pebble-challtestsrv@$(PEBBLE_VER)
 
+## stripe-mock: Stripe's official mock of its API, which the payments
+## tests (tests/payments_test.go) create Checkout Sessions and
+## PaymentIntents against; installed from the Go module proxy, pinned.
+stripe-mock: $(STRIPE_MOCK)
+
+$(STRIPE_MOCK):
+	GOBIN=$(abspath $(BIN))/stripe-mock-$(STRIPE_MOCK_VER) $(GO) install github.com/stripe/stripe-mock@$(STRIPE_MOCK_VER)
+
 ## test: unit tests (race detector for router and store), then the
 ## end-to-end suite against the real binary. A `--- SKIP` in tests/ fails
 ## the run unless it is the documented skip for a missing PostgreSQL or
@@ -79,9 +89,10 @@ test: build
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /tests -e /caddymodule/router -e /caddymodule/store)
 	$(MAKE) test-e2e
 
-test-e2e: build chromium mcpclient pebble
+test-e2e: build chromium mcpclient pebble stripe-mock
 	@set -o pipefail; SDR_BIN=$(abspath $(CADDY)) SDR_SIM_BIN=$(abspath $(SIM)) \
 		SDR_PEBBLE_BIN=$(abspath $(PEBBLE)) SDR_CHALLTESTSRV_BIN=$(abspath $(CHALLTEST)) \
+		SDR_STRIPE_MOCK_BIN=$(abspath $(STRIPE_MOCK)) \
 		$(GO) test -count=1 -p 1 -v -timeout 15m ./tests/ 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|SKIP' ; \
 	status=$${PIPESTATUS[0]}; \
 	if ! bash scripts/check-skips.sh $(BIN)/e2e.log; then exit 1; fi; \

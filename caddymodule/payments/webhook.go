@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/stripe/stripe-go/v82"
 	"github.com/stripe/stripe-go/v82/webhook"
@@ -175,6 +176,8 @@ func (s *Service) paymentIntent(ctx context.Context, id string) *stripe.PaymentI
 	}
 	p := &stripe.PaymentIntentRetrieveParams{}
 	p.AddExpand("latest_charge")
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
 	pi, err := s.sc.V1PaymentIntents.Retrieve(ctx, id, p)
 	if err != nil {
 		s.logger.Warn("reading the payment intent for its receipt", zap.String("payment_intent", id), zap.Error(err))
