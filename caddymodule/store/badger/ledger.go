@@ -148,6 +148,9 @@ func (s *Store) Transactions(ctx context.Context, accountID string, after store.
 		return []store.LedgerEntry{}, nil
 	}
 	var rows []store.LedgerEntry
+	var days map[time.Time]credits.Micros
+	// One read transaction: the rows and the usage are the same moment's,
+	// so their sum is the balance that moment had.
 	err := s.db.View(func(txn *bdb.Txn) error {
 		if _, err := readAccount(txn, accountID); err != nil {
 			return err
@@ -168,26 +171,41 @@ func (s *Store) Transactions(ctx context.Context, accountID string, after store.
 				rows = append(rows, e)
 			}
 		}
-		return nil
+		var err error
+		days, err = chargesPerDay(txn, accountID)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("listing the ledger of %s: %w", accountID, err)
 	}
-	usage, err := s.Usage(ctx, accountID, time.Time{})
-	if err != nil {
-		return nil, err
+	return mergeRunCharges(rows, accountID, days, after, limit), nil
+}
+
+// chargesPerDay sums the account's usage rows' credits per UTC day.
+func chargesPerDay(txn *bdb.Txn, accountID string) (map[time.Time]credits.Micros, error) {
+	days := map[time.Time]credits.Micros{}
+	prefix := usagePrefix(accountID)
+	it := txn.NewIterator(bdb.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 64})
+	defer it.Close()
+	for it.Rewind(); it.ValidForPrefix(prefix); it.Next() {
+		k := it.Item().Key()[len(prefix):]
+		if len(k) < 8 {
+			return nil, fmt.Errorf("bad usage key %q", it.Item().Key())
+		}
+		day := time.Unix(unsortable(binary.BigEndian.Uint64(k[:8])), 0).UTC()
+		var u store.UsageRow
+		if err := it.Item().Value(func(b []byte) error { return decodeUsage(b, &u) }); err != nil {
+			return nil, err
+		}
+		days[day] += u.Credits
 	}
-	return mergeRunCharges(rows, accountID, usage, after, limit), nil
+	return days, nil
 }
 
 // mergeRunCharges adds to rows (newest first, at most limit) the derived
-// run-charge row of each day of usage with charges, after the cursor, and
+// run-charge row of each day with charges, after the cursor, and
 // keeps the newest limit.
-func mergeRunCharges(rows []store.LedgerEntry, accountID string, usage []store.UsageRow, after store.LedgerCursor, limit int) []store.LedgerEntry {
-	days := map[time.Time]credits.Micros{}
-	for _, u := range usage {
-		days[u.Day] += u.Credits
-	}
+func mergeRunCharges(rows []store.LedgerEntry, accountID string, days map[time.Time]credits.Micros, after store.LedgerCursor, limit int) []store.LedgerEntry {
 	for day, c := range days {
 		e := store.LedgerEntry{ID: store.RunChargesDayID(day), AccountID: accountID, Kind: store.LedgerRunCharges, Amount: -c, CreatedAt: day}
 		if c > 0 && after.Before(e) {

@@ -20,6 +20,31 @@ var ledgerSuites = []suite{
 	{"ledger_paging", testLedgerPaging},
 	{"ledger_orphans", testLedgerOrphans},
 	{"ledger_settings_atomic", testLedgerSettingsAtomic},
+	{"ledger_concurrent_settles_and_moves", testLedgerConcurrent},
+}
+
+// testLedgerConcurrent settles runs and moves credits on one account at
+// once: afterwards the balance is still Σ ledger.
+func testLedgerConcurrent(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	mustAccount(t, s, "acme", cr(1))
+	mustKey(t, s, "k1", "acme")
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Go(func() {
+			if i%2 == 0 {
+				if _, err := s.Settle(t.Context(), settlement(newRun("acme", "k1", 50), price, base)); err != nil {
+					t.Error(err)
+				}
+				return
+			}
+			if _, err := s.Move(t.Context(), store.LedgerEntry{AccountID: "acme", Kind: store.LedgerTopUp, Amount: cr(1), EventID: fmt.Sprint("evt_", i)}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	LedgerMatchesBalance(t, s, "acme")
 }
 
 // LedgerSum pages through an account's whole ledger and returns Σ of its
