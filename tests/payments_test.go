@@ -148,7 +148,8 @@ func TestPaymentsTopUpExactlyOnce(t *testing.T) {
 
 // TestPaymentsMultinodeOnce delivers one completed checkout 5 times at
 // once to each of two nodes on one PostgreSQL: one credit, every delivery
-// answered 200, balance = Σ ledger on both nodes.
+// answered 200, balance = Σ ledger on both nodes; then 16 calls through
+// both nodes crossing the recharge threshold start one recharge.
 func TestPaymentsMultinodeOnce(t *testing.T) {
 	pgURL, _ := mnEnv(t)
 	api := startStripe(t)
@@ -180,6 +181,20 @@ func TestPaymentsMultinodeOnce(t *testing.T) {
 			t.Errorf("ledger kinds %v, want one top-up", k)
 		}
 	}
+
+	// Automatic recharge: 16 calls crossing the threshold, 8 through each
+	// node, start one PaymentIntent between them.
+	armRecharge(t, nodes[0], signIn(t, nodes[0], "acme", "alice@example.com"))
+	justAbove(t, nodes[0], key)
+	crossAtOnce(t, nodes[:], key)
+	pollFor(t, "a recharge starts", 10*time.Second, func() bool { return len(api.posts("/v1/payment_intents")) > 0 })
+	time.Sleep(time.Second) // a second one would be under way by now
+	if n := len(api.posts("/v1/payment_intents")); n != 1 {
+		t.Errorf("%d PaymentIntents created by two nodes, want 1", n)
+	}
+	for _, g := range nodes {
+		checkLedger(t, g, key)
+	}
 }
 
 // TestPaymentsAutoRecharge: the customer sets automatic recharge on the
@@ -201,39 +216,9 @@ func TestPaymentsAutoRecharge(t *testing.T) {
 	rcv.setSecret(regexpFind(t, `"secret":"(whsec_[^"]+)"`, string(body)))
 
 	d := signIn(t, g, "acme", "alice@example.com")
-	if st, page := d.billingForm("/dashboard/billing/settings", url.Values{"auto_recharge": {"on"}, "recharge_threshold": {"9.995"},
-		"recharge_amount": {"25"}, "low_threshold": {"9.995"}}); st != 200 || !strings.Contains(page, "once a card is on file") {
-		t.Fatalf("settings: %d %s", st, tail(page, 5))
-	}
-	// A checkout with the card kept: the session's customer, its card.
-	keep := strings.Replace(checkoutSession("cs_keep", "acme", "pi_keep", 500, `,"sdr_save_card":"1"`), `"mode"`, `"customer":"cus_keep","mode"`, 1)
-	b, s := stripeEvent(t, "evt_keep", "checkout.session.completed", keep, time.Now(), testWebhookSecret)
-	if st := deliver(t, g.URL, b, s); st != 200 {
-		t.Fatalf("checkout: %d", st)
-	}
-	if _, page := d.get("/dashboard/billing"); !strings.Contains(page, "A card is on file") || !strings.Contains(page, `id="auto_recharge" checked`) {
-		t.Fatalf("the Billing page does not show the card and automatic recharge on: %s", tail(page, 30))
-	}
-
-	// Take the balance (15) to just above the threshold: the first of 16
-	// calls at once crosses it.
-	justAbove := func() {
-		t.Helper()
-		debit := credits.Micros(9_996_000) - balanceMicros(t, g, key)
-		if st, b := g.admin("POST", "/sdr/accounts/acme/credits", map[string]any{"amount": json.RawMessage(debit.String()), "reason": "test: just above the threshold"}); st != 200 {
-			t.Fatalf("debit: %d %s", st, b)
-		}
-	}
-	justAbove()
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Go(func() {
-			if r, err := trySend(t, "POST", g.URL+mnCompanyPath, key, map[string]any{"url": mnCompanyURL}); err != nil || r.Status != 200 {
-				t.Errorf("extract: %v %v", err, r)
-			}
-		})
-	}
-	wg.Wait()
+	armRecharge(t, g, d)
+	justAbove(t, g, key)
+	crossAtOnce(t, []*gateway{g}, key)
 	pollFor(t, "the recharge's failure reaches the endpoint", 10*time.Second, func() bool {
 		for _, d := range rcv.deliveries() {
 			if d.Type == "billing.recharge_failed" && d.Verified == nil {
@@ -267,7 +252,7 @@ func TestPaymentsAutoRecharge(t *testing.T) {
 	// confirmed it): credited once, whatever the replays.
 	before := balanceMicros(t, g, key)
 	succeeded := fmt.Sprintf(`{"id":"pi_rch_1","object":"payment_intent","amount":2500,"amount_received":2500,"currency":"usd","status":"succeeded","metadata":{"sdr_account":"acme","sdr_kind":"auto_recharge","sdr_recharge":%q}}`, pi.Get("metadata[sdr_recharge]"))
-	b, s = stripeEvent(t, "evt_rch_ok", "payment_intent.succeeded", succeeded, time.Now(), testWebhookSecret)
+	b, s := stripeEvent(t, "evt_rch_ok", "payment_intent.succeeded", succeeded, time.Now(), testWebhookSecret)
 	for range 3 {
 		if st := deliver(t, g.URL, b, s); st != 200 {
 			t.Fatalf("recharge event: %d", st)
@@ -279,7 +264,7 @@ func TestPaymentsAutoRecharge(t *testing.T) {
 
 	// Three failures in a row turn it off: each call under the threshold
 	// after the retry wait starts one more, each refused by stripe-mock.
-	justAbove()
+	justAbove(t, g, key)
 	for i := 0; len(api.posts("/v1/payment_intents")) < 4 && i < 40; i++ {
 		time.Sleep(350 * time.Millisecond)
 		g.do("POST", mnCompanyPath, key, map[string]any{"url": mnCompanyURL})
@@ -296,6 +281,49 @@ func TestPaymentsAutoRecharge(t *testing.T) {
 		t.Errorf("the Billing page does not say automatic recharge turned off: %s", tail(page, 20))
 	}
 	checkLedger(t, g, key)
+}
+
+// armRecharge sets automatic recharge on the Billing page (under 9.995,
+// by 25, and the warning at 9.995), then keeps a card through a
+// checkout of 5.00 with a customer.
+func armRecharge(t *testing.T, g *gateway, d *dashSession) {
+	t.Helper()
+	if st, page := d.billingForm("/dashboard/billing/settings", url.Values{"auto_recharge": {"on"}, "recharge_threshold": {"9.995"},
+		"recharge_amount": {"25"}, "low_threshold": {"9.995"}}); st != 200 || !strings.Contains(page, "once a card is on file") {
+		t.Fatalf("settings: %d %s", st, tail(page, 5))
+	}
+	keep := strings.Replace(checkoutSession("cs_keep", "acme", "pi_keep", 500, `,"sdr_save_card":"1"`), `"mode"`, `"customer":"cus_keep","mode"`, 1)
+	b, s := stripeEvent(t, "evt_keep", "checkout.session.completed", keep, time.Now(), testWebhookSecret)
+	if st := deliver(t, g.URL, b, s); st != 200 {
+		t.Fatalf("checkout: %d", st)
+	}
+	if _, page := d.get("/dashboard/billing"); !strings.Contains(page, "A card is on file") || !strings.Contains(page, `id="auto_recharge" checked`) {
+		t.Fatalf("the Billing page does not show the card and automatic recharge on: %s", tail(page, 30))
+	}
+}
+
+// justAbove takes the balance to 9.996, just above the threshold: the
+// first call crosses it.
+func justAbove(t *testing.T, g *gateway, key string) {
+	t.Helper()
+	debit := credits.Micros(9_996_000) - balanceMicros(t, g, key)
+	if st, b := g.admin("POST", "/sdr/accounts/acme/credits", map[string]any{"amount": json.RawMessage(debit.String()), "reason": "test: just above the threshold"}); st != 200 {
+		t.Fatalf("debit: %d %s", st, b)
+	}
+}
+
+// crossAtOnce makes 16 calls at once, spread over the nodes.
+func crossAtOnce(t *testing.T, nodes []*gateway, key string) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Go(func() {
+			if r, err := trySend(t, "POST", nodes[i%len(nodes)].URL+mnCompanyPath, key, map[string]any{"url": mnCompanyURL}); err != nil || r.Status != 200 {
+				t.Errorf("extract: %v %v", err, r)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func regexpFind(t testing.TB, re, s string) string {

@@ -129,15 +129,7 @@ func presets(lo, hi credits.Micros) []credits.Micros {
 
 // billingForm checks a Billing form's csrf input.
 func (h *Handler) billingForm(w http.ResponseWriter, r *http.Request, s *Session) bool {
-	if h.Billing == nil {
-		h.notFound(w, r, s)
-		return false
-	}
-	if err := parseForm(w, r); err != nil || !checkCSRF(r, s) {
-		h.renderError(w, r, http.StatusForbidden, "Form expired", "This form was not issued to your session. Reload the Billing page and try again.")
-		return false
-	}
-	return true
+	return h.tokenForm(w, r, s, h.Billing != nil, "Billing")
 }
 
 // topUp serves POST /billing/topup: a Checkout Session, and the browser

@@ -35,6 +35,9 @@ type chart struct {
 type yAxis struct {
 	Title string
 	Tick  func(float64) string
+	// Whole: the values are counts, so the scale's half is whole too (a
+	// top of at least 2).
+	Whole bool
 }
 
 // niceCeil is the smallest 1, 2 or 5 × 10^k at or above v (v > 0): the
@@ -102,6 +105,9 @@ func dailyChart(rows []store.UsageRow, today time.Time, title string, group func
 		w, h, template.HTMLEscapeString(title))
 	if peak > 0 {
 		peak = niceCeil(peak) // bars are drawn against the scale's top
+		if y.Whole {
+			peak = max(peak, 2)
+		}
 		for _, f := range []float64{0, 0.5, 1} {
 			gy := h - bottom - f*(h-top-bottom)
 			fmt.Fprintf(&b, `<line x1="%g" y1="%.1f" x2="%g" y2="%.1f" class="grid"/><text x="%g" y="%.1f" class="tick ytick" text-anchor="end">%s</text>`,

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +36,12 @@ func TestChartYScale(t *testing.T) {
 		if !strings.Contains(svg, want) {
 			t.Errorf("the chart has no %s:\n%s", want, svg)
 		}
+	}
+	one := string(dailyChart([]store.UsageRow{{Day: today, Platform: "p", Records: 1}}, today, "records", func(u store.UsageRow) string { return u.Platform },
+		func(u store.UsageRow) float64 { return float64(u.Records) }, func(v float64) string { return "" },
+		yAxis{Title: "records", Whole: true, Tick: func(v float64) string { return fmt.Sprint(v) }}).SVG)
+	if !strings.Contains(one, `>1</text>`) || !strings.Contains(one, `>2</text>`) || strings.Contains(one, "0.5") {
+		t.Errorf("a count chart's scale is not whole:\n%s", one)
 	}
 	empty := string(dailyChart(nil, today, "spend", func(u store.UsageRow) string { return u.Platform },
 		func(u store.UsageRow) float64 { return 0 }, func(v float64) string { return "" }, y).SVG)

@@ -74,7 +74,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request, s *Session) {
 		yAxis{Title: "credits", Tick: func(v float64) string { return credits.Micros(v).String() }})
 	d.RecordsC = dailyChart(rows, today, "Daily records by "+d.By, group,
 		func(u store.UsageRow) float64 { return float64(u.Records) },
-		recordCount, yAxis{Title: "records", Tick: func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }})
+		recordCount, yAxis{Title: "records", Whole: true, Tick: func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }})
 	h.render(w, http.StatusOK, "overview", s, view{Title: "Overview", Nav: "overview", Data: d})
 }
 

@@ -198,16 +198,11 @@ func (s *Service) rechargePaid(ctx context.Context, ev stripe.Event) error {
 		}
 		return s.orphan(ctx, log, store.OrphanPayment{EventID: key, AccountID: account, Reference: pi.ID, Amount: amount, Reason: "unknown account"})
 	}
-	e, err := s.cfg.Store.Move(ctx, store.LedgerEntry{AccountID: account, Kind: store.LedgerRecharge, Amount: amount, EventID: key,
+	e, applied, err := s.apply(ctx, log, store.LedgerEntry{AccountID: account, Kind: store.LedgerRecharge, Amount: amount, EventID: key,
 		Reference: pi.ID, ReceiptURL: receiptURL(&pi), Reason: "automatic recharge " + id})
-	if errors.Is(err, store.ErrDuplicateEvent) {
-		log.Info("recharge credited before: nothing changed")
-		return nil
-	}
-	if err != nil {
+	if err != nil || !applied {
 		return err
 	}
-	log.Info("automatic recharge credited", zapMicros("credits", e.Amount), zapMicros("balance", e.Balance))
 	_, _ = s.Update(ctx, account, func(bs *store.BillingSettings) error {
 		if bs.RechargeID == id {
 			bs.RechargeID, bs.RechargeUntil = "", time.Time{}

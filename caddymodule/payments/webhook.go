@@ -125,16 +125,11 @@ func (s *Service) checkoutPaid(ctx context.Context, ev stripe.Event) error {
 		return s.orphan(ctx, log, store.OrphanPayment{EventID: key, AccountID: account, Reference: ref, Amount: amount, Reason: "unknown account"})
 	}
 	pi := s.paymentIntent(ctx, ref)
-	e, err := s.cfg.Store.Move(ctx, store.LedgerEntry{AccountID: account, Kind: store.LedgerTopUp, Amount: amount, EventID: key,
+	e, applied, err := s.apply(ctx, log, store.LedgerEntry{AccountID: account, Kind: store.LedgerTopUp, Amount: amount, EventID: key,
 		Reference: ref, ReceiptURL: receiptURL(pi), Reason: "card payment, Checkout " + cs.ID})
-	if errors.Is(err, store.ErrDuplicateEvent) {
-		log.Info("checkout session credited before: nothing changed", zapAccount(account))
-		return nil
-	}
-	if err != nil {
+	if err != nil || !applied {
 		return err
 	}
-	log.Info("top-up credited", zapAccount(account), zapMicros("credits", e.Amount), zapMicros("balance", e.Balance))
 	if cs.Metadata[metaSave] == "1" && cs.Customer != nil && cs.Customer.ID != "" {
 		s.saveCard(ctx, log, account, cs.Customer.ID, pi)
 	}
@@ -214,15 +209,22 @@ func (s *Service) refunded(ctx context.Context, ev stripe.Event) error {
 	if err != nil {
 		return err
 	}
-	e, err := s.cfg.Store.Move(ctx, store.LedgerEntry{AccountID: account, Kind: store.LedgerRefund, Amount: -amount, EventID: ev.ID,
+	_, _, err = s.apply(ctx, log, store.LedgerEntry{AccountID: account, Kind: store.LedgerRefund, Amount: -amount, EventID: ev.ID,
 		Reference: ref, ReceiptURL: ch.ReceiptURL, Reason: "refund of " + ref, Cumulative: true, Clamp: true})
+	return err
+}
+
+// apply moves credits for a provider event and logs the outcome; applied
+// is false when the event was applied before (nothing changed).
+func (s *Service) apply(ctx context.Context, log *zap.Logger, e store.LedgerEntry) (store.LedgerEntry, bool, error) {
+	moved, err := s.cfg.Store.Move(ctx, e)
 	if errors.Is(err, store.ErrDuplicateEvent) {
-		log.Info("refund applied before: nothing changed", zapAccount(account))
-		return nil
+		log.Info("payment event applied before: nothing changed", zap.String("kind", e.Kind), zapAccount(e.AccountID))
+		return moved, false, nil
 	}
 	if err != nil {
-		return err
+		return moved, false, err
 	}
-	log.Info("refund debited", zapAccount(account), zapMicros("credits", e.Amount), zapMicros("balance", e.Balance))
-	return nil
+	log.Info("credits moved", zap.String("kind", e.Kind), zapAccount(e.AccountID), zapMicros("credits", moved.Amount), zapMicros("balance", moved.Balance))
+	return moved, true, nil
 }
