@@ -346,3 +346,56 @@ func (b *batch) openingRow(a store.Account) error {
 	}
 	return b.txn.Set(ledRowKey(e), doc)
 }
+
+// ledgerMarker says every account has its opening row: accounts created
+// before the ledger existed get one at the first open (backfillLedger).
+var ledgerMarker = []byte{pMarker, 'l'}
+
+// backfillLedger gives each account without ledger rows an opening row of
+// its balance plus what it has been charged, so balance = Σ ledger holds
+// from the start, then sets the marker. It runs in Open, before any write.
+func (s *Store) backfillLedger() error {
+	var done bool
+	if err := s.db.View(func(txn *bdb.Txn) (err error) { done, err = exists(txn, ledgerMarker); return err }); err != nil || done {
+		return err
+	}
+	accounts, err := s.ListAccounts(context.Background())
+	if err != nil {
+		return err
+	}
+	for _, a := range accounts {
+		err := s.update(context.Background(), func(txn *bdb.Txn) error {
+			it := txn.NewIterator(bdb.IteratorOptions{Prefix: ledRowPrefix(a.ID)})
+			it.Rewind()
+			has := it.ValidForPrefix(ledRowPrefix(a.ID))
+			it.Close()
+			if has {
+				return nil
+			}
+			days, err := chargesPerDay(txn, a.ID)
+			if err != nil {
+				return err
+			}
+			opening := a.Balance
+			for _, c := range days {
+				opening += c
+			}
+			if opening == 0 {
+				return nil
+			}
+			e, err := store.LedgerEntry{AccountID: a.ID, Kind: store.LedgerOpening, Amount: opening, Balance: opening, CreatedAt: a.CreatedAt}.Prepared(a.CreatedAt)
+			if err != nil {
+				return err
+			}
+			doc, err := json.Marshal(e)
+			if err != nil {
+				return err
+			}
+			return txn.Set(ledRowKey(e), doc)
+		})
+		if err != nil {
+			return fmt.Errorf("account %s: %w", a.ID, err)
+		}
+	}
+	return s.update(context.Background(), func(txn *bdb.Txn) error { return txn.Set(ledgerMarker, nil) })
+}
