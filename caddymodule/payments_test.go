@@ -3,12 +3,16 @@ package caddymodule
 import (
 	"encoding/json"
 	"flag"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"socialrouter/caddymodule/payments"
 )
 
 var updatePayments = flag.Bool("update-payments", false, "rewrite testdata/payments.golden.json")
@@ -109,5 +113,17 @@ func TestPaymentsCaddyfile(t *testing.T) {
 				t.Errorf("bounds %d..%d (%v), want %d..%d", c.MinTopUp, c.MaxTopUp, err, tt.min, tt.max)
 			}
 		})
+	}
+}
+
+// TestPaymentsWebhookOff: without a payments block the provider's route
+// is a JSON 404, whatever is posted.
+func TestPaymentsWebhookOff(t *testing.T) {
+	for _, a := range []*App{{}, {payments: payments.Notices(nil, nil, nil)}} {
+		w := httptest.NewRecorder()
+		a.servePaymentsWebhook(w, httptest.NewRequest(http.MethodPost, payments.WebhookPath, strings.NewReader(`{"type":"checkout.session.completed"}`)))
+		if w.Code != http.StatusNotFound || !strings.Contains(w.Body.String(), "payments are not configured") {
+			t.Errorf("answer %d %s, want the JSON 404", w.Code, w.Body)
+		}
 	}
 }
