@@ -258,6 +258,10 @@ func TestPaymentsAutoRecharge(t *testing.T) {
 			t.Fatalf("recharge event: %d", st)
 		}
 	}
+	_, rows := ledgerSum(t, g, key)
+	if r := rows[0]; r["kind"] != "auto_recharge" || !strings.HasPrefix(fmt.Sprint(r["receipt_url"]), "https://") {
+		t.Errorf("newest ledger row %v, want the recharge with its receipt", r)
+	}
 	if got := balanceMicros(t, g, key); got != before+25*credits.PerCredit {
 		t.Errorf("balance %s after the recharge, want %s", got, before+25*credits.PerCredit)
 	}

@@ -199,7 +199,7 @@ func (s *Service) rechargePaid(ctx context.Context, ev stripe.Event) error {
 		return s.orphan(ctx, log, store.OrphanPayment{EventID: key, AccountID: account, Reference: pi.ID, Amount: amount, Reason: "unknown account"})
 	}
 	e, applied, err := s.apply(ctx, log, store.LedgerEntry{AccountID: account, Kind: store.LedgerRecharge, Amount: amount, EventID: key,
-		Reference: pi.ID, ReceiptURL: receiptURL(&pi), Reason: "automatic recharge " + id})
+		Reference: pi.ID, ReceiptURL: receiptURL(s.paymentIntent(ctx, pi.ID)), Reason: "automatic recharge " + id})
 	if err != nil || !applied {
 		return err
 	}
