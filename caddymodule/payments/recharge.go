@@ -48,7 +48,8 @@ func (s *Service) Settled(accountID string, balance credits.Micros) {
 // check acts on the balance a settle left, given the account's settings.
 func (s *Service) check(accountID string, balance credits.Micros, bs store.BillingSettings) {
 	low := bs.LowThreshold > 0 && balance < bs.LowThreshold && !bs.LowNotified
-	recharge := s.Enabled() && bs.AutoRecharge && balance < bs.RechargeThreshold && bs.RechargeID == ""
+	recharge := s.Enabled() && bs.AutoRecharge && balance < bs.RechargeThreshold &&
+		(bs.RechargeID == "" || s.now().After(bs.RechargeUntil)) // one in flight, or its lease ran out
 	if !low && !recharge {
 		return
 	}
