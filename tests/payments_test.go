@@ -133,6 +133,15 @@ func TestPaymentsTopUpExactlyOnce(t *testing.T) {
 		}
 	}
 
+	for _, c := range []struct{ query, code string }{{"?limit=0", "invalid_limit"}, {"?limit=101", "invalid_limit"}, {"?cursor=not-ours", "invalid_cursor"}} {
+		if r := g.do("GET", "/v1/account/transactions"+c.query, key, nil); r.Status != 400 || r.errCode() != c.code {
+			t.Errorf("transactions%s: %d %s, want 400 %s", c.query, r.Status, r.Body, c.code)
+		}
+	}
+	if r := g.do("GET", "/v1/account/transactions", "", nil); r.Status != 401 {
+		t.Errorf("transactions without a key: %d", r.Status)
+	}
+
 	// The secrets stay out of the config the admin endpoint serves, and
 	// out of the log.
 	_, cfg := g.admin("GET", "/config/", nil)
