@@ -35,8 +35,8 @@ func goCallsSource(svcs []service) ([]byte, error) {
 
 	b.WriteString("// Services lists the catalogue's extract services as generated.\nvar Services = []ServiceInfo{\n")
 	for _, s := range svcs {
-		fmt.Fprintf(&b, "\t{Platform: %q, Service: %q, Path: %q, Method: %q, InputField: %q, Record: %q},\n",
-			s.Platform, s.Name, s.Path, goName(s.Name), s.InputField, s.Record)
+		fmt.Fprintf(&b, "\t{Platform: %q, Service: %q, Path: %q, Group: %q, Method: %q, InputField: %q, Record: %q},\n",
+			s.Platform, s.Name, s.Path, goName(s.Platform), goName(s.Name), s.InputField, s.Record)
 	}
 	b.WriteString("}\n\n")
 

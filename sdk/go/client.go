@@ -141,7 +141,9 @@ func (c *Client) do(ctx context.Context, method, path string, body any, cc callC
 		for k, vs := range cc.header {
 			req.Header[k] = vs
 		}
-		req.Header.Set("Authorization", "Bearer "+c.key)
+		if c.key != "" {
+			req.Header.Set("Authorization", "Bearer "+c.key)
+		}
 		req.Header.Set("Accept", "application/json")
 		req.Header.Set("User-Agent", "sdr-go")
 		if payload != nil {

@@ -55,6 +55,7 @@ func (c *Client) Services(ctx context.Context) (*CatalogueList, error) {
 type ServiceInfo struct {
 	Platform, Service string // "pro_net", "company.info"
 	Path              string // the path the call posts to
+	Group             string // the field of Client.Extract: "ProNet"
 	Method            string // the method of its platform's group: "CompanyInfo"
 	InputField        string // "urls" or "queries"
 	Record            string // the record type, "" when untyped
