@@ -44,7 +44,7 @@ export class Core {
     const policy = { ...defaultRetryPolicy, ...opts.retry };
     this.api = createFetchClient<paths>({
       baseUrl: (opts.baseUrl ?? "https://api.socialdatarouter.com").replace(/\/+$/, ""),
-      headers: { Authorization: `Bearer ${key}`, Accept: "application/json", "User-Agent": "sdr-typescript" },
+      headers: { ...(key ? { Authorization: `Bearer ${key}` } : {}), Accept: "application/json", "User-Agent": "sdr-typescript" },
       fetch: retryingFetch(policy, opts.fetch ?? globalThis.fetch),
     });
   }
