@@ -13,7 +13,7 @@ PEBBLE    := $(BIN)/pebble-$(PEBBLE_VER)/pebble
 CHALLTEST := $(BIN)/pebble-$(PEBBLE_VER)/pebble-challtestsrv
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build release pebble chromium mcpclient test test-unit test-e2e check fmt run demo demo-reload bench print-xcaddy clean
+.PHONY: all build release pebble chromium mcpclient sdk sdk-ts test test-unit test-e2e check fmt run demo demo-reload bench print-xcaddy clean
 
 all: build
 
@@ -79,7 +79,7 @@ test: build
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /tests -e /caddymodule/router -e /caddymodule/store)
 	$(MAKE) test-e2e
 
-test-e2e: build chromium mcpclient pebble
+test-e2e: build chromium mcpclient sdk-ts pebble
 	@set -o pipefail; SDR_BIN=$(abspath $(CADDY)) SDR_SIM_BIN=$(abspath $(SIM)) \
 		SDR_PEBBLE_BIN=$(abspath $(PEBBLE)) SDR_CHALLTESTSRV_BIN=$(abspath $(CHALLTEST)) \
 		$(GO) test -count=1 -p 1 -v -timeout 15m ./tests/ 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|SKIP' ; \
@@ -100,6 +100,25 @@ mcpclient: $(MCPCLIENT)/node_modules/.package-lock.json
 
 $(MCPCLIENT)/node_modules/.package-lock.json: $(MCPCLIENT)/package.json $(MCPCLIENT)/package-lock.json
 	npm ci --prefix $(MCPCLIENT) --no-audit --no-fund
+	@touch $@
+
+## sdk: regenerate the client libraries under sdk/ from the OpenAPI document
+## the gateway serves for services/ (scripts/sdkgen: sdk/openapi.json, the Go
+## types and calls, the TypeScript calls; then the pinned openapi-typescript:
+## sdk/typescript/src/schema.gen.ts). SDK_URL=http://host/v1/openapi.json
+## reads a running gateway's document instead. Tests fail on a stale copy.
+SDK_URL ?=
+sdk: sdk-ts
+	$(GO) run ./scripts/sdkgen $(if $(SDK_URL),-url $(SDK_URL))
+	npm run --silent --prefix $(SDKTS) generate
+
+## sdk-ts: the TypeScript SDK's packages, installed from its lockfile by npm
+## (Node 20) like mcpclient, again only when the lockfile changes.
+SDKTS := sdk/typescript
+sdk-ts: $(SDKTS)/node_modules/.package-lock.json
+
+$(SDKTS)/node_modules/.package-lock.json: $(SDKTS)/package.json $(SDKTS)/package-lock.json
+	npm ci --prefix $(SDKTS) --no-audit --no-fund
 	@touch $@
 
 check: $(CUE)

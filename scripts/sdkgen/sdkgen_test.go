@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"socialrouter/caddymodule/registry"
+	"socialrouter/internal/testservices"
+)
+
+const root = "../.." // the repository, from scripts/sdkgen
+
+func generate(t *testing.T, services string) map[string][]byte {
+	t.Helper()
+	r, err := registry.Load(services)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := Generate(r.OpenAPIJSON())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// TestCommittedSDKIsFresh fails when a declaration changed and the SDKs'
+// generated files were not regenerated (make sdk). sdk/typescript's own
+// test checks its schema.gen.ts against sdk/openapi.json.
+func TestCommittedSDKIsFresh(t *testing.T) {
+	for name, want := range generate(t, filepath.Join(root, "services")) {
+		got, err := os.ReadFile(filepath.Join(root, name))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s is stale (%v): run make sdk", name, err)
+		}
+	}
+}
+
+// TestAddedServiceGetsTypedCalls adds the trial services of
+// internal/testservices to a copy of services/ and checks that each gets
+// its named, typed call in both SDKs, with no change here.
+func TestAddedServiceGetsTypedCalls(t *testing.T) {
+	dir := t.TempDir()
+	if err := testservices.CopyServices(filepath.Join(root, "services"), dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := testservices.Add(dir, testservices.Addition); err != nil {
+		t.Fatal(err)
+	}
+	files := generate(t, dir)
+	goCalls, ts := string(files[goCallsFile]), string(files[tsCallsFile])
+	for _, key := range testservices.Keys(testservices.Addition) {
+		platform, service, _ := strings.Cut(key, "/")
+		for _, want := range []string{
+			`func \(g ` + goName(platform) + `Calls\) ` + goName(service) + `\(ctx context.Context, req ` + goName(platform) + goName(service) + `Request`,
+			`\t` + goName(platform) + `\s+` + goName(platform) + `Calls\n`,
+		} {
+			if !regexp.MustCompile(want).MatchString(goCalls) {
+				t.Errorf("%s: the Go calls lack %s", key, want)
+			}
+		}
+		if !strings.Contains(ts, "    "+platform+": {\n") || !strings.Contains(ts, "      "+tsName(service)+": (body: ExtractBody<") {
+			t.Errorf("%s: the TypeScript calls lack %s.%s", key, platform, tsName(service))
+		}
+		if strings.Contains(goCalls, "(*Run[json.RawMessage], error)") {
+			t.Errorf("%s: a generated call returns untyped records", key)
+		}
+	}
+}
+
+// TestNames pins the identifiers generated from the document's names.
+func TestNames(t *testing.T) {
+	for _, tc := range []struct{ in, goN, tsN string }{
+		{"pro_net", "ProNet", "proNet"},
+		{"company.info", "CompanyInfo", "companyInfo"},
+		{"sortVideosBy", "SortVideosBy", "sortVideosBy"},
+		{"profile_url", "ProfileURL", "profileUrl"},
+		{"channel_id", "ChannelID", "channelId"},
+	} {
+		if g := goName(tc.in); g != tc.goN {
+			t.Errorf("goName(%q) = %q, want %q", tc.in, g, tc.goN)
+		}
+		if s := tsName(tc.in); s != tc.tsN {
+			t.Errorf("tsName(%q) = %q, want %q", tc.in, s, tc.tsN)
+		}
+	}
+}
