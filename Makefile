@@ -71,7 +71,9 @@ $(PEBBLE) $(CHALLTEST) &:
 ## Redis URL. Cold (empty build cache, 2 cores) it takes about 8 minutes:
 ## building the binary 4, race tests 2, the rest 2. `go vet` is in
 ## `make check` (it vets every dependency for facts: 3.5 more minutes cold),
-## which .ci/run runs after this. ratelimit runs without -race: it imports
+## which .ci/run runs after this. The e2e suite includes the client
+## libraries' own suites (tests/sdk_test.go: sdk/go's go test -race, sdk/typescript's
+## npm test), about a minute warm. ratelimit runs without -race: it imports
 ## Caddy's HTTP stack, ~600 more packages to instrument, for a package whose
 ## shared state lives in the limiter library and Redis.
 test: build

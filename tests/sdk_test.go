@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -40,8 +41,10 @@ func sdkEnv(t *testing.T) []string {
 	s := startSim(t, "-items", "1000")
 	c := defaultConfig(t, s)
 	c.AppExtra = "webhooks_allow_private\n\t\twebhooks_retry_schedule 1s 1s 1s"
+	c.AttemptTimeout = "3s" // the suites' request_timeout; async runs have their own deadline
 	g := startGateway(t, c)
 	flaky := newFlakyProxy(t, g.URL)
+	servedDocumentIsTheSDKs(t, g.URL)
 	faults, _ := json.Marshal([]map[string]any{{"target": proB, "status": 500}, {"target": proA, "status": 502}})
 	return append(os.Environ(),
 		"SDR_BASE_URL="+g.URL,
@@ -51,6 +54,27 @@ func sdkEnv(t *testing.T) []string {
 		"SDR_SIM_FAULTS="+string(faults),
 		"SDR_KEY_KIND=live",
 	)
+}
+
+// servedDocumentIsTheSDKs checks that the binary serves the document the
+// SDKs were generated from (make sdk renders it offline from services/).
+func servedDocumentIsTheSDKs(t *testing.T, base string) {
+	t.Helper()
+	resp, err := http.Get(base + "/v1/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	served, _ := io.ReadAll(resp.Body)
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, served, "", "  "); err != nil {
+		t.Fatalf("GET /v1/openapi.json: %v", err)
+	}
+	pretty.WriteByte('\n')
+	committed, err := os.ReadFile(filepath.Join(repoRoot, "sdk", "openapi.json"))
+	if err != nil || !bytes.Equal(committed, pretty.Bytes()) {
+		t.Errorf("sdk/openapi.json is not the document the gateway serves (%v): run make sdk", err)
+	}
 }
 
 // TestSDKGo runs sdk/go's tests (go vet, then go test -race) against the

@@ -66,7 +66,13 @@ func TestErrorsTyped(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, profile(c, sdr.ProNetProfileInfoRequest{URL: profileURL, Limit: 2}, sdr.WithIdempotencyKey(reusedKey))},
-		{"provider", "provider_error", "provider", 502, e.fail, profile(c, sdr.ProNetProfileInfoRequest{URL: profileURL})},
+		{"provider", "provider_error", "provider", 502, e.fault(nil), profile(c, sdr.ProNetProfileInfoRequest{URL: profileURL})},
+		{"upstream rate limit", "upstream_rate_limited", "rate_limit", 429, e.fault(map[string]any{"status": 429, "retry_after": 7}), profile(c, sdr.ProNetProfileInfoRequest{URL: profileURL})},
+		{"upstream too slow", "request_timeout", "timeout", 504, e.fault(map[string]any{"status": nil, "latency_ms": 60000}), profile(c, sdr.ProNetProfileInfoRequest{URL: profileURL, Provider: "source_b/pro_net"})},
+		{"body too large", "request_too_large", "validation", 413, nil, raw(c, "pro_net", "profile.info", map[string]any{"url": profileURL, "pad": strings.Repeat("x", 2<<20)})},
+		{"search queries", "missing_queries", "validation", 400, nil, search(sdr.SearchRequest{Provider: "source_a/maps/place.search", Queries: []string{}})},
+		{"search endpoint", "wrong_endpoint", "validation", 400, nil, search(sdr.SearchRequest{Provider: "source_b/pro_net/profile.info", Queries: []string{"x"}})},
+		{"search unknown provider", "unknown_provider", "validation", 400, nil, search(sdr.SearchRequest{Provider: "source_z/maps/place.search", Queries: []string{"x"}})},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -78,8 +84,11 @@ func TestErrorsTyped(t *testing.T) {
 			if err.Type != tc.typ {
 				t.Errorf("type %q, want %q", err.Type, tc.typ)
 			}
-			if tc.code == "provider_error" && (err.RunID == "" || len(err.Details.Attempts) == 0) {
-				t.Errorf("provider_error without its run id and attempts: %+v", err)
+			if (tc.status == 502 || tc.status == 504) && (err.RunID == "" || len(err.Details.Attempts) == 0) {
+				t.Errorf("%s without its run id and attempts: %+v", tc.code, err)
+			}
+			if tc.code == "upstream_rate_limited" && (err.RetryAfter != 7*time.Second || !err.IsRateLimit() || err.IsMoney()) {
+				t.Errorf("upstream_rate_limited: Retry-After %v, rate %v, money %v", err.RetryAfter, err.IsRateLimit(), err.IsMoney())
 			}
 			if tc.code == "credit_limit_exceeded" && (err.RetryAfter <= 0 || !err.IsMoney() || err.IsRateLimit()) {
 				t.Errorf("credit_limit_exceeded: Retry-After %v, money %v, rate %v", err.RetryAfter, err.IsMoney(), err.IsRateLimit())

@@ -186,7 +186,7 @@ func TestAsyncThousand(t *testing.T) {
 func TestCancel(t *testing.T) {
 	e := gateway(t)
 	ctx := ctxT(t)
-	e.slow(t)
+	e.fault(map[string]any{"status": nil, "latency_ms": 60000})(t)
 	_, key := e.account(t, 100, nil)
 	c := sdr.NewClient(key, sdr.WithBaseURL(e.base))
 	before := balance(t, c)
@@ -267,23 +267,24 @@ func balance(t *testing.T, c *sdr.Client) float64 {
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 
-// slow makes pro_net/profile.info's upstreams answer after a minute, and
-// clears the faults when the test ends.
-func (e env) slow(t *testing.T) {
-	t.Helper()
-	for _, f := range e.faults {
-		e.call(t, "POST", e.sim+"/_sim/faults", map[string]any{"target": f["target"], "latency_ms": 60000}, nil)
+// fault sets the faults of pro_net/profile.info's upstreams with patch
+// over them (nil: as SDR_SIM_FAULTS has them, failing), and clears them
+// when the test ends.
+func (e env) fault(patch map[string]any) func(t *testing.T) {
+	return func(t *testing.T) {
+		t.Helper()
+		for _, f := range e.faults {
+			body := map[string]any{}
+			for k, v := range f {
+				body[k] = v
+			}
+			for k, v := range patch {
+				body[k] = v
+			}
+			e.call(t, "POST", e.sim+"/_sim/faults", body, nil)
+		}
+		t.Cleanup(func() { e.call(t, "DELETE", e.sim+"/_sim/faults", nil, nil) })
 	}
-	t.Cleanup(func() { e.call(t, "DELETE", e.sim+"/_sim/faults", nil, nil) })
-}
-
-// fail makes pro_net/profile.info's upstreams fail.
-func (e env) fail(t *testing.T) {
-	t.Helper()
-	for _, f := range e.faults {
-		e.call(t, "POST", e.sim+"/_sim/faults", f, nil)
-	}
-	t.Cleanup(func() { e.call(t, "DELETE", e.sim+"/_sim/faults", nil, nil) })
 }
 
 // expectCode checks that err is an *sdr.APIError with this status and code.

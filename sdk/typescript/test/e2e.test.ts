@@ -142,6 +142,12 @@ test("each documented error as SdrError with its code", e2e, async (t) => {
       await c.extract.pro_net.profileInfo({ url: profileURL, limit: 2 }, { idempotencyKey: reused }).finally(async () => assert.equal(await balance(c), before));
     }],
     ["provider", 502, "provider_error", "provider", () => c.extract.pro_net.profileInfo({ url: profileURL }), () => faults()],
+    ["upstream rate limit", 429, "upstream_rate_limited", "rate_limit", () => c.extract.pro_net.profileInfo({ url: profileURL }), () => faults({ status: 429, retry_after: 7 })],
+    ["upstream too slow", 504, "request_timeout", "timeout", () => c.extract.pro_net.profileInfo({ url: profileURL, provider: "source_b/pro_net" }), () => faults({ status: undefined, latency_ms: 60000 })],
+    ["body too large", 413, "request_too_large", "validation", () => c.extractRaw("pro_net", "profile.info", { url: profileURL, pad: "x".repeat(2 << 20) })],
+    ["search queries", 400, "missing_queries", "validation", () => c.search({ provider: "source_a/maps/place.search", queries: [] })],
+    ["search endpoint", 400, "wrong_endpoint", "validation", () => c.search({ provider: "source_b/pro_net/profile.info", queries: ["x"] })],
+    ["search unknown provider", 400, "unknown_provider", "validation", () => c.search({ provider: "source_z/maps/place.search", queries: ["x"] })],
   ];
   for (const [name, status, code, type, fn, setup] of cases) {
     await t.test(name, async () => {
@@ -154,7 +160,8 @@ test("each documented error as SdrError with its code", e2e, async (t) => {
         assert.equal(err.code, code);
         assert.equal(err.type, type);
         assert.ok(err.message);
-        if (code === "provider_error") assert.ok(err.runId && err.details?.attempts?.length, "provider_error names its run and attempts");
+        if (status === 502 || status === 504) assert.ok(err.runId && err.details?.attempts?.length, `${code} names its run and attempts`);
+        if (code === "upstream_rate_limited") assert.ok(err.retryAfter === 7 && err.isRateLimit && !err.isMoney, "upstream_rate_limited: rate, with Retry-After");
         if (code === "credit_limit_exceeded") assert.ok(err.retryAfter && err.isMoney && !err.isRateLimit, "credit limit: money, with Retry-After");
         if (code !== "idempotency_key_reused") assert.equal(await balance(c), before, "nothing charged");
       } finally {
