@@ -4,22 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"go/format"
-	"sort"
 )
 
 // goCallsSource renders the catalogue's services as named, typed calls of
 // sdk/go: a request type per service, a group per platform, and the
 // Extract struct of the client (client.Extract.ProNet.CompanyInfo).
 func goCallsSource(svcs []service) ([]byte, error) {
-	byPlatform := map[string][]service{}
-	for _, s := range svcs {
-		byPlatform[s.Platform] = append(byPlatform[s.Platform], s)
-	}
-	platforms := make([]string, 0, len(byPlatform))
-	for p := range byPlatform {
-		platforms = append(platforms, p)
-	}
-	sort.Strings(platforms)
+	platforms, byPlatform := byPlatform(svcs)
 
 	var b bytes.Buffer
 	b.WriteString(header + "package sdr\n\nimport (\n\"context\"\n\"encoding/json\"\n)\n\nvar _ json.RawMessage\n\n")

@@ -222,3 +222,17 @@ func tsName(s string) string {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// byPlatform groups the services by platform, the platforms sorted.
+func byPlatform(svcs []service) ([]string, map[string][]service) {
+	by := map[string][]service{}
+	for _, s := range svcs {
+		by[s.Platform] = append(by[s.Platform], s)
+	}
+	platforms := make([]string, 0, len(by))
+	for p := range by {
+		platforms = append(platforms, p)
+	}
+	sort.Strings(platforms)
+	return platforms, by
+}

@@ -213,6 +213,19 @@ func (c *Client) backoffFor(attempt int) time.Duration {
 	return d/2 + time.Duration(mrand.Int64N(int64(d/2)+1))
 }
 
+// send sends a call and decodes its answer as a T.
+func send[T any](ctx context.Context, c *Client, method, path string, body any, cc callConfig) (*T, error) {
+	resp, err := c.do(ctx, method, path, body, cc)
+	if err != nil {
+		return nil, err
+	}
+	var v T
+	if err := decode(resp, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
 // get decodes the answer of a GET into v.
 func (c *Client) get(ctx context.Context, path string, v any) error {
 	resp, err := c.do(ctx, http.MethodGet, path, nil, callConfig{})

@@ -13,15 +13,7 @@ import (
 // extract is a synchronous call of an extract service: the completed run
 // with its records typed T.
 func extract[T any](ctx context.Context, c *Client, path string, body any, opts []CallOption) (*Run[T], error) {
-	resp, err := c.do(ctx, http.MethodPost, path, body, newCallConfig(opts))
-	if err != nil {
-		return nil, err
-	}
-	var run Run[T]
-	if err := decode(resp, &run); err != nil {
-		return nil, err
-	}
-	return &run, nil
+	return send[Run[T]](ctx, c, http.MethodPost, path, body, newCallConfig(opts))
 }
 
 // extractAsync submits a call with Prefer: respond-async and returns the
@@ -104,16 +96,12 @@ func (h *RunHandle[T]) Wait(ctx context.Context) (*Run[T], error) {
 // as the gateway answered: cancelled, or still running when its worker on
 // another node has not settled it yet. A settled run is 409 run_finished.
 func (h *RunHandle[T]) Cancel(ctx context.Context) (*Run[T], error) {
-	resp, err := h.c.do(ctx, http.MethodPost, "/v1/extractions/"+url.PathEscape(h.ID)+"/cancel", nil, callConfig{})
+	run, err := send[Run[T]](ctx, h.c, http.MethodPost, "/v1/extractions/"+url.PathEscape(h.ID)+"/cancel", nil, callConfig{})
 	if err != nil {
 		return nil, err
 	}
-	var run Run[T]
-	if err := decode(resp, &run); err != nil {
-		return nil, err
-	}
-	h.Run = &run
-	return &run, nil
+	h.Run = run
+	return run, nil
 }
 
 // Page reads one page of a settled run's records (limit 1–1000, cursor ""

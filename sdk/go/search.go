@@ -28,15 +28,7 @@ func (c *Client) Search(ctx context.Context, req SearchRequest, opts ...CallOpti
 
 // SearchAs calls POST /v1/search with its records typed T.
 func SearchAs[T any](ctx context.Context, c *Client, req SearchRequest, opts ...CallOption) (*SearchRun[T], error) {
-	resp, err := c.do(ctx, http.MethodPost, "/v1/search", req, newCallConfig(opts))
-	if err != nil {
-		return nil, err
-	}
-	var run SearchRun[T]
-	if err := decode(resp, &run); err != nil {
-		return nil, err
-	}
-	return &run, nil
+	return send[SearchRun[T]](ctx, c, http.MethodPost, "/v1/search", req, newCallConfig(opts))
 }
 
 // Balance is GET /v1/account/balance.
