@@ -52,7 +52,7 @@ func sdkEnv(t *testing.T) []string {
 		"SDR_FLAKY_URL="+flaky.URL,
 		"SDR_SIM_URL="+s.A,
 		"SDR_SIM_FAULTS="+string(faults),
-		"SDR_KEY_KIND=live",
+		"SDR_KEY_KIND=live", // "test" once test mode (issue 35) lands
 	)
 }
 

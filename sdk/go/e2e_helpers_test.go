@@ -12,9 +12,10 @@ import (
 	"time"
 )
 
-// keyKind is the kind of key the end-to-end tests create: live keys with
-// credits granted through the admin API until test mode (sdr_test_ keys
-// that charge nothing and reach no upstream) lands; then "test".
+// keyKind is the kind of key the end-to-end tests create (SDR_KEY_KIND,
+// set in tests/sdk_test.go): live keys with credits granted through the
+// admin API until test mode (sdr_test_ keys that charge nothing and reach
+// no upstream) lands; then "test", sent as the key's "mode".
 var keyKind = envOr("SDR_KEY_KIND", "live")
 
 // env is where tests/sdk_test.go started the gateway, the simulator and
@@ -88,6 +89,9 @@ func (e env) account(t *testing.T, balance float64, limit map[string]any) (strin
 	id := fmt.Sprintf("sdk-go-%d-%d", time.Now().UnixNano(), accounts.Add(1))
 	e.adminJSON(t, "POST", "/sdr/accounts", map[string]any{"id": id, "balance": balance}, nil)
 	body := map[string]any{"name": "sdk-go " + keyKind}
+	if keyKind != "live" {
+		body["mode"] = keyKind // issue 35's POST /sdr/accounts/{id}/keys {"mode": "test"}
+	}
 	if limit != nil {
 		body["credit_limit"] = limit
 	}

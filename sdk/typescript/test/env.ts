@@ -4,9 +4,10 @@
 import { SocialDataRouter, type ClientOptions } from "../src/index.js";
 
 /**
- * The kind of key the end-to-end tests create: live keys with credits
- * granted through the admin API until test mode (sdr_test_ keys that
- * charge nothing and reach no upstream) lands; then "test".
+ * The kind of key the end-to-end tests create (SDR_KEY_KIND, set in
+ * tests/sdk_test.go): live keys with credits granted through the admin API
+ * until test mode (sdr_test_ keys that charge nothing and reach no
+ * upstream) lands; then "test", sent as the key's "mode".
  */
 export const keyKind = process.env.SDR_KEY_KIND ?? "live";
 
@@ -43,6 +44,7 @@ export async function account(balance: number, creditLimit?: Record<string, unkn
   await call("POST", `${env.admin}/sdr/accounts`, { id, balance });
   const k = await call<{ key: string }>("POST", `${env.admin}/sdr/accounts/${id}/keys`, {
     name: `sdk-ts ${keyKind}`,
+    ...(keyKind !== "live" ? { mode: keyKind } : {}), // issue 35's {"mode": "test"}
     ...(creditLimit ? { credit_limit: creditLimit } : {}),
   });
   return { id, key: k.key };
