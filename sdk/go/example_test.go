@@ -17,7 +17,8 @@ import (
 func ExampleClient() {
 	ctx := context.Background()
 	client := sdr.NewClient(os.Getenv("SDR_KEY"), sdr.WithBaseURL(os.Getenv("SDR_BASE_URL")))
-	run, err := client.Extract.ProNet.CompanyInfo(ctx, sdr.ProNetCompanyInfoRequest{URL: "https://www.linkedin.com/company/the-kraft-heinz-company"})
+	req := sdr.ProNetCompanyInfoRequest{URL: "https://www.linkedin.com/company/the-kraft-heinz-company"}
+	run, err := client.Extract.ProNet.CompanyInfo(ctx, req)
 	if err != nil {
 		log.Fatal(err)
 	}
