@@ -125,6 +125,7 @@ $(SDKTS)/node_modules/.package-lock.json: $(SDKTS)/package.json $(SDKTS)/package
 
 check: $(CUE)
 	$(GO) vet ./...
+	cd sdk/go && $(GO) vet ./...
 	@test -z "$$(gofmt -l .)" || (gofmt -l .; echo "gofmt needed: make fmt"; exit 1)
 	$(CUE) vet ./schemas/*.cue ./services/*.cue
 	$(CADDY) sdr check services 2>/dev/null || $(GO) run ./cmd/caddy sdr check services
