@@ -88,3 +88,47 @@ func TestNames(t *testing.T) {
 		}
 	}
 }
+
+// TestGoTypes pins the schema → Go mapping on a small document: optional
+// scalars are pointers, nullable ones too, a nested object is named after
+// its parent unless a component has that name, data of untyped objects
+// makes the type generic.
+func TestGoTypes(t *testing.T) {
+	doc := []byte(`{"paths": {}, "components": {"schemas": {
+		"A": {"type": "object", "required": ["id"], "properties": {
+			"id": {"type": "string"},
+			"n": {"type": "integer"},
+			"note": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+			"b": {"type": "object", "properties": {"x": {"type": "boolean"}}},
+			"tags": {"type": "array", "items": {"type": "string"}},
+			"by": {"type": "object", "additionalProperties": {"$ref": "#/components/schemas/AB"}}}},
+		"AB": {"type": "object", "properties": {"y": {"type": ["number", "null"]}}},
+		"Page": {"type": "object", "properties": {"data": {"type": "array", "items": {"type": "object"}}}},
+		"Kind": {"type": "string", "enum": ["one_two"]}}}}`)
+	var d document
+	if err := jsonUnmarshal(doc, &d); err != nil {
+		t.Fatal(err)
+	}
+	src, err := goTypesSource(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`ID\s+string\s+` + "`json:\"id\"`",
+		`N\s+\*int64\s+` + "`json:\"n,omitempty\"`",
+		`Note\s+\*string`,
+		`B\s+\*ABObject\s`,
+		`type ABObject struct`,
+		`type AB struct`,
+		`Y \*float64`,
+		`Tags\s+\[\]string`,
+		`By\s+map\[string\]AB\s`,
+		`type Page\[T any\] struct`,
+		`Data \[\]T`,
+		`KindOneTwo Kind = "one_two"`,
+	} {
+		if !regexp.MustCompile(want).Match(src) {
+			t.Errorf("the Go types lack %s:\n%s", want, src)
+		}
+	}
+}
