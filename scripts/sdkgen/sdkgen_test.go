@@ -132,3 +132,42 @@ func TestGoTypes(t *testing.T) {
 		}
 	}
 }
+
+// TestDocumentedCallsExist: every generated call the READMEs and the
+// dashboard's quick start show (client.extract.pro_net.companyInfo,
+// client.Extract.ProNet.CompanyInfo) exists in the committed SDKs, so a
+// renamed service cannot leave a snippet that no longer compiles.
+func TestDocumentedCallsExist(t *testing.T) {
+	goCalls, err := os.ReadFile(filepath.Join(root, goCallsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := os.ReadFile(filepath.Join(root, tsCallsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tsCall := regexp.MustCompile(`client\.extract\.([a-z_]+)\.([A-Za-z]+)\(`)
+	goCall := regexp.MustCompile(`client\.Extract\.([A-Za-z]+)\.([A-Za-z]+)\(`)
+	seen := 0
+	for _, doc := range []string{"README.md", "sdk/typescript/README.md", "sdk/go/README.md", "caddymodule/dashboard/templates/overview.html", "docs/async.md", "docs/webhooks.md"} {
+		b, err := os.ReadFile(filepath.Join(root, doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range tsCall.FindAllStringSubmatch(string(b), -1) {
+			seen++
+			if !regexp.MustCompile(`(?m)^    ` + m[1] + `: \{\n(      .*\n)*?      ` + m[2] + `: `).Match(ts) {
+				t.Errorf("%s shows client.extract.%s.%s, which %s does not define", doc, m[1], m[2], tsCallsFile)
+			}
+		}
+		for _, m := range goCall.FindAllStringSubmatch(string(b), -1) {
+			seen++
+			if !strings.Contains(string(goCalls), "func (g "+m[1]+"Calls) "+m[2]+"(") {
+				t.Errorf("%s shows client.Extract.%s.%s, which %s does not define", doc, m[1], m[2], goCallsFile)
+			}
+		}
+	}
+	if seen == 0 {
+		t.Error("no documented call found: the patterns no longer match the snippets")
+	}
+}
