@@ -13,7 +13,7 @@ PEBBLE    := $(BIN)/pebble-$(PEBBLE_VER)/pebble
 CHALLTEST := $(BIN)/pebble-$(PEBBLE_VER)/pebble-challtestsrv
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build release pebble chromium mcpclient sdk sdk-ts test test-unit test-e2e check fmt run demo demo-reload bench print-xcaddy clean
+.PHONY: all build release pebble chromium mcpclient test test-unit test-e2e check fmt run demo demo-reload bench print-xcaddy clean
 
 all: build
 
@@ -81,7 +81,7 @@ test: build
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /tests -e /caddymodule/router -e /caddymodule/store)
 	$(MAKE) test-e2e
 
-test-e2e: build chromium mcpclient sdk-ts pebble
+test-e2e: build chromium mcpclient pebble
 	@set -o pipefail; SDR_BIN=$(abspath $(CADDY)) SDR_SIM_BIN=$(abspath $(SIM)) \
 		SDR_PEBBLE_BIN=$(abspath $(PEBBLE)) SDR_CHALLTESTSRV_BIN=$(abspath $(CHALLTEST)) \
 		$(GO) test -count=1 -p 1 -v -timeout 15m ./tests/ 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|SKIP' ; \
@@ -109,6 +109,7 @@ $(MCPCLIENT)/node_modules/.package-lock.json: $(MCPCLIENT)/package.json $(MCPCLI
 ## types and calls, the TypeScript calls; then the pinned openapi-typescript:
 ## sdk/typescript/src/schema.gen.ts). SDK_URL=http://host/v1/openapi.json
 ## reads a running gateway's document instead. Tests fail on a stale copy.
+.PHONY: sdk sdk-ts
 SDK_URL ?=
 sdk: sdk-ts
 	$(GO) run ./scripts/sdkgen $(if $(SDK_URL),-url $(SDK_URL))
@@ -122,6 +123,9 @@ sdk-ts: $(SDKTS)/node_modules/.package-lock.json
 $(SDKTS)/node_modules/.package-lock.json: $(SDKTS)/package.json $(SDKTS)/package-lock.json
 	npm ci --prefix $(SDKTS) --no-audit --no-fund
 	@touch $@
+
+# tests/sdk_test.go runs the TypeScript SDK's suite.
+test-e2e: sdk-ts
 
 check: $(CUE)
 	$(GO) vet ./...
