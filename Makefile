@@ -81,7 +81,9 @@ $(STRIPE_MOCK):
 ## Redis URL. Cold (empty build cache, 2 cores) it takes about 8 minutes:
 ## building the binary 4, race tests 2, the rest 2. `go vet` is in
 ## `make check` (it vets every dependency for facts: 3.5 more minutes cold),
-## which .ci/run runs after this. ratelimit runs without -race: it imports
+## which .ci/run runs after this. The e2e suite includes the client
+## libraries' own suites (tests/sdk_test.go: sdk/go's go test -race, sdk/typescript's
+## npm test), about a minute warm. ratelimit runs without -race: it imports
 ## Caddy's HTTP stack, ~600 more packages to instrument, for a package whose
 ## shared state lives in the limiter library and Redis.
 test: build
@@ -113,8 +115,32 @@ $(MCPCLIENT)/node_modules/.package-lock.json: $(MCPCLIENT)/package.json $(MCPCLI
 	npm ci --prefix $(MCPCLIENT) --no-audit --no-fund
 	@touch $@
 
+## sdk: regenerate the client libraries under sdk/ from the OpenAPI document
+## the gateway serves for services/ (scripts/sdkgen: sdk/openapi.json, the Go
+## types and calls, the TypeScript calls; then the pinned openapi-typescript:
+## sdk/typescript/src/schema.gen.ts). SDK_URL=http://host/v1/openapi.json
+## reads a running gateway's document instead. Tests fail on a stale copy.
+.PHONY: sdk sdk-ts
+SDK_URL ?=
+sdk: sdk-ts
+	$(GO) run ./scripts/sdkgen $(if $(SDK_URL),-url $(SDK_URL))
+	npm run --silent --prefix $(SDKTS) generate
+
+## sdk-ts: the TypeScript SDK's packages, installed from its lockfile by npm
+## (Node 20) like mcpclient, again only when the lockfile changes.
+SDKTS := sdk/typescript
+sdk-ts: $(SDKTS)/node_modules/.package-lock.json
+
+$(SDKTS)/node_modules/.package-lock.json: $(SDKTS)/package.json $(SDKTS)/package-lock.json
+	npm ci --prefix $(SDKTS) --no-audit --no-fund
+	@touch $@
+
+# tests/sdk_test.go runs the TypeScript SDK's suite.
+test-e2e: sdk-ts
+
 check: $(CUE)
 	$(GO) vet ./...
+	cd sdk/go && $(GO) vet ./...
 	@test -z "$$(gofmt -l .)" || (gofmt -l .; echo "gofmt needed: make fmt"; exit 1)
 	$(CUE) vet ./schemas/*.cue ./services/*.cue
 	$(CADDY) sdr check services 2>/dev/null || $(GO) run ./cmd/caddy sdr check services
