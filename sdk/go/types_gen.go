@@ -1316,6 +1316,35 @@ type SourceList struct {
 // Timestamp — #Timestamp is an ISO 8601 date-time with an explicit offset.
 type Timestamp = string
 
+// Transaction — One movement of credits.
+type Transaction struct {
+	// Credits moved: above 0 a credit, below 0 a debit.
+	Amount float64 `json:"amount"`
+	// The balance right after the movement (absent on `run_charges` rows).
+	Balance *float64 `json:"balance,omitempty"`
+	// When it happened; the day's start for `run_charges`.
+	CreatedAt string `json:"created_at"`
+	// `txn_…` for a stored movement; `day_YYYY-MM-DD` for a day's run charges.
+	ID string `json:"id"`
+	// `run_charges` rows aggregate the charges of a UTC day's runs.
+	Kind string `json:"kind"`
+	// Why, for an operator's adjustment or a payment.
+	Reason *string `json:"reason,omitempty"`
+	// The payment's receipt.
+	ReceiptURL *string `json:"receipt_url,omitempty"`
+	// The payment provider's object (payment intent, checkout session).
+	Reference *string `json:"reference,omitempty"`
+}
+
+// TransactionPage is the schema TransactionPage of the OpenAPI document.
+type TransactionPage struct {
+	// Newest first.
+	Data    []Transaction `json:"data"`
+	HasMore bool          `json:"has_more"`
+	// Pass as `cursor` for the next page (absent on the last).
+	NextCursor *string `json:"next_cursor,omitempty"`
+}
+
 // URL — #URL documents a string that holds a URL. It is not constrained further:
 // upstreams return scheme-less and relative forms too, and a record must not
 // be refused for that.

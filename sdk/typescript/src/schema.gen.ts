@@ -195,6 +195,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/account/transactions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The ledger
+         * @description Every movement of the authenticated account's credits, newest first: top-ups, automatic recharges, refunds, operator adjustments and the charges of runs aggregated per UTC day. The balance is the sum of all of them.
+         */
+        get: operations["list_transactions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/account/usage": {
         parameters: {
             query?: never;
@@ -947,6 +967,46 @@ export interface paths {
     };
 }
 export interface webhooks {
+    "balance.low": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The balance fell under the threshold the account set
+         * @description Sent to every endpoint of the account subscribed to `balance.low`, signed as Standard Webhooks specifies.
+         */
+        post: operations["webhook_balance.low"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "billing.recharge_failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An automatic recharge failed or needs the customer
+         * @description Sent to every endpoint of the account subscribed to `billing.recharge_failed`, signed as Standard Webhooks specifies.
+         */
+        post: operations["webhook_billing.recharge_failed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "run.cancelled": {
         parameters: {
             query?: never;
@@ -2363,6 +2423,41 @@ export interface components {
         };
         /** @description #Timestamp is an ISO 8601 date-time with an explicit offset. */
         Timestamp: string;
+        /** @description One movement of credits. */
+        Transaction: {
+            /** @description Credits moved: above 0 a credit, below 0 a debit. */
+            amount: number;
+            /** @description The balance right after the movement (absent on `run_charges` rows). */
+            balance?: number;
+            /**
+             * Format: date-time
+             * @description When it happened; the day's start for `run_charges`.
+             */
+            created_at: string;
+            /** @description `txn_…` for a stored movement; `day_YYYY-MM-DD` for a day's run charges. */
+            id: string;
+            /**
+             * @description `run_charges` rows aggregate the charges of a UTC day's runs.
+             * @enum {string}
+             */
+            kind: "opening" | "top_up" | "auto_recharge" | "refund" | "adjustment" | "run_charges";
+            /** @description Why, for an operator's adjustment or a payment. */
+            reason?: string;
+            /**
+             * Format: uri
+             * @description The payment's receipt.
+             */
+            receipt_url?: string;
+            /** @description The payment provider's object (payment intent, checkout session). */
+            reference?: string;
+        };
+        TransactionPage: {
+            /** @description Newest first. */
+            data: components["schemas"]["Transaction"][];
+            has_more: boolean;
+            /** @description Pass as `cursor` for the next page (absent on the last). */
+            next_cursor?: string;
+        };
         /**
          * @description #URL documents a string that holds a URL. It is not constrained further:
          *     upstreams return scheme-less and relative forms too, and a record must not
@@ -3227,6 +3322,35 @@ export interface operations {
                     "application/json": components["schemas"]["Balance"];
                 };
             };
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    list_transactions: {
+        parameters: {
+            query?: {
+                /** @description `next_cursor` of the previous page; anything else is 400 `invalid_cursor`. */
+                cursor?: string;
+                /** @description Rows per page; another value is 400 `invalid_limit`. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the ledger. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TransactionPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
@@ -5221,6 +5345,116 @@ export interface operations {
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    "webhook_balance.low": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (`msg_…`): the same on every retry. Use it to process each delivery once. */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse one far from your clock (the reference libraries allow 5 minutes). */
+                "webhook-timestamp": string;
+                /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures of `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the endpoint's `whsec_…` secret: two for 24 hours after a rotation, one per secret. Accept the delivery if one matches. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        /** @description The account. */
+                        account: string;
+                        /** @description The balance after the settle that crossed the threshold. */
+                        balance: number;
+                        /** @description The event's id. */
+                        id: string;
+                        /** @description The account's low-balance threshold. */
+                        threshold: number;
+                    };
+                    /**
+                     * Format: date-time
+                     * @description When the event happened (the same on every retry).
+                     */
+                    timestamp: string;
+                    /** @constant */
+                    type: "balance.low";
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled and sent nothing more. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Delivered. Any other answer, a timeout (15 s) or a refused connection is retried: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (±10%), about 27.5 hours in all, then the delivery fails. Redirects are not followed. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook_billing.recharge_failed": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (`msg_…`): the same on every retry. Use it to process each delivery once. */
+                "webhook-id": string;
+                /** @description Unix seconds of this attempt; refuse one far from your clock (the reference libraries allow 5 minutes). */
+                "webhook-timestamp": string;
+                /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures of `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the base64-decoded part of the endpoint's `whsec_…` secret: two for 24 hours after a rotation, one per secret. Accept the delivery if one matches. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        /** @description The account. */
+                        account: string;
+                        /** @description Whether automatic recharge is still on. */
+                        auto_recharge: boolean;
+                        /** @description Failed recharges in a row; at 3 automatic recharge turns off. */
+                        failures_in_a_row: number;
+                        /** @description The recharge's id (`rch_…`). */
+                        id: string;
+                        /** @description Why, for the customer. */
+                        reason: string;
+                    };
+                    /**
+                     * Format: date-time
+                     * @description When the event happened (the same on every retry).
+                     */
+                    timestamp: string;
+                    /** @constant */
+                    type: "billing.recharge_failed";
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled and sent nothing more. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Delivered. Any other answer, a timeout (15 s) or a refused connection is retried: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (±10%), about 27.5 hours in all, then the delivery fails. Redirects are not followed. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
     "webhook_run.cancelled": {
