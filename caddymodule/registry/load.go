@@ -436,6 +436,13 @@ func (c *compiler) service(r *Registry, key string, v cue.Value, seenOffer map[s
 		optionsByName: map[string]*Option{},
 		pos:           v.Pos().String(),
 	}
+	if !s.Extract && !s.Search {
+		at := v.LookupPath(cue.ParsePath("extract"))
+		if !at.Exists() {
+			at = v.LookupPath(cue.ParsePath("search"))
+		}
+		c.errf(at, "service %s: extract: false and search: false: no endpoint reaches it (set extract: true for POST /v1/extract/%s, or search: true for POST /v1/search)", s.Key, s.Key)
+	}
 	if key != s.Key {
 		c.errf(v.LookupPath(cue.ParsePath("platform")), "field platform/service: service declared under %q must be keyed %q", key, s.Key)
 	}
