@@ -67,10 +67,11 @@ type batchOut struct {
 	perInput   [][]json.RawMessage
 	items      int
 	errorItems int
-	// deadItems are the error items saying the input's page is gone;
-	// deadInputs the inputs they answer.
-	deadItems, deadInputs int
-	status                int
+	// deadItems are the error items saying the input's page is gone.
+	deadItems int
+	status    int
+	// deadInputs counts the inputs they answer.
+	deadInputs int
 	// skipped counts items the normalize program failed on; skipErr is the
 	// first such error.
 	skipped int
