@@ -120,10 +120,16 @@ type Problem struct {
 	File  string
 	Offer string
 	Msg   string
+	// Note marks what the check reports without failing (sdr try prints
+	// the same note): a record that vanishes when a field has another type.
+	Note bool
 }
 
 func (p Problem) String() string {
 	s := fmt.Sprintf("%s: offer %s: %s", p.File, p.Offer, p.Msg)
+	if p.Note {
+		s = "note: " + s
+	}
 	if p.At != "" {
 		s = p.At + ": " + s
 	}
@@ -139,14 +145,25 @@ const exampleNow = "2026-01-02T03:04:05.000Z"
 // gives one, a record off the schema, a normalizer error and any item the
 // two engines disagree on.
 func CheckExamples(ctx context.Context, reg *registry.Registry, fsys fs.FS) []Problem {
-	return check(ctx, reg, fsys, false)
+	return problemsOnly(check(ctx, reg, fsys, false))
 }
 
 // Check is CheckExamples plus the robustness check (robustness) of every
 // live offer over its example: what `sdr check` runs and what a reload
 // refuses a registry for.
 func Check(ctx context.Context, reg *registry.Registry, fsys fs.FS) []Problem {
-	return check(ctx, reg, fsys, true)
+	return problemsOnly(check(ctx, reg, fsys, true))
+}
+
+// problemsOnly leaves the notes out of ps.
+func problemsOnly(ps []Problem) []Problem {
+	out := ps[:0:0]
+	for _, p := range ps {
+		if !p.Note {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func check(ctx context.Context, reg *registry.Registry, fsys fs.FS, robust bool) []Problem {
@@ -200,6 +217,7 @@ func checkOffer(ctx context.Context, reg *registry.Registry, fsys fs.FS, o *regi
 	if robust {
 		for _, p := range robustness(ctx, reg, o, items, Input(s)) {
 			bad(p.at, "%s", p.msg)
+			probs[len(probs)-1].Note = p.info
 		}
 	}
 	return probs

@@ -158,11 +158,12 @@ func CheckDir(w io.Writer, reg *registry.Registry, dir string) error {
 	for _, s := range SlowOffers(reg) {
 		fmt.Fprintf(w, "note: %s\n", s)
 	}
-	probs := Check(context.Background(), reg, os.DirFS(dir))
-	for _, p := range probs {
+	all := check(context.Background(), reg, os.DirFS(dir), true)
+	for _, p := range all {
 		p.File = filepath.Join(dir, p.File)
 		fmt.Fprintln(w, p)
 	}
+	probs := problemsOnly(all)
 	if len(probs) > 0 {
 		return fmt.Errorf("%d problem(s) in the examples of %s", len(probs), dir)
 	}

@@ -53,14 +53,17 @@ func robustness(ctx context.Context, reg *registry.Registry, o *registry.Offer, 
 		case f.word != "":
 			at = o.WordAt(f.word)
 		}
-		out = append(out, itemProblem{at: at, msg: f.msg})
+		out = append(out, itemProblem{at: at, msg: f.msg, info: f.info})
 	}
 	return out
 }
 
 // robustFinding is one robustness problem: field is the record field
 // off the schema, "" for a normalizer failure.
-type robustFinding struct{ field, word, msg string }
+type robustFinding struct {
+	field, word, msg string
+	info             bool // a note: the record vanished, nothing wrong was made
+}
 
 // emptyItems carry no data: a normalizer must neither fail on one nor make
 // a record of it (a record of just source and extracted_at would be billed
@@ -116,10 +119,11 @@ func robustFindings(ctx context.Context, o *registry.Offer, items []json.RawMess
 				case !ok && !seen["drop "+path] && hasData(b):
 					// A guard (if … then empty, select) drops on purpose;
 					// an `as` source or an object value that yields
-					// nothing makes the whole record vanish.
+					// nothing makes the whole record vanish: a note (a
+					// record lost, nothing wrong served or billed).
 					if word, why, accidental := dropWhy(ctx, o, b, input, exampleNow); accidental {
 						seen["drop "+path] = true
-						out = append(out, robustFinding{word: word, msg: fmt.Sprintf("robustness: %s: the record vanished, %s (a field of another type must not drop the record: guard it, e.g. (.a | objects) // {})", what, why)})
+						out = append(out, robustFinding{word: word, info: true, msg: fmt.Sprintf("robustness: %s: the record vanished, %s (a record lost, never billed: guard the field, e.g. ((.a | objects) // {}) as $a, or (.a?.b? // null))", what, why)})
 					}
 				case ok && !records[string(rec)]:
 					records[string(rec)] = true
@@ -172,7 +176,7 @@ func readCached(key [sha256.Size]byte) ([]robustFinding, bool) {
 	}
 	fs := make([]robustFinding, len(out))
 	for i, c := range out {
-		fs[i] = robustFinding{c.Field, c.Word, c.Msg}
+		fs[i] = robustFinding{c.Field, c.Word, c.Msg, c.Info}
 	}
 	return fs, true
 }
@@ -186,7 +190,7 @@ func writeCached(key [sha256.Size]byte, fs []robustFinding) {
 	}
 	out := make([]cachedFinding, len(fs))
 	for i, f := range fs {
-		out[i] = cachedFinding{f.field, f.word, f.msg}
+		out[i] = cachedFinding{f.field, f.word, f.msg, f.info}
 	}
 	b, _ := json.Marshal(out)
 	tmp := p + ".tmp" + strconv.Itoa(os.Getpid())
@@ -199,12 +203,13 @@ type cachedFinding struct {
 	Field string `json:"field"`
 	Word  string `json:"word,omitempty"`
 	Msg   string `json:"msg"`
+	Info  bool   `json:"info,omitempty"`
 }
 
 func robustKey(reg *registry.Registry, o *registry.Offer, items []json.RawMessage, input string) [sha256.Size]byte {
 	h := sha256.New()
 	schema, _ := json.Marshal(reg.RecordSchema(o.Service))
-	fmt.Fprintf(h, "robustness v4\x00%d\x00%s\x00%d\x00%s\x00%d\x00%s\x00", len(o.Normalize.Source), o.Normalize.Source, len(schema), schema, len(input), input)
+	fmt.Fprintf(h, "robustness v5\x00%d\x00%s\x00%d\x00%s\x00%d\x00%s\x00", len(o.Normalize.Source), o.Normalize.Source, len(schema), schema, len(input), input)
 	for _, it := range items {
 		fmt.Fprintf(h, "%d\x00", len(it))
 		h.Write(it)

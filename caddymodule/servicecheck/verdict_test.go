@@ -81,12 +81,13 @@ func TestTryAndCheckAgree(t *testing.T) {
 
 // TestRobustnessFindsAVanishingRecord: a field the program binds, given
 // the wrong type (even one the example lacks: the bound path's own
-// mutation reaches it), must neither make the whole record vanish nor
-// fail the program; a guard that drops on purpose is no problem.
+// mutation reaches it), must not fail the program (a problem), and a
+// record it makes vanish is noted (sdr check and sdr try print the note,
+// neither fails); a guard that drops on purpose is neither.
 func TestRobustnessFindsAVanishingRecord(t *testing.T) {
 	for _, tc := range []struct{ name, normalize, want string }{
 		{"as binding", `"if type != \"object\" or .n == null then empty else (.author | objects) as $a | {name: (.n | if type == \"string\" then . else null end), follower_count: ($a.c | toint)} end"`,
-			`robustness: item 0 with .author = null: the record vanished, dropped by (.author | objects) as $a (objects yields nothing)`},
+			`note: examples/source_a/pro_net__profile.info.json: offer pro_net/profile.info source_a/actor_1: robustness: item 0 with .author = null: the record vanished, dropped by (.author | objects) as $a (objects yields nothing)`},
 		{"a bound field the example lacks", `"if type != \"object\" or .n == null then empty else (.author // {}) as $a | {name: .n, follower_count: ($a.c | toint)} end"`,
 			`robustness: item 0 with .author = "x": normalize: `},
 		{"guarded binding", `"if type != \"object\" or .n == null then empty else ((.author | objects) // {}) as $a | {name: (.n | if type == \"string\" then . else null end), follower_count: ($a.c | toint)} end"`, ""},
@@ -101,7 +102,10 @@ func TestRobustnessFindsAVanishingRecord(t *testing.T) {
 				items = `[{"n": "Ann", "author": {"c": 1}}]`
 			}
 			var all []string
-			for _, p := range Check(context.Background(), reg, fstest.MapFS{"examples/source_a/pro_net__profile.info.json": {Data: []byte(items)}}) {
+			for _, p := range check(context.Background(), reg, fstest.MapFS{"examples/source_a/pro_net__profile.info.json": {Data: []byte(items)}}, true) {
+				if p.Note != strings.Contains(p.Msg, "vanished") {
+					t.Errorf("note %v: %s", p.Note, p)
+				}
 				all = append(all, p.String())
 			}
 			got := strings.Join(all, "\n")
