@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"sync"
 
 	"github.com/itchyny/gojq"
 
@@ -22,18 +21,8 @@ import (
 // last two, which are never a deliberate guard: a field of another type
 // made the whole record vanish.
 func DropReason(ctx context.Context, o *registry.Offer, item json.RawMessage, input, now string) (at, why string, accidental bool) {
-	word, why, accidental := dropWhy(ctx, o, item, input, now)
+	word, why, accidental := newDropper(o).reason(ctx, item, input, now)
 	return o.WordAt(word), why, accidental
-}
-
-// dropWhy is DropReason with the word of the program that locates the
-// expression ("" for the whole program).
-func dropWhy(ctx context.Context, o *registry.Offer, item json.RawMessage, input, now string) (word, why string, accidental bool) {
-	var v any
-	if json.Unmarshal(item, &v) != nil {
-		return "", "the program yielded null or nothing", false
-	}
-	return droppers(o).reason(ctx, v, input, now)
 }
 
 // boundPaths are the object paths (".author") the `E as $x` bindings of
@@ -41,7 +30,7 @@ func dropWhy(ctx context.Context, o *registry.Offer, item json.RawMessage, input
 // the wrong type, even when the example lacks it.
 func boundPaths(o *registry.Offer) []string {
 	var out []string
-	for _, s := range droppers(o).sites {
+	for _, s := range newDropper(o).sites {
 		if !s.bind {
 			continue
 		}
@@ -54,53 +43,63 @@ func boundPaths(o *registry.Offer) []string {
 
 var leadingPath = regexp.MustCompile(`^\(*\s*((?:\.[A-Za-z_][A-Za-z0-9_]*\??)+)`)
 
-// dropper finds a drop site by running the program once per site, that
-// site made to fail when it yields nothing: the one that fails is the one
-// that dropped the item.
+// dropper finds a drop site by running the program with one site made to
+// fail when it yields nothing: the first (in source order) that fails is
+// the expression that dropped the item, and the last of the sites inside
+// it that fail says why. Variants are compiled as they are needed and
+// live as long as the dropper (one check of one offer): a program has
+// dozens of sites, a few MB of compiled variants. Not safe for concurrent
+// use (a variant is made by swapping a site in the parsed program).
 type dropper struct {
 	o     *registry.Offer
+	q     *gojq.Query
 	sites []*dropSite
-	progs []*normalize.Program // per site, nil when the variant does not compile
+	progs map[int]*normalize.Program // compiled variants; nil: does not compile
 }
 
-var dropperCache sync.Map // program source → *dropper
-
-// droppers is the dropper of o's program, built once per program.
-func droppers(o *registry.Offer) *dropper {
-	if d, ok := dropperCache.Load(o.Normalize.Source); ok {
-		d := *d.(*dropper)
-		d.o = o // positions are o's
-		return &d
-	}
-	d := &dropper{o: o}
+func newDropper(o *registry.Offer) *dropper {
+	d := &dropper{o: o, progs: map[int]*normalize.Program{}}
 	if q, err := gojq.Parse(o.Normalize.Source); err == nil {
-		d.sites = dropSites(q)
-		d.progs = make([]*normalize.Program, len(d.sites))
-		for i, s := range d.sites {
-			d.progs[i] = s.variant(q, i)
-		}
+		d.q, d.sites = q, dropSites(q)
 	}
-	dropperCache.Store(o.Normalize.Source, d)
 	return d
 }
 
-func (d *dropper) reason(ctx context.Context, v any, input, now string) (word, why string, accidental bool) {
-	var hit []*dropSite
-	for i, p := range d.progs {
-		if p == nil {
-			continue
-		}
-		if _, err := p.Run(ctx, v, input, now); err != nil && strings.Contains(err.Error(), siteMark(i)) {
-			hit = append(hit, d.sites[i])
-		}
+// fails reports whether site i, made to fail when it yields nothing, fails
+// on v.
+func (d *dropper) fails(ctx context.Context, i int, v any, input, now string) bool {
+	p, ok := d.progs[i]
+	if !ok {
+		p = d.sites[i].variant(d.q, i)
+		d.progs[i] = p
 	}
-	if len(hit) == 0 {
+	if p == nil {
+		return false
+	}
+	_, err := p.Run(ctx, v, input, now)
+	return err != nil && strings.Contains(err.Error(), siteMark(i))
+}
+
+func (d *dropper) reason(ctx context.Context, item json.RawMessage, input, now string) (word, why string, accidental bool) {
+	var v any
+	if json.Unmarshal(item, &v) != nil {
 		return "", "the program yielded null or nothing", false
 	}
-	outer, inner := hit[0], hit[0]
-	for _, s := range hit[1:] {
-		if strings.Contains(outer.text, s.text) {
-			inner = s
+	first := -1
+	for i := range d.sites {
+		if d.fails(ctx, i, v, input, now) {
+			first = i
+			break
+		}
+	}
+	if first < 0 {
+		return "", "the program yielded null or nothing", false
+	}
+	outer, inner := d.sites[first], d.sites[first]
+	// The sites inside the outer one follow it (source order).
+	for j := first + 1; j < len(d.sites) && strings.Contains(outer.text, d.sites[j].text); j++ {
+		if d.fails(ctx, j, v, input, now) {
+			inner = d.sites[j]
 		}
 	}
 	why = "dropped by " + clip(outer.text)

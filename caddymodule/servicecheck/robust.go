@@ -97,6 +97,7 @@ func robustFindings(ctx context.Context, o *registry.Offer, items []json.RawMess
 		}
 	}
 	bound := boundPaths(o)
+	drops := newDropper(o) // one per run: its compiled variants go with it
 	for i, item := range items {
 		var v any
 		if json.Unmarshal(item, &v) != nil {
@@ -121,7 +122,7 @@ func robustFindings(ctx context.Context, o *registry.Offer, items []json.RawMess
 					// an `as` source or an object value that yields
 					// nothing makes the whole record vanish: a note (a
 					// record lost, nothing wrong served or billed).
-					if word, why, accidental := dropWhy(ctx, o, b, input, exampleNow); accidental {
+					if word, why, accidental := drops.reason(ctx, b, input, exampleNow); accidental {
 						seen["drop "+path] = true
 						out = append(out, robustFinding{word: word, info: true, msg: fmt.Sprintf("robustness: %s: the record vanished, %s (a record lost, never billed: guard the field, e.g. ((.a | objects) // {}) as $a, or (.a?.b? // null))", what, why)})
 					}
