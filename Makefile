@@ -15,7 +15,7 @@ STRIPE_MOCK_VER := v0.203.0
 STRIPE_MOCK := $(BIN)/stripe-mock-$(STRIPE_MOCK_VER)/stripe-mock
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build release pebble stripe-mock chromium mcpclient test test-unit test-e2e check fmt run demo demo-reload bench print-xcaddy clean
+.PHONY: all build release pebble stripe-mock chromium mcpclient test test-unit test-e2e check fmt snapshots run demo demo-reload bench print-xcaddy clean
 
 all: build
 
@@ -144,6 +144,15 @@ check: $(CUE)
 	@test -z "$$(gofmt -l .)" || (gofmt -l .; echo "gofmt needed: make fmt"; exit 1)
 	$(CUE) vet ./schemas/*.cue ./services/*.cue
 	$(CADDY) sdr check services 2>/dev/null || $(GO) run ./cmd/caddy sdr check services
+
+## snapshots: rewrite every golden file that follows services/ or what the
+## gateway generates from it (the MCP tool snapshots, the OpenAPI golden,
+## the variant payloads' golden records), after adding a service or
+## changing the generation; review them with git diff. A test that finds
+## one out of date names this target.
+snapshots:
+	$(GO) test -count=1 ./caddymodule/mcp -run '^TestToolSnapshots$$' -update
+	$(GO) test -count=1 ./caddymodule/registry -run '^(TestOpenAPIGolden|TestVariantPayloads)$$' -update -update-variants
 
 fmt:
 	gofmt -w .

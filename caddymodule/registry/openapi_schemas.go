@@ -175,7 +175,7 @@ func (b *openapiBuilder) fixedSchemas() {
 		"allOf": []any{ref("Source"), object("", []any{"supported_platforms", "supported_types", "pricing"}, obj{
 			"supported_platforms":    platformList,
 			"supported_types":        stringArray(""),
-			"supported_search_types": stringArray("Omitted when the source has no search coverage."),
+			"supported_search_types": stringArray("Search types as <platform>/<type> (POST /v1/search takes the provider slug <id>/<platform>/<type>); omitted when the source has no search coverage."),
 			"pricing":                obj{"type": "array", "items": ref("PricingRow")},
 			"search_pricing":         obj{"type": "array", "items": ref("PricingRow"), "description": "Omitted when the source has no search coverage."},
 		})},

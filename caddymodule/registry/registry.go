@@ -150,6 +150,8 @@ type Offer struct {
 	Implements map[string]bool
 	Status     string
 	Service    *Service
+	// ErrorRows are the declared meanings of its error rows (errorrows.go).
+	ErrorRows []ErrorRow
 
 	loc *locator // where its parts are declared (locate.go)
 }

@@ -70,6 +70,8 @@ type batchOut struct {
 	// deadItems are the error items saying the input's page is gone.
 	deadItems int
 	status    int
+	// deadInputs counts the inputs they answer.
+	deadInputs int
 	// skipped counts items the normalize program failed on; skipErr is the
 	// first such error.
 	skipped int
@@ -388,7 +390,7 @@ func offerOptions(o *registry.Offer, options map[string]any) map[string]any {
 // error_records failure when every item was an error record. A batch that
 // failed (not done) contributes no records: its inputs get none.
 func (r *Router) assemble(a *attempt, outs []batchOut, req *Request, batches [][]string) {
-	var items, errItems, dead, skipped, invalid, dropped, records int
+	var items, errItems, dead, deadInputs, skipped, invalid, dropped, records int
 	var skipErr error
 	var invalidMsg string
 	var perInput [][]json.RawMessage
@@ -400,6 +402,7 @@ func (r *Router) assemble(a *attempt, outs []batchOut, req *Request, batches [][
 		items += out.items
 		errItems += out.errorItems
 		dead += out.deadItems
+		deadInputs += out.deadInputs
 		skipped += out.skipped
 		if skipErr == nil {
 			skipErr = out.skipErr
@@ -438,7 +441,11 @@ func (r *Router) assemble(a *attempt, outs []batchOut, req *Request, batches [][
 	if dead > 0 {
 		// A page that is gone is an answer, not a failure: no record for
 		// that input, no charge, nothing against the breaker.
-		notes = append(notes, fmt.Sprintf("%d inputs name pages that are gone (dead_page)", dead))
+		if deadInputs == 1 {
+			notes = append(notes, "1 input names a page that is gone")
+		} else {
+			notes = append(notes, fmt.Sprintf("%d inputs name pages that are gone", deadInputs))
+		}
 		errItems -= dead
 	}
 	if errItems > 0 {

@@ -87,6 +87,7 @@ func (r *Router) collect(rn *run, o *registry.Offer, inputs []string, nowISO str
 	if res.Checked { // the splitter checked the body: no second check of each item
 		normalizeItem = o.Normalize.NormalizeCheckedItem
 	}
+	gone := map[int]bool{}
 	for _, item := range res.Items {
 		k := m.match(item)
 		if o.Normalize == nil {
@@ -112,11 +113,20 @@ func (r *Router) collect(rn *run, o *registry.Offer, inputs []string, nowISO str
 		case !ok:
 			if !normalize.IsErrorItem(item) { // error rows are counted by the source
 				out.dropped++
+			} else if dead := sources.DeadRow(item); dead || o.GoneRow(item) {
+				// A page gone (dead_page, or a row the offer's
+				// error_rows declares gone or private): counted per
+				// input, for the attempt's message.
+				if !dead {
+					out.deadItems++ // the source counted its dead_page rows
+				}
+				gone[k] = true
 			}
 		case r.keepRecord(o, rec, &out):
 			out.perInput[k] = append(out.perInput[k], rec)
 		}
 	}
+	out.deadInputs = len(gone)
 	if o.Normalize != nil {
 		// The records are fresh bytes; the raw items are read no more.
 		res.Release()
