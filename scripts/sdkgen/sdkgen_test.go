@@ -47,13 +47,20 @@ func TestAddedServiceGetsTypedCalls(t *testing.T) {
 	if err := testservices.CopyServices(filepath.Join(root, "services"), dir); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := testservices.Add(dir, testservices.Addition); err != nil {
+	if _, err := testservices.Add(dir, testservices.Operator); err != nil {
 		t.Fatal(err)
 	}
 	files := generate(t, dir)
+	r, err := registry.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	goCalls, ts := string(files[goCallsFile]), string(files[tsCallsFile])
-	for _, key := range testservices.Keys(testservices.Addition) {
+	for _, key := range testservices.Keys(testservices.Operator) {
 		platform, service, _ := strings.Cut(key, "/")
+		if s, ok := r.Service(platform, service); !ok || !s.Callable() {
+			continue // a search type: reached through Search, not a named call
+		}
 		for _, want := range []string{
 			`func \(g ` + goName(platform) + `Calls\) ` + goName(service) + `\(ctx context.Context, req ` + goName(platform) + goName(service) + `Request`,
 			`\t` + goName(platform) + `\s+` + goName(platform) + `Calls\n`,

@@ -488,8 +488,7 @@ type Health struct {
 	Status string            `json:"status"`
 }
 
-// PhotoPost — #PhotoPostFields are the fields of a post (upstream camelCase names kept,
-// as SPEC shows them).
+// PhotoPost is the schema PhotoPost of the OpenAPI document.
 type PhotoPost struct {
 	Alt                *string           `json:"alt,omitempty"`
 	Caption            *string           `json:"caption,omitempty"`
@@ -614,8 +613,7 @@ type PhotoProfileRef struct {
 	Username      *string `json:"username,omitempty"`
 }
 
-// PhotoVideo — #PhotoPostFields are the fields of a post (upstream camelCase names kept,
-// as SPEC shows them).
+// PhotoVideo is the schema PhotoVideo of the OpenAPI document.
 type PhotoVideo struct {
 	Alt                *string           `json:"alt,omitempty"`
 	Caption            *string           `json:"caption,omitempty"`

@@ -1652,10 +1652,6 @@ export interface components {
             /** @description `ORIGIN/mcp` when given (RFC 8707). */
             resource?: string;
         };
-        /**
-         * @description #PhotoPostFields are the fields of a post (upstream camelCase names kept,
-         *     as SPEC shows them).
-         */
         PhotoPost: {
             alt?: string | null;
             caption?: string;
@@ -1773,10 +1769,6 @@ export interface components {
             profile_pic_url?: string;
             username?: string;
         };
-        /**
-         * @description #PhotoPostFields are the fields of a post (upstream camelCase names kept,
-         *     as SPEC shows them).
-         */
         PhotoVideo: {
             alt?: string | null;
             caption?: string;
@@ -2414,7 +2406,7 @@ export interface components {
             /** @description Omitted when the source has no search coverage. */
             search_pricing?: components["schemas"]["PricingRow"][];
             supported_platforms: components["schemas"]["Platform"][];
-            /** @description Omitted when the source has no search coverage. */
+            /** @description Search types as <platform>/<type> (POST /v1/search takes the provider slug <id>/<platform>/<type>); omitted when the source has no search coverage. */
             supported_search_types?: string[];
             supported_types: string[];
         };
