@@ -18,6 +18,7 @@ import (
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/runs"
 	"socialrouter/cmd/upstream-sim/sim"
+	"socialrouter/internal/cpuclock"
 	"socialrouter/internal/jsonscan"
 )
 
@@ -325,7 +326,7 @@ func spliceRun(run *runs.Run) ([]byte, error) {
 
 // interleave runs each function for dur of CPU time per round, in turn,
 // and returns each one's median ns of CPU per call: the goroutine is locked
-// to its thread and timed by the thread's CPU clock (threadCPU), so the
+// to its thread and timed by the thread's CPU clock (cpuclock.Thread), so the
 // moments another process held the core count for neither variant.
 func interleave(ctx context.Context, rounds int, dur time.Duration, fns ...func() ([]byte, error)) []float64 {
 	runtime.LockOSThread()
@@ -334,9 +335,9 @@ func interleave(ctx context.Context, rounds int, dur time.Duration, fns ...func(
 	for r := 0; r < rounds && ctx.Err() == nil; r++ {
 		for i, fn := range fns {
 			n := 0
-			start := threadCPU()
+			start := cpuclock.Thread()
 		batches: // the clock is a system call: read between batches of 16 calls
-			for threadCPU()-start < dur && n < 1_000_000 {
+			for cpuclock.Thread()-start < dur && n < 1_000_000 {
 				for range 16 {
 					if _, err := fn(); err != nil {
 						break batches
@@ -345,7 +346,7 @@ func interleave(ctx context.Context, rounds int, dur time.Duration, fns ...func(
 				}
 			}
 			if n > 0 {
-				per[i] = append(per[i], float64(threadCPU()-start)/float64(n))
+				per[i] = append(per[i], float64(cpuclock.Thread()-start)/float64(n))
 			}
 		}
 	}

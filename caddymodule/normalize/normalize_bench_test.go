@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"socialrouter/internal/cpuclock"
 	"socialrouter/internal/jsonscan"
 )
 
@@ -96,19 +97,19 @@ func fpScan(item []byte) error {
 }
 
 // fpRatio times f and ref in alternating passes over items, for 300ms of
-// CPU at least, and returns f's total CPU time over ref's (threadCPU).
+// CPU at least, and returns f's total CPU time over ref's (cpuclock.Thread).
 func fpRatio(items [][]byte, f, ref func([]byte) error) float64 {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var tf, tr time.Duration
 	pass := func(g func([]byte) error) time.Duration {
-		start := threadCPU()
+		start := cpuclock.Thread()
 		for range 8 {
 			for _, item := range items {
 				_ = g(item)
 			}
 		}
-		return threadCPU() - start
+		return cpuclock.Thread() - start
 	}
 	for tf+tr < 300*time.Millisecond {
 		tf += pass(f)
