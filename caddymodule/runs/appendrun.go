@@ -17,6 +17,11 @@ import (
 // ok is false, and dst untouched, for what it leaves to encoding/json: a
 // pagination cursor (search runs; encoding/json compacts it) or a time
 // encoding/json refuses.
+//
+// Adding a member to Run: one append here at the member's place in the
+// struct (appendOpt for an omitempty string; `,"name":` then the value
+// otherwise, behind an `if` for omitempty). TestAppendRunCoversEveryField
+// fails, naming the member, until its bytes are encoding/json's.
 func AppendRun(dst []byte, run *Run, records []json.RawMessage, scoped bool, accountID, keyID string) (out []byte, ok bool) {
 	if len(run.Pagination.NextCursor) > 0 {
 		return dst, false
