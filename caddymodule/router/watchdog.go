@@ -1,0 +1,92 @@
+package router
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// watchdog cancels an attempt when the upstream shows no activity for the
+// soft timeout. Times are monotonic nanoseconds since start. Silence is
+// measured between upstream answers: a wait the upstream documents (a sync
+// wait, waitForFinish, the pause between polls) is announced by the batch's
+// client and does not count until that batch hears from the upstream again.
+type watchdog struct {
+	start time.Time
+	last  atomic.Int64
+	// quiet holds, per batch, the end of the documented wait it announced:
+	// silence before it is expected. A batch's own activity ends it (the
+	// answer it waited for began); another batch's does not.
+	quiet []atomic.Int64
+	soft  time.Duration
+}
+
+func newWatchdog(soft time.Duration, batches int) *watchdog {
+	return &watchdog{start: time.Now(), soft: soft, quiet: make([]atomic.Int64, batches)}
+}
+
+func (w *watchdog) now() int64 { return int64(time.Since(w.start)) }
+
+// touch records upstream activity; called concurrently by the clients.
+func (w *watchdog) touch() { w.last.Store(w.now()) }
+
+// batch returns the activity and waiting callbacks of batch i
+// (sources.Call.Activity and Waiting).
+func (w *watchdog) batch(i int) (activity func(), waiting func(time.Duration)) {
+	q := &w.quiet[i]
+	activity = func() {
+		now := w.now()
+		w.last.Store(now)
+		if q.Load() > now {
+			q.Store(now)
+		}
+	}
+	waiting = func(d time.Duration) {
+		now := w.now()
+		w.last.Store(now)
+		q.Store(now + int64(d))
+	}
+	return activity, waiting
+}
+
+// idle is how long the upstream has been silent beyond what was announced.
+func (w *watchdog) idle() time.Duration {
+	until := w.last.Load()
+	for i := range w.quiet {
+		until = max(until, w.quiet[i].Load())
+	}
+	return time.Duration(w.now() - until)
+}
+
+// watch cancels with errSoftTimeout once idle for the soft timeout, until
+// stop is called. It runs on a timer, not a goroutine of its own: a call
+// held in flight by a slow upstream costs no stack for its watchdog.
+func (w *watchdog) watch(cancel context.CancelCauseFunc) (stop func()) {
+	var (
+		mu      sync.Mutex
+		stopped bool
+		t       *time.Timer
+	)
+	mu.Lock()
+	defer mu.Unlock()
+	t = time.AfterFunc(w.soft, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		idle := w.idle()
+		if idle >= w.soft {
+			cancel(errSoftTimeout)
+			return
+		}
+		t.Reset(w.soft - idle)
+	})
+	return func() {
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
+		t.Stop()
+	}
+}
