@@ -51,7 +51,7 @@ func (r *Router) call(rn *run, wd *watchdog, client sources.Client, o *registry.
 	if dl, ok := ctx.Deadline(); ok {
 		c.Timeout = time.Until(dl)
 	}
-	res, err := r.resumeOrDo(ctx, client, c, req, o, inputs, i)
+	res, err := r.job(ctx, client, c, req, o, inputs, i)
 	if err != nil || res == nil {
 		failCall(rn, i, err)
 		return nil

@@ -9,7 +9,6 @@ import (
 
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/runs"
-	"socialrouter/caddymodule/sources"
 )
 
 // Started is paid upstream work one batch of an attempt started, as
@@ -128,76 +127,5 @@ func withBefore(before []runs.Attempt) func(*Result, error) (*Result, error) {
 			f.Attempts = append(slices.Clip(before), f.Attempts...)
 		}
 		return res, err
-	}
-}
-
-// resumeOrDo sends batch i's call: it waits for the upstream work an
-// earlier process started for this batch (Request.resumed) or, when none
-// was recorded, starts it (do). A held call waits in here, so the resumed
-// case is a function of its own (resumeBatch) and this frame stays small.
-func (r *Router) resumeOrDo(ctx context.Context, client sources.Client, c sources.Call, req *Request,
-	o *registry.Offer, inputs []string, i int) (*sources.Result, error) {
-	if req.resumed == nil {
-		return r.do(ctx, client, c)
-	}
-	return r.resumeBatch(ctx, client, c, req.resumed, o, inputs, i)
-}
-
-// resumeBatch waits for the upstream work recorded for batch i in from,
-// or starts it again when that work cannot be resumed.
-func (r *Router) resumeBatch(ctx context.Context, client sources.Client, c sources.Call, from *Resumed,
-	o *registry.Offer, inputs []string, i int) (*sources.Result, error) {
-	s, ok := from.batch(o.ID, i)
-	if !ok {
-		return r.do(ctx, client, c)
-	}
-	h, err := sources.ParseHandle(s.Handle)
-	rs, can := client.(sources.Resumer)
-	switch {
-	case err != nil || !can:
-		r.logger.Error("resuming upstream work: not resumable, started again",
-			zap.String("offer", o.ID), zap.String("handle", s.Handle), zap.Bool("resumer", can), zap.Error(err))
-		return r.do(ctx, client, c)
-	case !slices.Equal(s.Inputs, inputs):
-		// The money now covers fewer records, so the batch is not the one
-		// that started the work: that work ends and this batch's starts.
-		r.logger.Warn("resuming upstream work: the batch changed; its work is aborted and started again",
-			zap.String("offer", o.ID), zap.String("handle", s.Handle))
-		abortDetached(ctx, rs, h, r.logger)
-		return r.do(ctx, client, c)
-	}
-	return rs.Resume(ctx, c, h)
-}
-
-// Abort stops the upstream work from recorded, each from a context that
-// outlives ctx: work that cannot be resumed, or a cancelled call's whose
-// waiter is gone.
-func (r *Router) Abort(ctx context.Context, svc *registry.Service, from Resumed) {
-	o, ok := svc.Offer(from.Offer)
-	if !ok {
-		if len(from.Started) > 0 {
-			r.logger.Error("cannot abort upstream work: its offer is gone from the registry",
-				zap.String("offer", from.Offer), zap.Int("calls", len(from.Started)))
-		}
-		return
-	}
-	rs, _ := r.clients[o.Source.ID].(sources.Resumer)
-	for _, s := range from.Started {
-		h, err := sources.ParseHandle(s.Handle)
-		if err != nil || rs == nil {
-			r.logger.Error("cannot abort upstream work", zap.String("offer", o.ID), zap.String("handle", s.Handle), zap.Error(err))
-			continue
-		}
-		abortDetached(ctx, rs, h, r.logger)
-	}
-}
-
-// abortDetached aborts h from a context that outlives ctx, bounded by
-// sources.AbortTimeout.
-func abortDetached(ctx context.Context, rs sources.Resumer, h sources.Handle, logger *zap.Logger) {
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sources.AbortTimeout)
-	defer cancel()
-	if err := rs.Abort(actx, h); err != nil {
-		logger.Warn("could not stop upstream work; it runs until its own timeout", zap.String("handle", h.String()), zap.Error(err))
 	}
 }
