@@ -35,7 +35,7 @@ type attempt struct {
 	// perInput holds the records of each input of the attempt before the
 	// limit, nil for an input of a failed batch; failed lists those inputs
 	// (indexes into the attempt's inputs) when the attempt served only
-	// some batches (chunks.go): they fail over, the others are kept.
+	// some batches (Chunks, walk.go): they fail over, the others are kept.
 	perInput [][]json.RawMessage
 	failed   []int
 	// retryable: the walk may move on. A failure that is not retryable
@@ -367,4 +367,64 @@ func (r *Router) assemble(a *attempt, outs []batchOut, req *Request, batches [][
 		notes = append(notes, fmt.Sprintf("%d records off the record schema dropped: %s", invalid, invalidMsg))
 	}
 	a.rec.Message = strings.Join(notes, "; ")
+}
+
+// OutcomePartial is an attempt that served some of its batches: their
+// records are kept, the failed batches' inputs move on.
+const OutcomePartial = "partial"
+
+// firstFailure is the failure of an attempt whose every batch failed: the
+// first batch's, waiting for the longest Retry-After any of them asked.
+func firstFailure(lost []*batchFailure) *batchFailure {
+	var first *batchFailure
+	for _, f := range lost {
+		if f == nil {
+			continue
+		}
+		if first == nil {
+			c := *f
+			first = &c
+		}
+		first.retryAfter = max(first.retryAfter, f.retryAfter)
+	}
+	return first
+}
+
+// partial turns a served attempt some of whose batches failed (lost) into
+// a partial one: the inputs of those batches are its failed inputs, and
+// its outcome, status and verdict are the first failure's.
+func partial(a *attempt, lost []*batchFailure, batches [][]string) {
+	f := firstFailure(lost)
+	var inputs []string
+	off, failedBatches := 0, 0
+	for i, b := range batches {
+		if lost[i] != nil {
+			failedBatches++
+			for j := range b {
+				a.failed = append(a.failed, off+j)
+			}
+			inputs = append(inputs, b...)
+		}
+		off += len(b)
+	}
+	a.retryable, a.retryAfter, a.upstreamMsg, a.verdict = true, f.retryAfter, f.message, f.verdict
+	a.rec.Outcome, a.rec.Status = OutcomePartial, f.status
+	why := f.outcome
+	if f.status != 0 {
+		why += fmt.Sprintf(", HTTP %d", f.status)
+	}
+	if f.message != "" {
+		why += ": " + f.message
+	}
+	a.rec.Message = joinMsg(fmt.Sprintf("%d of %d batches served and kept; %d failed (%s), so this offer did not serve their %d inputs: %s",
+		len(batches)-failedBatches, len(batches), failedBatches, why, len(inputs), listInputs(inputs)), a.rec.Message)
+}
+
+// listInputs names inputs for a message, at most ten of them.
+func listInputs(in []string) string {
+	const most = 10
+	if len(in) <= most {
+		return strings.Join(in, ", ")
+	}
+	return strings.Join(in[:most], ", ") + fmt.Sprintf(" and %d more", len(in)-most)
 }

@@ -25,7 +25,7 @@ type Budget interface {
 	// attempt's message; an error ends the call.
 	Reserve(ctx context.Context, o *registry.Offer, records, least int) (covered int, note string, err error)
 	// Keep tells that the call keeps records records served by offer o
-	// while the inputs of its failed batches move on (chunks.go): every
+	// while the inputs of its failed batches move on (Chunks, walk.go): every
 	// later Reserve must hold their price too, on top of its own offer's
 	// records, so the call's hold still pays for everything it serves.
 	Keep(o *registry.Offer, records int)

@@ -81,7 +81,7 @@ func (m *inputMatcher) lookup(obj string) int {
 // records [skip, skip+limit) overall, per_input the same range of each
 // input. total is the count before skip and limit; more reports that a
 // window was full, so a next page may exist. It is generic so that the
-// offer of each record of a call served by two offers (chunks.go) is cut
+// offer of each record of a call served by two offers (Chunks, walk.go) is cut
 // exactly as the records are.
 func applyLimit[T any](perInput [][]T, limit, skip int, scope string) (records []T, total int, more bool) {
 	for _, recs := range perInput {
