@@ -5,16 +5,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
-
-	"go.uber.org/zap"
 
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/sources"
 )
+
+// One attempt: an offer over all the call's inputs, split into batches of
+// its max_inputs (batch.go) run concurrently under the attempt deadline
+// and the soft-timeout watchdog (watchdog.go), then assembled into
+// records with the limit applied, or a failure, or a partial outcome
+// whose failed batches' inputs fail over.
 
 // abandonGrace is how long an attempt whose context ended still waits for
 // its calls to return (they should return at once; this bounds a client
@@ -50,104 +53,6 @@ type attempt struct {
 	verdict  verdict
 }
 
-// batchFailure is a failed upstream call of one batch.
-type batchFailure struct {
-	outcome    string
-	status     int
-	retryable  bool
-	retryAfter time.Duration
-	message    string
-	verdict    verdict
-}
-
-// batchOut is what one successful batch produced.
-type batchOut struct {
-	done bool
-	// perInput holds the records of each of the batch's inputs, in item order.
-	perInput   [][]json.RawMessage
-	items      int
-	errorItems int
-	// deadItems are the error items saying the input's page is gone.
-	deadItems int
-	status    int
-	// skipped counts items the normalize program failed on; skipErr is the
-	// first such error.
-	skipped int
-	skipErr error
-	// invalid counts records off the record schema (recordcheck.go);
-	// invalidMsg describes the first.
-	invalid    int
-	invalidMsg string
-	// dropped counts data items (not error rows) the normalize program
-	// made no record of.
-	dropped int
-}
-
-// run is the shared state of one attempt's batches.
-type run struct {
-	actx   context.Context
-	cancel context.CancelCauseFunc
-
-	mu     sync.Mutex
-	closed bool // the attempt has been assembled; late batches are ignored
-	// failure is a final failure (the upstream rejected the input): it
-	// ends the attempt and cancels the other batches.
-	failure *batchFailure
-	// failed holds, per batch, a failure the next offer may cure: the
-	// other batches run on and are kept, only this batch's inputs fail
-	// over.
-	failed  []*batchFailure
-	handles []string
-	outs    []batchOut
-}
-
-// started records the handle of upstream work as soon as a client reports
-// it (sources.Call.OnHandle), so a failed, cancelled or abandoned attempt
-// still names the work it paid for.
-func (rn *run) started(h sources.Handle) {
-	rn.mu.Lock()
-	rn.handles = sources.MergeHandles(rn.handles, h.String())
-	rn.mu.Unlock()
-}
-
-// fail records the failure of batch i. A final failure (not retryable:
-// another offer would fail the same way) is the attempt's and cancels the
-// siblings; a retryable one is the batch's alone: the siblings run on and
-// what they serve is kept while this batch's inputs fail over. A failure
-// seen after the attempt's context ended is a consequence of that
-// (deadline, soft timeout, final failure, caller gone) and the cause
-// decides instead.
-func (rn *run) fail(i int, f *batchFailure, handles []string) {
-	rn.mu.Lock()
-	final := !f.retryable
-	if !rn.closed {
-		rn.handles = sources.MergeHandles(rn.handles, handles...)
-		switch {
-		case rn.actx.Err() != nil:
-		case final && rn.failure == nil:
-			rn.failure = f
-		case !final && rn.failed[i] == nil:
-			rn.failed[i] = f
-		}
-	}
-	rn.mu.Unlock()
-	if final {
-		rn.cancel(errBatchFailed)
-	}
-}
-
-// succeed stores a batch's output.
-func (rn *run) succeed(i int, out batchOut, handles []string) {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	if rn.closed {
-		return
-	}
-	rn.handles = sources.MergeHandles(rn.handles, handles...)
-	out.done = true
-	rn.outs[i] = out
-}
-
 // attempt runs one offer over all the call's inputs.
 func (r *Router) attempt(ctx context.Context, o *registry.Offer, req *Request, nowISO string) *attempt {
 	start := time.Now()
@@ -168,7 +73,7 @@ func (r *Router) attempt(ctx context.Context, o *registry.Offer, req *Request, n
 	defer cancelDeadline()
 	actx, cancel := context.WithCancelCause(dctx)
 	defer cancel(nil)
-	rn := &run{actx: actx, cancel: cancel, outs: make([]batchOut, len(batches)), failed: make([]*batchFailure, len(batches))}
+	bs := &batchSet{actx: actx, cancel: cancel, outs: make([]batchOut, len(batches)), failed: make([]*batchFailure, len(batches))}
 
 	wd := newWatchdog(r.cfg.SoftTimeout, len(batches))
 	defer wd.watch(cancel)()
@@ -187,8 +92,9 @@ func (r *Router) attempt(ctx context.Context, o *registry.Offer, req *Request, n
 	runBatch := func(i int, in []string) {
 		defer done()
 		defer func() { <-sem }()
-		defer r.recoverBatch(rn, o, i)
-		r.batch(rn, wd, client, o, req, in, limits[i], opts, nowISO, i)
+		defer r.recoverBatch(bs, o, i)
+		p := wd.pulse(i)
+		r.batch(bs, &p, client, o, req, in, limits[i], opts, nowISO, i)
 	}
 	_, inline := client.(sources.ReturnsOnCancel)
 	inline = inline && len(batches) == 1
@@ -223,20 +129,83 @@ dispatch:
 		grace.Stop()
 	}
 
-	r.conclude(ctx, a, rn, req, batches)
+	r.conclude(ctx, a, bs, req, batches)
 	return a
+}
+
+// split cuts inputs into batches of at most size (one empty batch when
+// there are no inputs, so the upstream is still called once).
+func split(inputs []string, size int) [][]string {
+	if size <= 0 {
+		size = len(inputs)
+	}
+	if len(inputs) == 0 {
+		return [][]string{nil}
+	}
+	var out [][]string
+	for len(inputs) > size {
+		out = append(out, inputs[:size:size])
+		inputs = inputs[size:]
+	}
+	return append(out, inputs)
+}
+
+// batchLimits is the limit each batch asks its upstream for. Per input it
+// is the window of every input; per call the call's window is shared out
+// in proportion to the batches' inputs (each at least one record when
+// there are no more inputs than records), so that the batches together
+// never ask for more than the call may return.
+func batchLimits(batches [][]string, window int, scope string) []int {
+	out := make([]int, len(batches))
+	if window <= 0 || scope == registry.ScopePerInput || len(batches) == 1 {
+		for i := range out {
+			out[i] = window
+		}
+		return out
+	}
+	total := 0
+	for _, b := range batches {
+		total += len(b)
+	}
+	given := 0
+	for i, b := range batches {
+		out[i] = window * len(b) / max(1, total)
+		given += out[i]
+	}
+	for i := 0; given < window; i = (i + 1) % len(out) {
+		out[i]++
+		given++
+	}
+	return out
+}
+
+// offerOptions keeps the call's options that offer o implements.
+func offerOptions(o *registry.Offer, options map[string]any) map[string]any {
+	opts := make(map[string]any, len(options))
+	for k, v := range options {
+		if o.Implements[k] {
+			opts[k] = v
+		}
+	}
+	return opts
+}
+
+// noClient fails an attempt whose source has no client on this gateway.
+func noClient(a *attempt, o *registry.Offer) {
+	a.rec.Outcome, a.retryable, a.verdict = OutcomeNoClient, true, failure
+	a.rec.Message = fmt.Sprintf("source %s has no client configured on this gateway", o.Source.ID)
 }
 
 // conclude closes the attempt's run once its batches are done or
 // abandoned, and sets its outcome. It is apart from attempt so that the
 // frame a held call keeps on its stack while it waits stays small (see
 // attempt).
-func (r *Router) conclude(ctx context.Context, a *attempt, rn *run, req *Request, batches [][]string) {
-	rn.mu.Lock()
-	rn.closed = true
-	failed, outs, lost := rn.failure, rn.outs, rn.failed
-	a.rec.Handles = rn.handles
-	rn.mu.Unlock()
+func (r *Router) conclude(ctx context.Context, a *attempt, bs *batchSet, req *Request, batches [][]string) {
+	bs.mu.Lock()
+	bs.closed = true
+	failed, outs, lost := bs.failure, bs.outs, bs.failed
+	a.rec.Handles = bs.handles
+	bs.mu.Unlock()
 
 	complete, served := true, 0
 	for i, out := range outs {
@@ -258,7 +227,7 @@ func (r *Router) conclude(ctx context.Context, a *attempt, rn *run, req *Request
 		a.retryable, a.retryAfter, a.upstreamMsg, a.verdict = failed.retryable, failed.retryAfter, failed.message, failed.verdict
 	case !complete:
 		a.retryable, a.verdict = true, failure
-		switch context.Cause(rn.actx) {
+		switch context.Cause(bs.actx) {
 		case errSoftTimeout:
 			a.rec.Outcome = sources.OutcomeSoftTimeout
 			a.rec.Message = fmt.Sprintf("no upstream activity for %s", r.cfg.SoftTimeout)
@@ -272,32 +241,6 @@ func (r *Router) conclude(ctx context.Context, a *attempt, rn *run, req *Request
 			partial(a, lost, batches)
 		}
 	}
-}
-
-// noClient fails an attempt whose source has no client on this gateway.
-func noClient(a *attempt, o *registry.Offer) {
-	a.rec.Outcome, a.retryable, a.verdict = OutcomeNoClient, true, failure
-	a.rec.Message = fmt.Sprintf("source %s has no client configured on this gateway", o.Source.ID)
-}
-
-// recoverBatch, deferred by each batch, turns a panic in it (a client, a
-// program) into the attempt's failure instead of the process's end.
-func (r *Router) recoverBatch(rn *run, o *registry.Offer, i int) {
-	if e := sources.Recovered(recover()); e != nil {
-		r.logger.Error("panic in an upstream batch", zap.String("offer", o.ID), zap.String("panic", e.Message), zap.Stack("stack"))
-		rn.fail(i, &batchFailure{outcome: e.Outcome, retryable: true, verdict: failure, message: e.Message}, nil)
-	}
-}
-
-// offerOptions keeps the call's options that offer o implements.
-func offerOptions(o *registry.Offer, options map[string]any) map[string]any {
-	opts := make(map[string]any, len(options))
-	for k, v := range options {
-		if o.Implements[k] {
-			opts[k] = v
-		}
-	}
-	return opts
 }
 
 // assemble turns the batches' outputs into the attempt's records, or an
@@ -367,6 +310,67 @@ func (r *Router) assemble(a *attempt, outs []batchOut, req *Request, batches [][
 		notes = append(notes, fmt.Sprintf("%d records off the record schema dropped: %s", invalid, invalidMsg))
 	}
 	a.rec.Message = strings.Join(notes, "; ")
+}
+
+// OutcomeNoValidRecords is an attempt whose items gave no record on the
+// service's declared shape: every item failed its normalizer, or produced a
+// record off the record schema, or was dropped by it, or was an error record. It is retryable:
+// the walk moves on to the next offer.
+const OutcomeNoValidRecords = "no_valid_records"
+
+// noneSurvived is the message of an attempt none of whose items survived.
+func noneSurvived(items, errItems, skipped, invalid, dropped int, skipErr error, invalidMsg string) string {
+	msg := fmt.Sprintf("no record survived of %d items", items)
+	if errItems > 0 {
+		msg += fmt.Sprintf("; %d error records", errItems)
+	}
+	if skipped > 0 {
+		msg += fmt.Sprintf("; %d failed normalize: %v", skipped, skipErr)
+	}
+	if invalid > 0 {
+		msg += fmt.Sprintf("; %d off the record schema: %s", invalid, invalidMsg)
+	}
+	if dropped > 0 {
+		msg += fmt.Sprintf("; %d dropped by the normalizer", dropped)
+	}
+	return msg
+}
+
+// applyLimit flattens per-input records in input order, drops the skip
+// records of earlier pages and applies the limit by scope: per_call keeps
+// records [skip, skip+limit) overall, per_input the same range of each
+// input. total is the count before skip and limit; more reports that a
+// window was full, so a next page may exist. It is generic so that the
+// offer of each record of a call served by two offers (Chunks, walk.go) is cut
+// exactly as the records are.
+func applyLimit[T any](perInput [][]T, limit, skip int, scope string) (records []T, total int, more bool) {
+	for _, recs := range perInput {
+		total += len(recs)
+	}
+	window := func(recs []T) []T {
+		if limit > 0 && len(recs) >= skip+limit {
+			more = true
+		}
+		if skip >= len(recs) {
+			return nil
+		}
+		recs = recs[skip:]
+		if limit > 0 && len(recs) > limit {
+			recs = recs[:limit]
+		}
+		return recs
+	}
+	records = make([]T, 0, total)
+	if scope == registry.ScopePerInput {
+		for _, recs := range perInput {
+			records = append(records, window(recs)...)
+		}
+		return records, total, more
+	}
+	for _, recs := range perInput {
+		records = append(records, recs...)
+	}
+	return window(records), total, more
 }
 
 // OutcomePartial is an attempt that served some of its batches: their

@@ -100,35 +100,6 @@ func (req Request) capped(covered int) Request {
 	return req
 }
 
-// batchLimits is the limit each batch asks its upstream for. Per input it
-// is the window of every input; per call the call's window is shared out
-// in proportion to the batches' inputs (each at least one record when
-// there are no more inputs than records), so that the batches together
-// never ask for more than the call may return.
-func batchLimits(batches [][]string, window int, scope string) []int {
-	out := make([]int, len(batches))
-	if window <= 0 || scope == registry.ScopePerInput || len(batches) == 1 {
-		for i := range out {
-			out[i] = window
-		}
-		return out
-	}
-	total := 0
-	for _, b := range batches {
-		total += len(b)
-	}
-	given := 0
-	for i, b := range batches {
-		out[i] = window * len(b) / max(1, total)
-		given += out[i]
-	}
-	for i := 0; given < window; i = (i + 1) % len(out) {
-		out[i]++
-		given++
-	}
-	return out
-}
-
 // reserve asks the call's Budget for offer o before it is called and
 // returns the request the attempt runs, cut to what the money covers; nil
 // (and no failure) when the offer is skipped as unpayable.

@@ -218,3 +218,14 @@ func describe(a *attempt, cfg Config) string {
 	}
 	return "failed (" + a.rec.Outcome + ")" + status
 }
+
+// joinMsg joins two message parts with "; ", skipping empty ones.
+func joinMsg(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
+}

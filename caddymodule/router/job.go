@@ -33,7 +33,7 @@ func (r *Router) job(ctx context.Context, client sources.Client, c sources.Call,
 // or starts it again when that work cannot be resumed.
 func (r *Router) resumeJob(ctx context.Context, client sources.Client, c sources.Call, from *Resumed,
 	o *registry.Offer, inputs []string, i int) (*sources.Result, error) {
-	s, ok := from.batch(o.ID, i)
+	s, ok := from.work(o.ID, i)
 	if !ok {
 		return r.do(ctx, client, c)
 	}

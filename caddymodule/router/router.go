@@ -332,9 +332,9 @@ type Resumed struct {
 	Started []Started
 }
 
-// batch returns the work batch i of offer started (the last one, should a
+// work returns the work batch i of offer started (the last one, should a
 // batch have reported twice); nil-safe.
-func (rs *Resumed) batch(offer string, i int) (Started, bool) {
+func (rs *Resumed) work(offer string, i int) (Started, bool) {
 	if rs == nil {
 		return Started{}, false
 	}

@@ -28,26 +28,32 @@ func newWatchdog(soft time.Duration, batches int) *watchdog {
 
 func (w *watchdog) now() int64 { return int64(time.Since(w.start)) }
 
-// touch records upstream activity; called concurrently by the clients.
-func (w *watchdog) touch() { w.last.Store(w.now()) }
+// pulse is how batch i tells the watchdog of its upstream: activity
+// (bytes received, a poll answered) and a documented wait it begins. The
+// attempt hands it to the batch, whose call passes it on as
+// sources.Call.Activity and Waiting; clients call both concurrently.
+type pulse struct {
+	activity func()
+	waiting  func(time.Duration)
+}
 
-// batch returns the activity and waiting callbacks of batch i
-// (sources.Call.Activity and Waiting).
-func (w *watchdog) batch(i int) (activity func(), waiting func(time.Duration)) {
+// pulse returns batch i's pulse.
+func (w *watchdog) pulse(i int) pulse {
 	q := &w.quiet[i]
-	activity = func() {
-		now := w.now()
-		w.last.Store(now)
-		if q.Load() > now {
-			q.Store(now)
-		}
+	return pulse{
+		activity: func() {
+			now := w.now()
+			w.last.Store(now)
+			if q.Load() > now {
+				q.Store(now)
+			}
+		},
+		waiting: func(d time.Duration) {
+			now := w.now()
+			w.last.Store(now)
+			q.Store(now + int64(d))
+		},
 	}
-	waiting = func(d time.Duration) {
-		now := w.now()
-		w.last.Store(now)
-		q.Store(now + int64(d))
-	}
-	return activity, waiting
 }
 
 // idle is how long the upstream has been silent beyond what was announced.

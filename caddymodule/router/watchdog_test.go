@@ -9,8 +9,8 @@ import (
 // activity, not with another batch's.
 func TestWatchdogQuietPerBatch(t *testing.T) {
 	w := newWatchdog(50*time.Millisecond, 2)
-	act0, wait0 := w.batch(0)
-	act1, _ := w.batch(1)
+	p0, p1 := w.pulse(0), w.pulse(1)
+	act0, wait0, act1 := p0.activity, p0.waiting, p1.activity
 	wait0(time.Hour)
 	time.Sleep(60 * time.Millisecond)
 	act1()
