@@ -43,6 +43,11 @@ const OutcomeUnpayable = "unpayable"
 // when its Budget gives no Refusal.
 var ErrNoBudget = errors.New("not one record of any offer can be paid")
 
+// MaxRecords is the most records a call's attempt may ask the upstream
+// for, what its Budget is asked to cover: an async submit reserves it
+// before answering 202, so an unpayable run is refused as a sync call is.
+func (req Request) MaxRecords() int { return req.records() }
+
 // records is the most records the attempt may ask the upstream for, what
 // a Budget is asked to cover: the window (a later search page's upstream
 // produces the earlier pages again, since no upstream takes an offset),
@@ -63,6 +68,9 @@ func (req Request) records() int {
 	}
 	return window
 }
+
+// LeastRecords is the fewest records worth a hold (see Budget.Reserve).
+func (req Request) LeastRecords() int { return req.least() }
 
 // least is the fewest records worth a hold: one past the records of the
 // earlier pages, which the upstream produces again and the call drops.
