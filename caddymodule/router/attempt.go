@@ -75,8 +75,8 @@ func (r *Router) attempt(ctx context.Context, o *registry.Offer, req *Request, n
 	defer cancel(nil)
 	bs := &batchSet{actx: actx, cancel: cancel, outs: make([]batchOut, len(batches)), failed: make([]*batchFailure, len(batches))}
 
-	wd := newWatchdog(r.cfg.SoftTimeout, len(batches))
-	defer wd.watch(cancel)()
+	wd := newWatchdog(r.cfg.SoftTimeout, len(batches), cancel)
+	defer wd.stop()
 
 	sem := make(chan struct{}, r.cfg.MaxParallelBatches)
 	// all closes when the last batch is done; the dispatch loop holds one
@@ -93,8 +93,7 @@ func (r *Router) attempt(ctx context.Context, o *registry.Offer, req *Request, n
 		defer done()
 		defer func() { <-sem }()
 		defer r.recoverBatch(bs, o, i)
-		p := wd.pulse(i)
-		r.batch(bs, &p, client, o, req, in, limits[i], opts, nowISO, i)
+		r.batch(bs, &wd.pulses[i], client, o, req, in, limits[i], opts, nowISO, i)
 	}
 	_, inline := client.(sources.ReturnsOnCancel)
 	inline = inline && len(batches) == 1

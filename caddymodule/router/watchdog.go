@@ -20,10 +20,49 @@ type watchdog struct {
 	// answer it waited for began); another batch's does not.
 	quiet []atomic.Int64
 	soft  time.Duration
+	// pulses are the batches' hooks (pulse), made when the watchdog is, so
+	// the attempt arms it once and its batches only read theirs.
+	pulses []pulse
+
+	// mu guards the timer against a stop while it fires.
+	mu      sync.Mutex
+	stopped bool
+	t       *time.Timer
 }
 
-func newWatchdog(soft time.Duration, batches int) *watchdog {
-	return &watchdog{start: time.Now(), soft: soft, quiet: make([]atomic.Int64, batches)}
+// newWatchdog arms the soft timeout of an attempt of batches batches: it
+// cancels with errSoftTimeout once the upstream is idle for soft, until
+// stop is called. It runs on a timer, not a goroutine of its own: a call
+// held in flight by a slow upstream costs no stack for its watchdog.
+func newWatchdog(soft time.Duration, batches int, cancel context.CancelCauseFunc) *watchdog {
+	w := &watchdog{start: time.Now(), soft: soft, quiet: make([]atomic.Int64, batches), pulses: make([]pulse, batches)}
+	for i := range w.pulses {
+		w.pulses[i] = w.pulse(i)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.t = time.AfterFunc(soft, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.stopped {
+			return
+		}
+		idle := w.idle()
+		if idle >= w.soft {
+			cancel(errSoftTimeout)
+			return
+		}
+		w.t.Reset(w.soft - idle)
+	})
+	return w
+}
+
+// stop disarms the watchdog once the attempt is over.
+func (w *watchdog) stop() {
+	w.mu.Lock()
+	w.stopped = true
+	w.mu.Unlock()
+	w.t.Stop()
 }
 
 func (w *watchdog) now() int64 { return int64(time.Since(w.start)) }
@@ -37,7 +76,7 @@ type pulse struct {
 	waiting  func(time.Duration)
 }
 
-// pulse returns batch i's pulse.
+// pulse makes batch i's pulse.
 func (w *watchdog) pulse(i int) pulse {
 	q := &w.quiet[i]
 	return pulse{
@@ -63,36 +102,4 @@ func (w *watchdog) idle() time.Duration {
 		until = max(until, w.quiet[i].Load())
 	}
 	return time.Duration(w.now() - until)
-}
-
-// watch cancels with errSoftTimeout once idle for the soft timeout, until
-// stop is called. It runs on a timer, not a goroutine of its own: a call
-// held in flight by a slow upstream costs no stack for its watchdog.
-func (w *watchdog) watch(cancel context.CancelCauseFunc) (stop func()) {
-	var (
-		mu      sync.Mutex
-		stopped bool
-		t       *time.Timer
-	)
-	mu.Lock()
-	defer mu.Unlock()
-	t = time.AfterFunc(w.soft, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped {
-			return
-		}
-		idle := w.idle()
-		if idle >= w.soft {
-			cancel(errSoftTimeout)
-			return
-		}
-		t.Reset(w.soft - idle)
-	})
-	return func() {
-		mu.Lock()
-		stopped = true
-		mu.Unlock()
-		t.Stop()
-	}
 }

@@ -8,9 +8,9 @@ import (
 // TestWatchdogQuietPerBatch: a batch's announced wait ends with its own
 // activity, not with another batch's.
 func TestWatchdogQuietPerBatch(t *testing.T) {
-	w := newWatchdog(50*time.Millisecond, 2)
-	p0, p1 := w.pulse(0), w.pulse(1)
-	act0, wait0, act1 := p0.activity, p0.waiting, p1.activity
+	w := newWatchdog(50*time.Millisecond, 2, func(error) {})
+	defer w.stop()
+	act0, wait0, act1 := w.pulses[0].activity, w.pulses[0].waiting, w.pulses[1].activity
 	wait0(time.Hour)
 	time.Sleep(60 * time.Millisecond)
 	act1()
