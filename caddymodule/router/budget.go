@@ -109,35 +109,36 @@ func (req Request) capped(covered int) Request {
 }
 
 // reserve asks the call's Budget for offer o before it is called and
-// returns the request the attempt runs, cut to what the money covers; nil
-// (and no failure) when the offer is skipped as unpayable.
-func (w *walk) reserve(ctx context.Context, o *registry.Offer, trial bool) (*Request, *Failure) {
+// returns the request the attempt runs, cut to what the money covers, and
+// the records covered; nil (and no failure) when the offer is skipped as
+// unpayable, note saying why.
+func (w *walk) reserve(ctx context.Context, o *registry.Offer, trial bool) (_ *Request, covered int, note string, _ *Failure) {
 	req := w.request()
-	covered := req.records()
+	covered = req.records()
 	if b := req.Budget; b != nil {
-		n, note, err := b.Reserve(ctx, o, covered, req.least())
+		n, why, err := b.Reserve(ctx, o, covered, req.least())
 		if err != nil || n < req.least() {
 			w.r.breakers.report(o, neutral, trial) // the offer was not called
 		}
 		if err != nil {
 			w.r.logger.Error("reserving credits", zap.String("offer", o.ID), zap.Error(err))
-			return nil, &Failure{Kind: errkind.StoreUnavailable,
+			return nil, 0, "", &Failure{Kind: errkind.StoreUnavailable,
 				Message:  "the account store is unavailable, so no upstream was called and nothing was charged; retry shortly",
 				Attempts: w.attempts, cause: err}
 		}
 		if n < req.least() {
-			n = 0 // a Budget that covered too few for this page
-			if note == "" {
-				note = fmt.Sprintf("skipped: not one record at %s credits can be paid", o.Price)
+			// A Budget that covered too few for this page.
+			if why == "" {
+				why = fmt.Sprintf("skipped: not one record at %s credits can be paid", o.Price)
 			}
 			w.unpayable++
-			w.attempts = append(w.attempts, runs.Attempt{Offer: o.ID, Outcome: OutcomeUnpayable, Message: note})
-			return nil, nil
+			w.attempts = append(w.attempts, runs.Attempt{Offer: o.ID, Outcome: OutcomeUnpayable, Message: why})
+			return nil, 0, why, nil
 		}
 		covered = min(covered, n)
 	}
 	req = req.capped(covered)
-	return &req, nil
+	return &req, covered, "", nil
 }
 
 // refusal is the failure of a walk that called no offer because none

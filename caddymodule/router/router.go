@@ -161,6 +161,18 @@ type Request struct {
 	// Budget, if set, holds the call's money before each offer attempt
 	// and caps the records the attempt asks for (see Budget).
 	Budget Budget
+	// Proceed, if set, is asked before each offer attempt's money is held
+	// whether the call goes on: an error (the caller cancelled the call
+	// meanwhile) ends the walk there, with nothing held for the offer and
+	// nothing called; the call fails with the error as its cause.
+	Proceed func(ctx context.Context, o *registry.Offer) error
+	// OnAttempt, if set, is told of each offer attempt as it begins: its
+	// money held, before its upstream is called (a durable caller writes
+	// its progress). An error (the call was cancelled or handed to another
+	// worker meanwhile) ends the walk as Proceed's does, the offer not
+	// called. Progress and cancel travel here, not through the Budget,
+	// which is money alone.
+	OnAttempt func(ctx context.Context, b Begun) error
 	// OnHandle, if set, is called as soon as an upstream has started paid
 	// work for a batch of an attempt of offer o (s.Handle is what the
 	// attempt's handles record), before the work ends: a durable caller
@@ -319,6 +331,18 @@ type Started struct {
 	Inputs []string `json:"inputs,omitempty"`
 	Limit  int      `json:"limit,omitempty"`
 	Handle string   `json:"handle"`
+}
+
+// Begun is an offer attempt as it begins, as Request.OnAttempt is told
+// of it: the offer and the records its money holds (the Budget's covered;
+// without a Budget, the most it may ask for, 0 for no limit), or that the
+// money pays not one record of it (Unpayable: the offer is passed over,
+// Note says why).
+type Begun struct {
+	Offer     *registry.Offer
+	Records   int
+	Unpayable bool
+	Note      string
 }
 
 // Resumed is an attempt an earlier process began and did not finish

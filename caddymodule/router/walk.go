@@ -85,12 +85,34 @@ func (w *walk) over(ctx context.Context, offers []*registry.Offer) (*Result, err
 // when the walk ends here: with res on success, or with fail when the
 // client went away or the upstream rejected the input.
 func (w *walk) try(ctx context.Context, o *registry.Offer, trial bool, note string) (res *Result, fail *Failure, done bool) {
-	req, fail := w.reserve(ctx, o, trial)
+	req, fail := w.begin(ctx, o, trial)
 	if fail != nil || req == nil {
 		return nil, fail, fail != nil
 	}
 	a := w.r.attempt(ctx, o, req, w.nowISO)
 	return w.record(o, a, trial, note)
+}
+
+// begin readies offer o's attempt: the caller asked whether the call goes
+// on (Request.Proceed), the money held (reserve) and the caller told
+// (Request.OnAttempt). It returns the request the attempt runs, or nil
+// and no failure when o is passed over as unpayable.
+func (w *walk) begin(ctx context.Context, o *registry.Offer, trial bool) (*Request, *Failure) {
+	if proceed := w.req.Proceed; proceed != nil {
+		if err := proceed(ctx, o); err != nil {
+			return nil, w.stopped(o, trial, err)
+		}
+	}
+	req, covered, note, fail := w.reserve(ctx, o, trial)
+	if fail != nil {
+		return nil, fail
+	}
+	if on := w.req.OnAttempt; on != nil {
+		if err := on(ctx, Begun{Offer: o, Records: covered, Unpayable: req == nil, Note: note}); err != nil {
+			return nil, w.stopped(o, trial, err)
+		}
+	}
+	return req, nil
 }
 
 // tryResumed runs the attempt of o that from recorded: with the request
@@ -99,7 +121,7 @@ func (w *walk) try(ctx context.Context, o *registry.Offer, trial bool, note stri
 func (w *walk) tryResumed(ctx context.Context, o *registry.Offer, trial bool, from Resumed) (res *Result, fail *Failure, done bool) {
 	full := w.req
 	w.req = full.capped(from.Records)
-	req, fail := w.reserve(ctx, o, trial)
+	req, fail := w.begin(ctx, o, trial)
 	w.req = full
 	if fail != nil || req == nil {
 		// The money no longer pays for it (or is unreadable): nobody will
