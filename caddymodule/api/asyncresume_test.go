@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -169,5 +170,37 @@ func TestRunProgressCancelledFailover(t *testing.T) {
 				t.Errorf("attempts %+v, want %d, %s running last", b.attempts, want, o.ID)
 			}
 		})
+	}
+}
+
+// TestResumePointReadsStoredRecord: a resume record and running document
+// as stored before issue 39's router layout (fixtures of that format)
+// still give the attempt to resume, its work and the attempts before it,
+// so runs left by an older gateway resume after an upgrade.
+func TestResumePointReadsStoredRecord(t *testing.T) {
+	const (
+		resume = `{"offer":"source_a/actor_6","records":2,"started":[{"offer":"source_a/actor_6","batch":0,"inputs":["https://www.reddit.com/r/golang"],"limit":2,"handle":"run:r1/dataset:d1"}]}`
+		doc    = `{"id":"ext_1","status":"running","url":"","credits_used":0,"data":[],"pagination":{},"attempts":[` +
+			`{"offer":"source_b/forum","outcome":"failed_over","duration_ms":0},` +
+			`{"offer":"source_a/actor_6","outcome":"running","duration_ms":0,"handles":["run:r1/dataset:d1"]}]}`
+	)
+	tests := []struct {
+		name   string
+		resume string
+		ok     bool
+		want   router.Resumed
+	}{
+		{"work recorded", resume, true, router.Resumed{Offer: "source_a/actor_6", Records: 2,
+			Before: []runs.Attempt{{Offer: "source_b/forum", Outcome: outcomeFailedOver}},
+			Started: []router.Started{{Offer: "source_a/actor_6", Batch: 0, Inputs: []string{"https://www.reddit.com/r/golang"},
+				Limit: 2, Handle: "run:r1/dataset:d1"}}}},
+		{"no work started yet", `{"offer":"source_a/actor_6","records":2}`, false, router.Resumed{}},
+		{"no record", ``, false, router.Resumed{}},
+	}
+	for _, tt := range tests {
+		got, ok := resumePoint(store.AsyncRun{Resume: []byte(tt.resume), Doc: []byte(doc)})
+		if ok != tt.ok || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: resumePoint = %+v, %v; want %+v, %v", tt.name, got, ok, tt.want, tt.ok)
+		}
 	}
 }
