@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.uber.org/zap"
+
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/sources"
@@ -130,6 +132,15 @@ dispatch:
 
 	r.conclude(ctx, a, bs, req, batches)
 	return a
+}
+
+// recoverBatch, deferred by each batch, turns a panic in it (a client, a
+// program) into the attempt's failure instead of the process's end.
+func (r *Router) recoverBatch(bs *batchSet, o *registry.Offer, i int) {
+	if e := sources.Recovered(recover()); e != nil {
+		r.logger.Error("panic in an upstream batch", zap.String("offer", o.ID), zap.String("panic", e.Message), zap.Stack("stack"))
+		bs.fail(i, &batchFailure{outcome: e.Outcome, retryable: true, verdict: failure, message: e.Message}, nil)
+	}
 }
 
 // split cuts inputs into batches of at most size (one empty batch when

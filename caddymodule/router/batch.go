@@ -380,12 +380,3 @@ func (r *Router) keepRecord(o *registry.Offer, rec []byte, out *batchOut) bool {
 		zap.String("field", v.Field), zap.String("reason", v.Reason))
 	return false
 }
-
-// recoverBatch, deferred by each batch, turns a panic in it (a client, a
-// program) into the attempt's failure instead of the process's end.
-func (r *Router) recoverBatch(bs *batchSet, o *registry.Offer, i int) {
-	if e := sources.Recovered(recover()); e != nil {
-		r.logger.Error("panic in an upstream batch", zap.String("offer", o.ID), zap.String("panic", e.Message), zap.Stack("stack"))
-		bs.fail(i, &batchFailure{outcome: e.Outcome, retryable: true, verdict: failure, message: e.Message}, nil)
-	}
-}

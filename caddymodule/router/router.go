@@ -7,7 +7,38 @@
 // give each source its computed status.
 //
 // The router knows nothing of HTTP handlers, billing or storage: the caller
-// validates the request before and settles the run after.
+// validates the request before and settles the run after. Money is asked
+// through Request.Budget; progress and cancel through Request.Proceed and
+// OnAttempt; upstream work started is told through OnHandle.
+//
+// The files follow a call's phases, each read top to bottom:
+//
+//   - router.go: the entry points, Run and Resume, and Request.Chain, the
+//     offers a call may try;
+//   - walk.go: the walk over those offers (skip, try, record, finish), and
+//     the records it keeps of partly served attempts (chunks);
+//   - attempt.go: one offer attempt: its inputs split into batches, run
+//     concurrently, then assembled, limited, or failed;
+//   - batch.go: one batch: its request built, its items matched to their
+//     inputs, normalized and checked against the record schema;
+//   - job.go: one upstream job: started (and retried) or resumed, or
+//     aborted when nobody will wait for it;
+//   - watchdog.go: the soft timeout, armed by each attempt;
+//   - budget.go, breaker.go, failure.go, observer.go: the money asked
+//     before each attempt, the breakers, the failures' classification and
+//     the metrics hook.
+//
+// One attempt's path to the upstream and back crosses 4 files and goes
+// down through each once (Request's accessors aside): walk.try calls
+// Router.attempt (attempt.go), which arms the soft-timeout watchdog
+// (watchdog.go: newWatchdog, which makes each batch's pulse) and runs each
+// batch: Router.batch and call (batch.go) build the request and hand it,
+// with the batch's pulse, to Router.job (job.go: do, or resumeJob), which
+// calls the source's client (sources: Do or Resume) and returns its
+// answer; call records a failure, or collect normalizes the items into the
+// attempt's batchSet, and Router.batch returns to the attempt, whose
+// conclude and assemble (attempt.go) make its outcome for walk.record
+// once the watchdog is disarmed.
 package router
 
 import (
