@@ -31,7 +31,7 @@ func goroutineID() string {
 // TestLoneBatchRunsInline: a client that returns on cancellation has its
 // lone batch run on the caller's goroutine (one goroutine per held call);
 // several batches, or a client without the promise, get goroutines of
-// their own. A panic inline still fails only the attempt.
+// their own.
 func TestLoneBatchRunsInline(t *testing.T) {
 	reg := testRegistry(t)
 	svc := service(t, reg, "pro_net/profile.info")
@@ -71,18 +71,6 @@ func TestLoneBatchRunsInline(t *testing.T) {
 			}
 		})
 	}
-
-	t.Run("panic inline", func(t *testing.T) {
-		a := boundFake{&fake{do: func(context.Context, sources.Call) (*sources.Result, error) { panic("client bug") }}}
-		r := New(Config{}, map[string]sources.Client{"source_a": a, "source_b": &fake{}}, NewBreakers(), nil)
-		res, err := r.Run(context.Background(), Request{Service: svc, Inputs: urls(1), Limit: 10})
-		if err != nil {
-			t.Fatalf("Run: %v", err)
-		}
-		if got := outcomes(res.Attempts); !reflect.DeepEqual(got, []string{headID + ":internal_error", secondID + ":ok"}) {
-			t.Errorf("attempts %v", got)
-		}
-	})
 }
 
 // TestSplit: inputs are cut into batches of at most size, in order; no
@@ -180,5 +168,32 @@ func TestApplyLimitPages(t *testing.T) {
 				t.Errorf("got %s total %d more %v, want %s %d %v", b, total, more, tt.want, tt.total, tt.more)
 			}
 		})
+	}
+}
+
+// TestBatchPanicFailsOver: a client that panics fails its attempt
+// (internal_error) and the walk moves on; the process lives, whether the
+// batch ran on a goroutine of its own or inline on the caller's.
+func TestBatchPanicFailsOver(t *testing.T) {
+	reg := testRegistry(t)
+	svc := service(t, reg, "pro_net/profile.info")
+	panics := func(context.Context, sources.Call) (*sources.Result, error) { panic("client bug") }
+	tests := []struct {
+		name   string
+		client sources.Client
+		inputs int
+	}{
+		{"batches on goroutines", &fake{do: panics}, 3},
+		{"lone batch inline", boundFake{&fake{do: panics}}, 1},
+	}
+	for _, tt := range tests {
+		r := New(Config{}, map[string]sources.Client{"source_a": tt.client, "source_b": &fake{}}, NewBreakers(), nil)
+		res, err := r.Run(context.Background(), Request{Service: svc, Inputs: urls(tt.inputs), Limit: 10})
+		if err != nil {
+			t.Fatalf("%s: Run: %v", tt.name, err)
+		}
+		if got := outcomes(res.Attempts); !reflect.DeepEqual(got, []string{headID + ":internal_error", secondID + ":ok"}) {
+			t.Errorf("%s: attempts %v", tt.name, got)
+		}
 	}
 }

@@ -53,22 +53,6 @@ func TestBuildBodyDropsTopLevelNulls(t *testing.T) {
 	}
 }
 
-// TestBatchPanicFailsOver: a client that panics fails its attempt
-// (internal_error) and the walk moves on; the process lives.
-func TestBatchPanicFailsOver(t *testing.T) {
-	reg := testRegistry(t)
-	svc := service(t, reg, "pro_net/profile.info")
-	a := &fake{do: func(context.Context, sources.Call) (*sources.Result, error) { panic("client bug") }}
-	r := setup(t, Config{}, a, &fake{})
-	res, err := r.Run(context.Background(), Request{Service: svc, Inputs: urls(3), Limit: 10})
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if got := outcomes(res.Attempts); !reflect.DeepEqual(got, []string{headID + ":internal_error", secondID + ":ok"}) {
-		t.Errorf("attempts %v", got)
-	}
-}
-
 // TestRunRecordOffSchema: a record off the service's record schema is
 // neither served nor billed, is logged with offer, field and reason, and
 // counts as a failed item; an attempt with no surviving item fails and the
