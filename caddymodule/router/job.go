@@ -147,7 +147,11 @@ func (r *Router) Abort(ctx context.Context, svc *registry.Service, from Resumed)
 
 // abandon stops work h that nobody will wait for: detached from ctx
 // first, so it is stopped whatever ended the call (even a hand-over to
-// another worker, which waits for the work recorded, not this one).
+// another worker, which waits for the work recorded, not this one). It
+// is not inlined: resumeJob's frame stays on a resumed call's stack for
+// the whole wait, and this cold path's locals would grow it.
+//
+//go:noinline
 func (r *Router) abandon(ctx context.Context, rs sources.Resumer, h sources.Handle) {
 	sources.AbortDetached(context.WithoutCancel(ctx), h, rs.Abort, r.logger)
 }
