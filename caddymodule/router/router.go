@@ -277,7 +277,8 @@ func (r *Router) Run(ctx context.Context, req Request) (*Result, error) {
 		return nil, &Failure{Kind: errkind.Internal,
 			Message: "routing a call: no service given"}
 	}
-	w := r.newWalk(req, nil)
+	var w walk
+	w.start(r, &req, nil)
 	if req.Pin != nil {
 		trial := r.breakers.force(req.Pin)
 		return w.finish(w.try(ctx, req.Pin, trial, ""))
@@ -312,7 +313,8 @@ func (r *Router) Resume(ctx context.Context, req Request, from Resumed) (*Result
 		return withBefore(from.Before)(r.Run(ctx, req))
 	}
 	o := offers[at]
-	w := r.newWalk(req, slices.Clone(from.Before))
+	var w walk
+	w.start(r, &req, slices.Clone(from.Before))
 	res, fail, done := w.tryResumed(ctx, o, r.breakers.force(o), from)
 	rest := offers[at+1:]
 	if done || w.pinned || len(rest) == 0 {
@@ -341,14 +343,15 @@ func withBefore(before []runs.Attempt) func(*Result, error) (*Result, error) {
 	}
 }
 
-// newWalk begins the walk of req, after the attempts before (a resumed
-// call's).
-func (r *Router) newWalk(req Request, before []runs.Attempt) *walk {
+// start sets w to the beginning of req's walk, after the attempts before
+// (a resumed call's). It fills the caller's walk in place: the walk stays
+// in Run's (or Resume's) frame, neither on the heap nor copied there.
+func (w *walk) start(r *Router, req *Request, before []runs.Attempt) {
 	now := req.Now
 	if now.IsZero() {
 		now = r.cfg.Now()
 	}
-	return &walk{r: r, req: req, nowISO: now.UTC().Format(isoLayout), pinned: req.Pin != nil, attempts: before}
+	*w = walk{r: r, req: *req, nowISO: now.UTC().Format(isoLayout), pinned: req.Pin != nil, attempts: before}
 }
 
 // Started is paid upstream work one batch of an attempt started, as
