@@ -119,19 +119,32 @@ func (w *walk) begin(ctx context.Context, o *registry.Offer, trial bool) (*Reque
 // capped to the records its money covered then (so its batches are the
 // ones that started the work), the money asked for again.
 func (w *walk) tryResumed(ctx context.Context, o *registry.Offer, trial bool, from Resumed) (res *Result, fail *Failure, done bool) {
+	req, fail := w.beginResumed(ctx, o, trial, &from)
+	if fail != nil || req == nil {
+		return nil, fail, fail != nil
+	}
+	a := w.r.attempt(ctx, o, req, w.nowISO)
+	return w.record(o, a, trial, "resumed after a restart")
+}
+
+// beginResumed begins the resumed attempt as begin does, capped to
+// from's records, or aborts from's work when it does not begin. It is
+// apart from tryResumed so that the copy of the call's request it keeps
+// is not in the frame a resumed call keeps while it waits.
+func (w *walk) beginResumed(ctx context.Context, o *registry.Offer, trial bool, from *Resumed) (*Request, *Failure) {
 	full := w.req
 	w.req = full.capped(from.Records)
 	req, fail := w.begin(ctx, o, trial)
 	w.req = full
 	if fail != nil || req == nil {
-		// The money no longer pays for it (or is unreadable): nobody will
-		// wait for the recorded work, so it stops.
-		w.r.Abort(ctx, full.Service, from)
-		return nil, fail, fail != nil
+		// The money no longer pays for it (or is unreadable), or the
+		// caller stopped it: nobody will wait for the recorded work, so
+		// it stops.
+		w.r.Abort(ctx, full.Service, *from)
+		return nil, fail
 	}
-	req.resumed = &from
-	a := w.r.attempt(ctx, o, req, w.nowISO)
-	return w.record(o, a, trial, "resumed after a restart")
+	req.resumed = from
+	return req, nil
 }
 
 // record reports an attempt to the offer's breaker, the observer and the
