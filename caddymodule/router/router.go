@@ -278,7 +278,7 @@ func (r *Router) Run(ctx context.Context, req Request) (*Result, error) {
 			Message: "routing a call: no service given"}
 	}
 	var w walk
-	w.start(r, &req, nil)
+	w.prepare(r, &req, nil)
 	if req.Pin != nil {
 		trial := r.breakers.force(req.Pin)
 		return w.finish(w.try(ctx, req.Pin, trial, ""))
@@ -314,7 +314,7 @@ func (r *Router) Resume(ctx context.Context, req Request, from Resumed) (*Result
 	}
 	o := offers[at]
 	var w walk
-	w.start(r, &req, slices.Clone(from.Before))
+	w.prepare(r, &req, slices.Clone(from.Before))
 	res, fail, done := w.tryResumed(ctx, o, r.breakers.force(o), from)
 	rest := offers[at+1:]
 	if done || w.pinned || len(rest) == 0 {
@@ -341,17 +341,6 @@ func withBefore(before []runs.Attempt) func(*Result, error) (*Result, error) {
 		}
 		return res, err
 	}
-}
-
-// start sets w to the beginning of req's walk, after the attempts before
-// (a resumed call's). It fills the caller's walk in place: the walk stays
-// in Run's (or Resume's) frame, neither on the heap nor copied there.
-func (w *walk) start(r *Router, req *Request, before []runs.Attempt) {
-	now := req.Now
-	if now.IsZero() {
-		now = r.cfg.Now()
-	}
-	*w = walk{r: r, req: *req, nowISO: now.UTC().Format(isoLayout), pinned: req.Pin != nil, attempts: before}
 }
 
 // Started is paid upstream work one batch of an attempt started, as

@@ -36,6 +36,17 @@ type walk struct {
 	gone bool
 }
 
+// prepare sets w to the beginning of req's walk, after the attempts before
+// (a resumed call's). It fills the caller's walk in place: the walk stays
+// in Run's (or Resume's) frame, neither on the heap nor copied there.
+func (w *walk) prepare(r *Router, req *Request, before []runs.Attempt) {
+	now := req.Now
+	if now.IsZero() {
+		now = r.cfg.Now()
+	}
+	*w = walk{r: r, req: *req, nowISO: now.UTC().Format(isoLayout), pinned: req.Pin != nil, attempts: before}
+}
+
 // over walks offers in failover order until one serves the call (or the
 // walk ends otherwise). Run walks a call's whole chain; Resume goes on
 // with the offers after a resumed attempt, in the same walk, so the
