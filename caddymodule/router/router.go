@@ -32,13 +32,15 @@
 // down through each once (Request's accessors aside): walk.try calls
 // Router.attempt (attempt.go), which arms the soft-timeout watchdog
 // (watchdog.go: newWatchdog, which makes each batch's pulse) and runs each
-// batch: Router.batch and call (batch.go) build the request and hand it,
-// with the batch's pulse, to Router.job (job.go: do, or resumeJob), which
+// batch: Router.batch and call (batch.go) build the request and hand it
+// to Router.job (job.go: do, or resumeJob), which
 // calls the source's client (sources: Do or Resume) and returns its
 // answer; call records a failure, or collect normalizes the items into the
 // attempt's batchSet, and Router.batch returns to the attempt, whose
 // conclude and assemble (attempt.go) make its outcome for walk.record
-// once the watchdog is disarmed.
+// once the watchdog is disarmed. The batch's pulse (watchdog.go) is a
+// callback beside the path: call and the client call it to tell the
+// watchdog of upstream activity.
 package router
 
 import (
