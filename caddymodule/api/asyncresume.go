@@ -43,8 +43,8 @@ func resumePoint(r store.AsyncRun) (router.Resumed, bool) {
 	return router.Resumed{Offer: rec.Offer, Records: rec.Records, Before: before, Started: rec.Started}, true
 }
 
-// resumeFrom seeds the budget with the state of a resumed run.
-func (b *progressBudget) resumeFrom(from router.Resumed) {
+// resumeFrom seeds the progress with the state of a resumed run.
+func (b *runProgress) resumeFrom(from router.Resumed) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.attempts = append(slices.Clip(from.Before), runs.Attempt{Offer: from.Offer, Outcome: outcomeRunning})
@@ -57,7 +57,7 @@ func (b *progressBudget) resumeFrom(from router.Resumed) {
 
 // started records upstream work the attempt under way started (the
 // router's OnHandle), durably before the work is waited for.
-func (b *progressBudget) started(o *registry.Offer, s router.Started) {
+func (b *runProgress) started(o *registry.Offer, s router.Started) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if o.ID != b.resume.Offer {

@@ -244,17 +244,12 @@ func writeAccepted(w http.ResponseWriter, id string, doc []byte) {
 }
 
 // reserveAhead holds, before the 202, what the run's first attempt will
-// hold: the first candidate offer of which the money pays at least one
-// record, for as many records as the call may ask (router.Request's
-// MaxRecords). Every candidate unpayable is the sync call's 402/429.
+// hold: the first offer of the call's chain (router.Request's Chain, the
+// offers the run will try) of which the money pays at least one record,
+// for as many records as the call may ask (router.Request's MaxRecords).
+// Every candidate unpayable is the sync call's 402/429.
 func (a *API) reserveAhead(ctx context.Context, bill *billing.Call, c *prepared, key store.Key, now time.Time) (store.Hold, *Error) {
-	offers := c.req.Offers
-	switch {
-	case c.req.Pin != nil:
-		offers = []*registry.Offer{c.req.Pin}
-	case offers == nil:
-		offers = c.svc.LiveOffers()
-	}
+	offers := c.req.Chain()
 	if len(offers) == 0 {
 		return store.Hold{}, kindError(errkind.ServiceNotAvailable,
 			c.svc.Key+" has no live offer yet; see the catalogue for callable services.")

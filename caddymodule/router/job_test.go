@@ -160,23 +160,3 @@ func TestHandleRecordedWhenKnown(t *testing.T) {
 		t.Errorf("Request.OnHandle told %v, want the head offer's run as soon as it started", told)
 	}
 }
-
-// TestWatchdogQuietPerBatch: a batch's announced wait ends with its own
-// activity, not with another batch's.
-func TestWatchdogQuietPerBatch(t *testing.T) {
-	w := newWatchdog(50*time.Millisecond, 2)
-	act0, wait0 := w.batch(0)
-	act1, _ := w.batch(1)
-	wait0(time.Hour)
-	time.Sleep(60 * time.Millisecond)
-	act1()
-	time.Sleep(60 * time.Millisecond)
-	if w.idle() > 0 {
-		t.Fatalf("idle %v during batch 0's announced wait", w.idle())
-	}
-	act0() // batch 0's answer began: its silence counts from here
-	time.Sleep(60 * time.Millisecond)
-	if w.idle() < 50*time.Millisecond {
-		t.Errorf("idle %v after batch 0 heard back, want its silence counted", w.idle())
-	}
-}
