@@ -29,6 +29,9 @@ type compiled struct {
 	router *router.Router
 	// asyncRouter runs async runs: the same clients, the async deadline.
 	asyncRouter *router.Router
+	// testRouter and testAsyncRouter serve test keys: the same registry,
+	// clients answering from the examples (testmode.go), no upstream.
+	testRouter, testAsyncRouter *router.Router
 	tools       *mcp.Toolset
 	digest      string
 }
@@ -110,7 +113,11 @@ func (a *App) compile(ctx context.Context) (*compiled, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &compiled{reg: reg, router: rt, asyncRouter: a.asyncRouter(clients), tools: tools, digest: digest}, nil
+	c := &compiled{reg: reg, router: rt, asyncRouter: a.asyncRouter(clients), tools: tools, digest: digest}
+	if err := a.compileTestMode(c); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // SwapResult is the answer of a registry swap.
