@@ -32,8 +32,8 @@ type compiled struct {
 	// testRouter and testAsyncRouter serve test keys: the same registry,
 	// clients answering from the examples (testmode.go), no upstream.
 	testRouter, testAsyncRouter *router.Router
-	tools       *mcp.Toolset
-	digest      string
+	tools                       *mcp.Toolset
+	digest                      string
 }
 
 // swapState is the services an app serves now, swapped in place; mu
