@@ -29,11 +29,12 @@ type compiled struct {
 	router *router.Router
 	// asyncRouter runs async runs: the same clients, the async deadline.
 	asyncRouter *router.Router
+	tools       *mcp.Toolset
+	digest      string
+
 	// testRouter and testAsyncRouter serve test keys: the same registry,
 	// clients answering from the examples (testmode.go), no upstream.
 	testRouter, testAsyncRouter *router.Router
-	tools                       *mcp.Toolset
-	digest                      string
 }
 
 // swapState is the services an app serves now, swapped in place; mu
