@@ -47,7 +47,7 @@ var Magics = []Magic{
 	{ProviderError, true, errkind.ProviderError, "every offer in the failover order fails (upstream 5xx); the run fails, its `attempts` list each offer"},
 	{SoftTimeout, true, errkind.RequestSoftTimeout, "every offer stalls past the soft timeout; the run fails"},
 	{RateLimited, true, errkind.UpstreamRateLimited, "every offer is rate-limited upstream; the answer carries `Retry-After: " + strconv.Itoa(RetryAfterSeconds) + "`"},
-	{Failover, false, 0, "the first offer of the failover order fails, the next one serves (`served_by` names it, `attempts` shows both); on a one-offer service, or pinned to the first offer with `provider`, the run fails as with " + ProviderError},
+	{Failover, false, 0, "the first offer of the failover order fails, the next one serves (`served_by` names it, `attempts` shows both); on a one-offer service, or pinned to the first offer with `provider`, the run fails as with `" + ProviderError + "`"},
 	{Empty, false, 0, "the run completes with no records (`data: []`, nothing charged)"},
 	{Slow, false, 0, "the upstream work takes " + strconv.Itoa(SlowSeconds) + " seconds, then the run completes with records: an async run stays `running` meanwhile, for polling, cancel and webhooks"},
 }
@@ -104,7 +104,9 @@ func candidates(example, word string) []string {
 		if segs[i] == "" {
 			continue
 		}
-		for _, repl := range []string{word, word + "-" + segs[i]} {
+		// A handle's sigil stays (/@handle → /@word).
+		lead := segs[i][:len(segs[i])-len(strings.TrimLeft(segs[i], "@~!"))]
+		for _, repl := range []string{lead + word, lead + word + "-" + segs[i][len(lead):]} {
 			c := *u
 			s := append([]string(nil), segs...)
 			s[i] = repl
