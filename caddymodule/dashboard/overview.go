@@ -6,6 +6,7 @@ import (
 
 	"socialrouter/caddymodule/credits"
 	"socialrouter/caddymodule/store"
+	"socialrouter/caddymodule/testmode"
 )
 
 type overviewData struct {
@@ -14,6 +15,13 @@ type overviewData struct {
 	Requests, Records int64
 	By                string // platform or provider
 	Spend, RecordsC   chart
+	// Test: the Test mode switch is on (Balance is the test balance,
+	// TestStart what a reset restores). Quick is the first call to
+	// make, with a test key and a magic input; API is the API's origin.
+	Test      bool
+	TestStart credits.Micros
+	Quick     *quickStart
+	API       string
 }
 
 // overview serves GET /: the balance, the spend of the current UTC day,
@@ -39,7 +47,11 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request, s *Session) {
 		h.failed(w, r, s, "reading usage", err)
 		return
 	}
-	d := overviewData{Balance: acct.Balance, By: "platform"}
+	d := overviewData{Balance: acct.Balance, By: "platform", Test: s.Test, TestStart: testBalanceStart(), API: origin(r)}
+	if h.Registry != nil {
+		testKeys, _ := h.Store.ListKeys(ctx, testmode.AccountID(s.liveAccount())) // none yet: the quick start says how to make one
+		d.Quick = newQuickStart(h.Registry(), testKeys)
+	}
 	if r.URL.Query().Get("by") == "provider" {
 		d.By = "provider"
 	}
