@@ -17,6 +17,7 @@ import (
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/servicecheck"
 	"socialrouter/caddymodule/sources"
+	"socialrouter/internal/upstreamitem"
 )
 
 // Clients builds the source clients of the test-mode router over reg: one
@@ -111,7 +112,7 @@ func (cl *Client) Do(ctx context.Context, c sources.Call) (*sources.Result, erro
 		return nil, &sources.Error{Outcome: sources.OutcomeInvalidInput, Message: "test mode: " + err.Error()}
 	}
 	root := gjson.ParseBytes(body)
-	inputs := arrayStrings(root)
+	inputs := upstreamitem.ArrayStrings(root)
 	word := magicIn(root)
 	handle := "test:" + of.o.ID
 	fail := func(outcome string, status int, retryAfter time.Duration, msg string) error {
@@ -206,20 +207,7 @@ func withInput(item []byte, field, in string) json.RawMessage {
 		return append(json.RawMessage(nil), item...)
 	}
 	echo, _ := json.Marshal(map[string]string{field: in})
-	v := gjson.GetBytes(item, "input")
-	out := make([]byte, 0, len(item)+len(echo)+10)
-	if v.Exists() && v.Index > 0 {
-		out = append(out, item[:v.Index]...)
-		out = append(out, echo...)
-		return append(out, item[v.Index+len(v.Raw):]...)
-	}
-	out = append(out, `{"input":`...)
-	out = append(out, echo...)
-	rest := bytes.TrimSpace(item[1:])
-	if len(rest) > 0 && rest[0] != '}' {
-		out = append(out, ',')
-	}
-	return append(out, rest...)
+	return upstreamitem.SetInput(item, echo)
 }
 
 // magicIn returns the magic word a string of the body holds, or "": the
@@ -240,25 +228,6 @@ func magicIn(v gjson.Result) string {
 	}
 	walk(v)
 	return word
-}
-
-// arrayStrings returns the string values inside arrays of a request body
-// (input[].url, startUrls[].url, queries…): the inputs the call is about.
-func arrayStrings(v gjson.Result) []string {
-	var out []string
-	var walk func(v gjson.Result, inArray bool)
-	walk = func(v gjson.Result, inArray bool) {
-		switch {
-		case v.IsArray():
-			v.ForEach(func(_, e gjson.Result) bool { walk(e, true); return true })
-		case v.IsObject():
-			v.ForEach(func(_, e gjson.Result) bool { walk(e, inArray); return true })
-		case v.Type == gjson.String && inArray:
-			out = append(out, v.Str)
-		}
-	}
-	walk(v, false)
-	return out
 }
 
 // Interface guard: a Client is a source client like the network ones.
