@@ -21,6 +21,7 @@ import (
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/servicecheck"
 	"socialrouter/caddymodule/testmode"
+	"socialrouter/internal/mcptest"
 	"socialrouter/internal/testservices"
 )
 
@@ -311,6 +312,21 @@ func TestTestModeReachesNoUpstream(t *testing.T) {
 		}
 	})
 
+	t.Run("MCP", func(t *testing.T) {
+		cs := mcptest.Connect(t, g.URL+"/mcp", test, nil)
+		isErr, run := mcpCall(t, cs, "pro_net_profile_info", map[string]any{"url": magicService.Accepts[0].Example})
+		if isErr || run["status"] != "completed" || run["livemode"] != false {
+			t.Errorf("extract tool with a test key: %v", run)
+		}
+		failing, _ := testmode.MagicInput(magicService, testmode.ProviderError)
+		if isErr, m := mcpCall(t, cs, "pro_net_profile_info", map[string]any{"url": failing}); !isErr || mcptest.ErrCode(m) != "provider_error" {
+			t.Errorf("extract tool with %s: %v", testmode.ProviderError, m)
+		}
+		if isErr, bal := mcpCall(t, cs, "get_balance", nil); isErr || num(bal["balance"]) != g.balance(test) {
+			t.Errorf("get_balance with a test key: %v", bal)
+		}
+	})
+
 	t.Run("no upstream, no live money", func(t *testing.T) {
 		if calls := s.calls(t); len(calls) != 0 {
 			t.Errorf("the simulator got %d calls from test keys, first %s %s", len(calls), calls[0].Protocol, calls[0].Target)
@@ -352,7 +368,8 @@ func TestTestModeReachesNoUpstream(t *testing.T) {
 
 // TestTestModeAddedService: a service added in CUE (the test-only
 // addition set) answers a test key from its examples with no Go change,
-// on a gateway whose upstreams do not exist.
+// on a gateway whose upstreams do not exist; and a test key's credit limit
+// refuses what a live key's would.
 func TestTestModeAddedService(t *testing.T) {
 	dir := copyServices(t)
 	if _, err := testservices.Add(dir, testservices.Addition); err != nil {
@@ -372,5 +389,21 @@ func TestTestModeAddedService(t *testing.T) {
 		}
 		r := g.do("POST", "/v1/extract/"+key, test, map[string]any{svc.SingleInputField(): svc.Accepts[0].Example})
 		checkTestRun(t, svc, r)
+	}
+
+	// A test key's credit limit holds as a live key's does, on test spend.
+	st, b := g.admin("POST", "/sdr/accounts/acme/keys", map[string]any{"name": "capped", "mode": "test",
+		"credit_limit": map[string]any{"period": "day", "credits": 0.002}})
+	if st != 201 {
+		t.Fatalf("creating a capped test key: %d %s", st, b)
+	}
+	var capped struct{ Key string }
+	_ = json.Unmarshal(b, &capped)
+	body := map[string]any{"url": "https://www.linkedin.com/company/kraft-heinz-company"} // one record at 0.001725
+	if r := g.do("POST", "/v1/extract/pro_net/company.info", capped.Key, body); r.Status != 200 {
+		t.Fatalf("first call under the limit: %d %s", r.Status, r.Body)
+	}
+	if r := g.do("POST", "/v1/extract/pro_net/company.info", capped.Key, body); r.Status != 429 || r.errCode() != "credit_limit_exceeded" {
+		t.Errorf("second call past the limit: %d %s, want 429 credit_limit_exceeded", r.Status, r.Body)
 	}
 }
