@@ -94,7 +94,6 @@ func TestRecordsFollowInputsAndLimit(t *testing.T) {
 		if !s.Callable() || s.PerInput != 1 || s.LimitScope != registry.ScopePerCall || s.LiveOffers()[0].MaxInputs < 3 {
 			continue
 		}
-		base, _ := s.MatchInput(s.Accepts[0].Example)
 		var ins []string
 		for _, w := range []string{"alpha", "beta", "gamma"} {
 			in, ok := testmode.InputWith(s, w)
@@ -103,7 +102,6 @@ func TestRecordsFollowInputsAndLimit(t *testing.T) {
 			}
 			ins = append(ins, in)
 		}
-		_ = base
 		for _, tc := range []struct{ limit, want int }{{10, 3}, {2, 2}} {
 			res, err := rt.Run(context.Background(), request(s, tc.limit, ins...))
 			if err != nil {
@@ -200,4 +198,5 @@ func TestFailoverPinnedFails(t *testing.T) {
 		}
 		return
 	}
+	t.Fatal("no service with two offers")
 }
