@@ -94,7 +94,7 @@ type Client struct {
 	offers map[string]*offer // by signature
 }
 
-// SlowStep is how often a Slow call shows activity while it waits.
+// slowStep is how often a Slow call shows activity while it waits.
 const slowStep = 500 * time.Millisecond
 
 // Do answers c from its offer's example: per input of the call's body,
@@ -132,8 +132,6 @@ func (cl *Client) Do(ctx context.Context, c sources.Call) (*sources.Result, erro
 		if of.first || of.single {
 			return nil, fail(sources.OutcomeUpstream5xx, http.StatusBadGateway, 0, "the first offer's upstream answered 502")
 		}
-	case Empty:
-		inputs = nil
 	case Slow:
 		if err := wait(ctx, c, SlowSeconds*time.Second); err != nil {
 			return nil, err
