@@ -391,8 +391,20 @@ func TestTestModeAddedService(t *testing.T) {
 		checkTestRun(t, svc, r)
 	}
 
+	// The operator sees the test balance and the test keys beside the live ones.
+	st, b := g.admin("GET", "/sdr/accounts/acme", nil)
+	var acct struct {
+		TestBalance credits.Micros `json:"test_balance"`
+	}
+	if err := json.Unmarshal(b, &acct); st != 200 || err != nil || acct.TestBalance <= 0 || acct.TestBalance >= testmode.StartBalance {
+		t.Errorf("GET /sdr/accounts/acme after test calls: %d %s", st, b)
+	}
+	if !strings.Contains(string(b), `"display":"sdr_test_`) || !strings.Contains(string(b), `"display":"sdr_live_`) {
+		t.Errorf("GET /sdr/accounts/acme lists not both modes' keys: %s", b)
+	}
+
 	// A test key's credit limit holds as a live key's does, on test spend.
-	st, b := g.admin("POST", "/sdr/accounts/acme/keys", map[string]any{"name": "capped", "mode": "test",
+	st, b = g.admin("POST", "/sdr/accounts/acme/keys", map[string]any{"name": "capped", "mode": "test",
 		"credit_limit": map[string]any{"period": "day", "credits": 0.002}})
 	if st != 201 {
 		t.Fatalf("creating a capped test key: %d %s", st, b)
