@@ -162,7 +162,7 @@ fmt:
 run: build
 	$(CADDY) run --config Caddyfile --adapter caddyfile
 
-## demo: simulator + gateway + a demo account and key + a curl that works.
+## demo: simulator + gateway + a demo account, a test key and a live key + curls that work.
 demo: build
 	@bash scripts/demo.sh
 

@@ -361,6 +361,8 @@ func (a *App) apiFor(c *compiled, logger *zap.Logger) *api.API {
 		Logger:             logger,
 		Async:              a.async.worker,
 		AsyncRouter:        c.asyncRouter,
+		TestRouter:         c.testRouter,
+		TestAsyncRouter:    c.testAsyncRouter,
 		AsyncDeadline:      cmp.Or(time.Duration(a.AsyncDeadline), api.DefaultAsyncDeadline),
 		AsyncMaxPerAccount: a.AsyncMaxPerAccount,
 	})

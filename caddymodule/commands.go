@@ -33,7 +33,7 @@ check, try and openapi work offline on a services directory.
   caddy sdr account credit <id> <amount> [--reason <text>]   (to remove credits: -- -5)
   caddy sdr account ledger <id> [--limit n]  (every movement of its credits)
   caddy sdr payments orphans                 (payments that reached no account)
-  caddy sdr key create <account> [--name <name>] [--limit-period day --limit-credits 2]
+  caddy sdr key create <account> [--test] [--name <name>] [--limit-period day --limit-credits 2]
   caddy sdr key limit <key_id> (--period <p> --credits <n> | --clear)
   caddy sdr key revoke <key_id>
   caddy sdr member invite <account> <email> [--dashboard <url>]
@@ -88,6 +88,9 @@ func buildSDRCommand(cmd *cobra.Command) {
 		RunE: func(c *cobra.Command, args []string) error {
 			name, _ := c.Flags().GetString("name")
 			body := map[string]any{"name": name}
+			if test, _ := c.Flags().GetBool("test"); test {
+				body["mode"] = "test"
+			}
 			if lim, err := limitFlags(c, "limit-period", "limit-credits"); err != nil {
 				return err
 			} else if lim != nil {
@@ -98,6 +101,7 @@ func buildSDRCommand(cmd *cobra.Command) {
 		},
 	}
 	kcreate.Flags().String("name", "", "A name for the key")
+	kcreate.Flags().Bool("test", false, "A test key (<prefix>_test_…): answers from the example payloads, reaches no upstream, spends the test balance")
 	kcreate.Flags().String("limit-period", "", "Credit limit period: hour, day, week or month")
 	kcreate.Flags().String("limit-credits", "", "Credit limit per period")
 	klimit := &cobra.Command{

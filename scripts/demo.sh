@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make demo: start the upstream simulator and the gateway, create a demo
-# account, key and dashboard invitation through the admin API, print a curl
-# that works, and stop everything on Ctrl-C.
+# account, a test key and a live key and a dashboard invitation through the
+# admin API, print curls that work (the test key first), and stop
+# everything on Ctrl-C.
 #
 # make demo-reload (scripts/demo.sh reload): from another shell, while the
 # demo runs, check the working tree's services/ as the reload will (sdr
@@ -130,9 +131,12 @@ if ! curl -fsS "http://127.0.0.1:$PORT/v1/services" >/dev/null; then
 fi
 
 bin/caddy sdr account create demo --balance 10 --address "$ADMIN" >/dev/null
+# A test key first (docs/testmode.md): records from the examples, no
+# upstream, the test balance; then the live key.
+TEST_KEY=$(bin/caddy sdr key create demo --test --name demo-test --address "$ADMIN" | sed -n 's/.*"key": "\(sdr_test_[A-Za-z0-9]*\)".*/\1/p')
 KEY=$(bin/caddy sdr key create demo --name demo --address "$ADMIN" | sed -n 's/.*"key": "\(sdr_live_[A-Za-z0-9]*\)".*/\1/p')
-if [ -z "$KEY" ]; then
-	echo "creating the demo key failed" >&2
+if [ -z "$KEY" ] || [ -z "$TEST_KEY" ]; then
+	echo "creating the demo keys failed" >&2
 	exit 1
 fi
 INVITE=$(bin/caddy sdr member invite demo demo@example.com --address "$ADMIN" \
@@ -147,13 +151,27 @@ cat <<MSG
 Social Data Router demo is running.
   gateway      http://127.0.0.1:$PORT   (admin $ADMIN)
   simulator    http://127.0.0.1:9101 (source_a), http://127.0.0.1:9102 (source_b)
-  account      demo, 10 credits
-  API key      $KEY
+  account      demo, 10 credits (and a test balance of 100)
+  test key     $TEST_KEY
+  live key     $KEY
   dashboard    $INVITE
                (one-time invitation of demo@example.com: open it, choose a
                password, then sign in at http://127.0.0.1:$PORT/dashboard/)
 
-Try:
+Try, with the test key first (no upstream is called, the live balance
+stays 10; "livemode": false):
+
+curl -sS -X POST http://127.0.0.1:$PORT/v1/extract/pro_net/company.info \\
+  -H 'Authorization: Bearer $TEST_KEY' -H 'Content-Type: application/json' \\
+  -d '{"urls": ["https://www.linkedin.com/company/kraft-heinz-company"]}'
+
+and a magic input that makes every offer fail (502 provider_error):
+
+curl -sS -X POST http://127.0.0.1:$PORT/v1/extract/pro_net/company.info \\
+  -H 'Authorization: Bearer $TEST_KEY' -H 'Content-Type: application/json' \\
+  -d '{"url": "https://www.linkedin.com/company/sdr-test-provider-error"}'
+
+then the same call with the live key (the simulator answers, 10 credits pay):
 
 curl -sS -X POST http://127.0.0.1:$PORT/v1/extract/pro_net/company.info \\
   -H 'Authorization: Bearer $KEY' -H 'Content-Type: application/json' \\

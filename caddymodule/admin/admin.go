@@ -24,6 +24,7 @@ import (
 	"socialrouter/caddymodule/errkind"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/store"
+	"socialrouter/caddymodule/testmode"
 	"socialrouter/caddymodule/webhooks"
 	"socialrouter/internal/httpjson"
 	"socialrouter/internal/jsonscan"
@@ -227,9 +228,20 @@ func (h *Handler) getAccount(w http.ResponseWriter, r *http.Request) error {
 	if keys == nil {
 		keys = []store.Key{}
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{
+	out := map[string]any{
 		"id": acct.ID, "balance": acct.Balance, "created_at": acct.CreatedAt, "keys": keys,
-	})
+	}
+	if !testmode.IsTest(id) {
+		// The test twin, once a test key made it: its balance and keys.
+		if twin, err := h.Store.GetAccount(r.Context(), testmode.AccountID(id)); err == nil {
+			tk, err := h.Store.ListKeys(r.Context(), twin.ID)
+			if err != nil {
+				return storeErr(err, "test keys of "+id)
+			}
+			out["test_balance"], out["keys"] = twin.Balance, append(keys, tk...)
+		}
+	}
+	return writeJSON(w, http.StatusOK, out)
 }
 
 // addCredits serves POST /sdr/accounts/{id}/credits.
@@ -270,6 +282,7 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
 		Name        string             `json:"name"`
 		CreditLimit *store.CreditLimit `json:"credit_limit"`
+		Mode        string             `json:"mode"`
 	}
 	if err := decode(r, &body); err != nil {
 		return err
@@ -277,10 +290,23 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request) error {
 	if err := checkLimit(body.CreditLimit); err != nil {
 		return err
 	}
+	if !testmode.ValidMode(body.Mode) {
+		return apiErr(http.StatusBadRequest, `mode must be "live" (the default) or "test"`)
+	}
+	now := time.Now().UTC()
 	if _, err := h.Store.GetAccount(r.Context(), id); err != nil {
 		return storeErr(err, "account "+id)
 	}
-	secret, k, err := NewKey(h.KeyPrefix, id, body.Name, body.CreditLimit, time.Now().UTC())
+	if body.Mode == testmode.Test && !testmode.IsTest(id) {
+		// A test key belongs to the account's test twin, created with the
+		// starting test balance on the first test key.
+		twin, err := testmode.Ensure(r.Context(), h.Store, id, now)
+		if err != nil {
+			return storeErr(err, "test account of "+id)
+		}
+		id = twin.ID
+	}
+	secret, k, err := NewKey(h.KeyPrefix, id, body.Name, body.CreditLimit, now)
 	if err != nil {
 		return kindErr(errkind.Internal, "generating key: %v", err)
 	}
@@ -288,7 +314,7 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request) error {
 		return storeErr(err, "key")
 	}
 	return writeJSON(w, http.StatusCreated, map[string]any{
-		"id": k.ID, "key": secret, "account_id": k.AccountID, "name": k.Name,
+		"id": k.ID, "key": secret, "account_id": k.AccountID, "name": k.Name, "mode": testmode.ModeOf(k.AccountID),
 		"display": k.Display, "credit_limit": k.CreditLimit, "created_at": k.CreatedAt,
 	})
 }

@@ -47,6 +47,11 @@ type Config struct {
 	Async         *async.Worker
 	AsyncRouter   *router.Router
 	AsyncDeadline time.Duration
+	// TestRouter and TestAsyncRouter serve the calls of test keys (their
+	// accounts are test twins, testmode.IsTest) in place of Router and
+	// AsyncRouter: built over testmode.Clients, with no upstream client.
+	// Nil: test keys are refused (401 test_mode_off).
+	TestRouter, TestAsyncRouter *router.Router
 	// AsyncMaxPerAccount bounds an account's async runs in flight (429
 	// too_many_async_runs past it); 0: DefaultAsyncMaxPerAccount.
 	AsyncMaxPerAccount int

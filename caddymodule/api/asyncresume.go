@@ -118,9 +118,6 @@ func (a *API) abortRecorded(ctx context.Context, r store.AsyncRun) {
 		a.Logger.Error("cannot abort a cancelled run's upstream work: its call no longer prepares", zap.String("run_id", r.ID))
 		return
 	}
-	rtr := a.AsyncRouter
-	if rtr == nil {
-		rtr = a.Router
-	}
+	rtr := a.asyncRouterFor(r.AccountID)
 	rtr.Abort(ctx, c.req.Service, from)
 }

@@ -19,6 +19,7 @@ import (
 	"socialrouter/caddymodule/router"
 	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
+	"socialrouter/caddymodule/testmode"
 )
 
 // AsyncRunner is the async.Runner and async.Resumer of this API: it runs
@@ -62,7 +63,8 @@ func (ar *AsyncRunner) run(ctx context.Context, r store.AsyncRun, p async.Progre
 		}
 		key = store.Key{ID: r.KeyID, AccountID: r.AccountID}
 	}
-	run := &runs.Run{ID: r.ID, CreatedAt: r.CreatedAt, AccountID: r.AccountID, KeyID: r.KeyID, Data: []json.RawMessage{}}
+	run := &runs.Run{ID: r.ID, CreatedAt: r.CreatedAt, AccountID: r.AccountID, KeyID: r.KeyID, Data: []json.RawMessage{},
+		Livemode: !testmode.IsTest(r.AccountID)}
 	bill := billing.New(a.Store, r.ID, key, r.CreatedAt)
 
 	c, apiErr := a.prepareStored(r.Request)
@@ -96,10 +98,7 @@ func (ar *AsyncRunner) run(ctx context.Context, r store.AsyncRun, p async.Progre
 	req := c.req
 	req.Now, req.Budget = r.CreatedAt, bill
 	req.Proceed, req.OnAttempt, req.OnHandle = prog.proceed, prog.began, prog.started
-	rtr := a.AsyncRouter
-	if rtr == nil {
-		rtr = a.Router
-	}
+	rtr := a.asyncRouterFor(r.AccountID)
 	rctx, stop := handOver(ctx)
 	defer stop()
 	var res *router.Result

@@ -41,7 +41,7 @@ func (a *API) execute(ctx context.Context, key store.Key, c *prepared, id string
 	defer bill.Release(context.WithoutCancel(ctx)) // a no-op once settled
 	req := c.req
 	req.Now, req.Budget = now, bill
-	res, err := a.Router.Run(ctx, req)
+	res, err := a.routerFor(key.AccountID).Run(ctx, req)
 	if apiErr := a.refusedForMoney(ctx, bill, run, res, err); apiErr != nil {
 		return nil, apiErr
 	}

@@ -16,6 +16,7 @@ import (
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
+	"socialrouter/caddymodule/testmode"
 )
 
 // DefaultAsyncDeadline ends an async run that has not finished (failed,
@@ -115,6 +116,7 @@ type runningRun struct {
 	Pagination  runs.Pagination   `json:"pagination"`
 	CreatedAt   time.Time         `json:"created_at"`
 	Attempts    []runs.Attempt    `json:"attempts"`
+	Livemode    bool              `json:"livemode"`
 }
 
 func runningDoc(run *runs.Run, attempts []runs.Attempt) []byte {
@@ -124,7 +126,7 @@ func runningDoc(run *runs.Run, attempts []runs.Attempt) []byte {
 	b, _ := json.Marshal(runningRun{
 		ID: run.ID, Kind: run.Kind, Status: runs.StatusRunning, Platform: run.Platform, Service: run.Service,
 		Source: run.Source, Type: run.Type, URL: run.URL, Queries: run.Queries, Data: []json.RawMessage{},
-		Pagination: run.Pagination, CreatedAt: run.CreatedAt, Attempts: attempts,
+		Pagination: run.Pagination, CreatedAt: run.CreatedAt, Attempts: attempts, Livemode: run.Livemode,
 	})
 	return b
 }
@@ -152,7 +154,7 @@ func (a *API) submitAsync(w http.ResponseWriter, r *http.Request, key store.Key,
 // has room, else any node's claims it.
 func (a *API) submit(ctx context.Context, key store.Key, c *prepared, body map[string]json.RawMessage, id string) ([]byte, *Error) {
 	now := time.Now().UTC()
-	run := &runs.Run{ID: id, CreatedAt: now, AccountID: key.AccountID, KeyID: key.ID}
+	run := &runs.Run{ID: id, CreatedAt: now, AccountID: key.AccountID, KeyID: key.ID, Livemode: !testmode.IsTest(key.AccountID)}
 	if c.kind == KindSearch {
 		run.Kind = runs.KindSearch
 	}

@@ -6,6 +6,7 @@ import (
 
 	"socialrouter/caddymodule/credits"
 	"socialrouter/caddymodule/store"
+	"socialrouter/caddymodule/testmode"
 )
 
 type overviewData struct {
@@ -17,6 +18,13 @@ type overviewData struct {
 	// LowThreshold is set when the balance is under the account's
 	// warning threshold (the banner).
 	LowThreshold credits.Micros
+	// Test: the Test mode switch is on (Balance is the test balance,
+	// TestStart what a reset restores). Quick is the first call to
+	// make, with a test key and a magic input; API is the API's origin.
+	Test      bool
+	TestStart credits.Micros
+	Quick     *quickStart
+	API       string
 }
 
 // overview serves GET /: the balance, the spend of the current UTC day,
@@ -42,9 +50,13 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request, s *Session) {
 		h.failed(w, r, s, "reading usage", err)
 		return
 	}
-	d := overviewData{Balance: acct.Balance, By: "platform"}
-	if bs, err := h.Store.BillingSettings(ctx, s.AccountID); err == nil && bs.LowThreshold > 0 && acct.Balance < bs.LowThreshold {
+	d := overviewData{Balance: acct.Balance, By: "platform", Test: s.Test, TestStart: testBalanceStart(), API: origin(r)}
+	if bs, err := h.Store.BillingSettings(ctx, s.AccountID); !s.Test && err == nil && bs.LowThreshold > 0 && acct.Balance < bs.LowThreshold {
 		d.LowThreshold = bs.LowThreshold
+	}
+	if h.Registry != nil {
+		testKeys, _ := h.Store.ListKeys(ctx, testmode.AccountID(s.liveAccount())) // none yet: the quick start says how to make one
+		d.Quick = newQuickStart(h.Registry(), testKeys)
 	}
 	if r.URL.Query().Get("by") == "provider" {
 		d.By = "provider"

@@ -79,6 +79,7 @@ type view struct {
 	Nav    string // the active nav entry
 	Base   string // the dashboard's path, with a trailing slash
 	Member string // the signed-in member's email, "" on public pages
+	Test   bool   // the Test mode switch is on (testmode.go)
 	Data   any
 }
 
@@ -90,7 +91,7 @@ func (h *Handler) render(w http.ResponseWriter, status int, page string, s *Sess
 	}
 	v.Base = h.Path
 	if s != nil {
-		v.Member = s.Member.Email
+		v.Member, v.Test = s.Member.Email, s.Test
 	}
 	var b bytes.Buffer
 	if err := t.Execute(&b, v); err != nil {

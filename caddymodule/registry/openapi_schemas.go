@@ -18,6 +18,7 @@ func (b *openapiBuilder) fixedSchemas() {
 		props["completed_at"] = dateTime
 		props["error"] = ref("RunError")
 		props["attempts"] = obj{"type": "array", "items": ref("Attempt")}
+		props["livemode"] = obj{"type": "boolean", "description": "`false` for a run of a test key (`<prefix>_test_…`: records from the offers' example payloads, no upstream, the test balance; docs/testmode.md), `true` for a live run. Absent only on runs stored before test mode existed, which are live."}
 		props["capped_by"] = obj{"type": "string", "enum": []any{"balance", "credit_limit"},
 			"description": "Present when money capped the records asked of the upstream below `limit`: the available balance (balance minus what calls in flight hold) or the key's credit limit. The run returns (and charges) at most what was reserved."}
 		return props

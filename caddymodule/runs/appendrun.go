@@ -96,6 +96,8 @@ func AppendRun(dst []byte, run *Run, records []json.RawMessage, scoped bool, acc
 		}
 		b = append(append(b, `,"expired_at":`...), at...)
 	}
+	b = append(b, `,"livemode":`...)
+	b = strconv.AppendBool(b, run.Livemode)
 	if scoped {
 		b = append(b, `,"account_id":`...)
 		b = appendString(b, accountID)

@@ -83,6 +83,9 @@ type Run struct {
 	// billing facts, stay as settled. ExpiredAt is when they were deleted.
 	RecordsExpired bool       `json:"records_expired,omitempty"`
 	ExpiredAt      *time.Time `json:"expired_at,omitempty"`
+	// Livemode is false for a run of a test key (test mode: no upstream,
+	// no live money), true for every other.
+	Livemode bool `json:"livemode"`
 
 	// AccountID and KeyID scope the run; they are stored but never rendered.
 	AccountID string `json:"-"`

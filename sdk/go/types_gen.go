@@ -1221,7 +1221,9 @@ type Run[T any] struct {
 	Data  []T       `json:"data"`
 	Error *RunError `json:"error,omitempty"`
 	// Run id, form `ext_<id>`.
-	ID         string        `json:"id"`
+	ID string `json:"id"`
+	// `false` for a run of a test key (`<prefix>_test_…`: records from the offers' example payloads, no upstream, the test balance; docs/testmode.md), `true` for a live run. Absent only on runs stored before test mode existed, which are live.
+	Livemode   *bool         `json:"livemode,omitempty"`
 	Pagination RunPagination `json:"pagination"`
 	Platform   Platform      `json:"platform"`
 	// Query-kind runs: the original list of queries.
@@ -1273,8 +1275,10 @@ type SearchRun[T any] struct {
 	Data        []T       `json:"data"`
 	Error       *RunError `json:"error,omitempty"`
 	// Run id, form `ext_<id>`.
-	ID         string              `json:"id"`
-	Kind       string              `json:"kind"`
+	ID   string `json:"id"`
+	Kind string `json:"kind"`
+	// `false` for a run of a test key (`<prefix>_test_…`: records from the offers' example payloads, no upstream, the test balance; docs/testmode.md), `true` for a live run. Absent only on runs stored before test mode existed, which are live.
+	Livemode   *bool               `json:"livemode,omitempty"`
 	Pagination SearchRunPagination `json:"pagination"`
 	// Source part of the provider that served (e.g. `source_a`).
 	Provider *string `json:"provider,omitempty"`

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"socialrouter/internal/upstreamitem"
 )
 
 // MaxSyncRunWait is how long the actor platform's synchronous endpoint
@@ -151,22 +153,7 @@ const actorErrorText = "simulated: the actor could not collect this page"
 
 // arrayStrings returns the string values inside arrays of an actor input
 // (profileUrls, startUrls[].url, usernames…): the inputs the run is about.
-func arrayStrings(v gjson.Result) []string {
-	var out []string
-	var walk func(v gjson.Result, inArray bool)
-	walk = func(v gjson.Result, inArray bool) {
-		switch {
-		case v.IsArray():
-			v.ForEach(func(_, e gjson.Result) bool { walk(e, true); return true })
-		case v.IsObject():
-			v.ForEach(func(_, e gjson.Result) bool { walk(e, inArray); return true })
-		case v.Type == gjson.String && inArray:
-			out = append(out, v.Str)
-		}
-	}
-	walk(v, false)
-	return out
-}
+var arrayStrings = upstreamitem.ArrayStrings
 
 // runSync is the synchronous endpoint: it starts a run and holds the
 // connection, silent, until the run ends or MaxSyncRunWait passes; then

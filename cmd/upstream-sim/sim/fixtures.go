@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"socialrouter/internal/upstreamitem"
 )
 
 // fixture is one fixture file split into compact data and error items.
@@ -133,22 +135,7 @@ func joinArray(items [][]byte) []byte {
 
 // setInput returns a copy of item whose top-level "input" is input, so a
 // record can be matched to the input it answers.
-func setInput(item, input []byte) []byte {
-	v := gjson.GetBytes(item, "input")
-	out := make([]byte, 0, len(item)+len(input)+10)
-	if v.Exists() && v.Index > 0 {
-		out = append(out, item[:v.Index]...)
-		out = append(out, input...)
-		return append(out, item[v.Index+len(v.Raw):]...)
-	}
-	out = append(out, `{"input":`...)
-	out = append(out, input...)
-	rest := bytes.TrimSpace(item[1:])
-	if len(rest) > 0 && rest[0] != '}' {
-		out = append(out, ',')
-	}
-	return append(out, rest...)
-}
+var setInput = upstreamitem.SetInput
 
 // errorRecord is a per-input error record for input: the fixture's own
 // template when it has one, else a dead_page record.

@@ -2299,6 +2299,8 @@ export interface components {
             error?: components["schemas"]["RunError"];
             /** @description Run id, form `ext_<id>`. */
             id: string;
+            /** @description `false` for a run of a test key (`<prefix>_test_…`: records from the offers' example payloads, no upstream, the test balance; docs/testmode.md), `true` for a live run. Absent only on runs stored before test mode existed, which are live. */
+            livemode?: boolean;
             pagination: {
                 /** @description Records in `data`. */
                 returned: number;
@@ -2362,6 +2364,8 @@ export interface components {
             id: string;
             /** @constant */
             kind: "search";
+            /** @description `false` for a run of a test key (`<prefix>_test_…`: records from the offers' example payloads, no upstream, the test balance; docs/testmode.md), `true` for a live run. Absent only on runs stored before test mode existed, which are live. */
+            livemode?: boolean;
             pagination: {
                 /** @description Opaque cursor of the next page (`cursor` of the next request); null or absent when there is none. */
                 next_cursor?: string | null;
