@@ -257,7 +257,10 @@ func TestDroppedConnectionChargedOnce(t *testing.T) {
 	if !reflect.DeepEqual(tries, []bool{true, false}) {
 		t.Fatalf("attempts with the key (dropped?): %v, want a dropped one and its retry", tries)
 	}
-	after := balance(t, c)
+	after := balance(t, c) // the test balance: the key is a test key
+	if run.Livemode == nil || *run.Livemode {
+		t.Fatalf("livemode %v: the balance checked is not the test balance", run.Livemode)
+	}
 	if run.CreditsUsed <= 0 || !near(before-after, run.CreditsUsed) {
 		t.Errorf("balance %v → %v, the run charged %v: charged more than once?", before, after, run.CreditsUsed)
 	}

@@ -124,7 +124,8 @@ test("a dropped connection is retried with the same Idempotency-Key and charged 
   const run = await c.extract.pro_net.profileInfo({ url: profileURL }, { idempotencyKey: ikey });
   const log = await call<Array<{ key: string; dropped: boolean }>>("GET", `${env.flaky}/_flaky/log`);
   assert.deepEqual(log.filter((l) => l.key === ikey).map((l) => l.dropped), [true, false], "a dropped attempt and its retry");
-  const after = await balance(c);
+  const after = await balance(c); // the test balance: the key is a test key
+  assert.equal(run.livemode, false, "a test key's run, so the balance checked is the test balance");
   assert.ok(run.credits_used > 0 && near(before - after, run.credits_used), `balance ${before} → ${after} for a run of ${run.credits_used}`);
   // Without a key of its own the client still sends one.
   const again = await c.extract.pro_net.profileInfo({ url: profileURL });
