@@ -307,6 +307,7 @@ type offerDecl struct {
 	Normalize      string            `json:"normalize"`
 	Implements     []string          `json:"implements"`
 	Status         string            `json:"status"`
+	cacheOfferDecl
 }
 
 type serviceDecl struct {
@@ -322,6 +323,7 @@ type serviceDecl struct {
 	PerInput    int          `json:"records_per_input"`
 	Record      string       `json:"record"`
 	Offers      []offerDecl  `json:"offers"`
+	Cache       *Cache       `json:"cache"`
 }
 
 type compiler struct {
@@ -433,6 +435,7 @@ func (c *compiler) service(r *Registry, key string, v cue.Value, seenOffer map[s
 		LimitScope:    d.LimitScope,
 		PerInput:      d.PerInput,
 		Record:        d.Record,
+		Cache:         d.Cache,
 		optionsByName: map[string]*Option{},
 		pos:           v.Pos().String(),
 	}
@@ -488,6 +491,7 @@ func (c *compiler) service(r *Registry, key string, v cue.Value, seenOffer map[s
 			}
 		}
 	}
+	s.CacheGen = cacheGen(c.v.LookupPath(cue.ParsePath(d.Record)), d.Offers)
 	return s
 }
 
@@ -520,6 +524,7 @@ func (c *compiler) offer(r *Registry, s *Service, d offerDecl, v cue.Value, seen
 		}
 		o.Implements[opt] = true
 	}
+	c.cacheOffer(o, d, v)
 	if o.Request, err = normalize.Compile(d.Request); err != nil {
 		c.programErrf(v.LookupPath(cue.ParsePath("request")), d.Request, err, "service %s: offer %s: request program", s.Key, d.Offer)
 	}

@@ -96,6 +96,10 @@ type Service struct {
 	Record string
 	// Offers in failover order, coming_soon offers included (see Live).
 	Offers []*Offer
+	// Cache, if set, lets the service's records be reused (cache.go);
+	// CacheGen names the record shape and normalizers they were made with.
+	Cache    *Cache
+	CacheGen string
 
 	optionsByName map[string]*Option
 	live          []*Offer
@@ -150,6 +154,10 @@ type Offer struct {
 	Implements map[string]bool
 	Status     string
 	Service    *Service
+	// CachedPrice is the price of one record served from the cache;
+	// CacheInput, if set, finds the input a record answers (cache.go).
+	CachedPrice credits.Micros
+	CacheInput  *normalize.Program
 
 	loc *locator // where its parts are declared (locate.go)
 }
