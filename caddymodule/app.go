@@ -18,6 +18,7 @@ import (
 
 	"socialrouter/caddymodule/admin"
 	"socialrouter/caddymodule/api"
+	"socialrouter/caddymodule/cache"
 	"socialrouter/caddymodule/mcp"
 	"socialrouter/caddymodule/metrics"
 	"socialrouter/caddymodule/registry"
@@ -36,6 +37,9 @@ func init() {
 // account store, the source clients and the router; handlers reach it with
 // ctx.App("social_router").
 type App struct {
+	// CacheMaxBytes bounds the freshness cache's entries (app_cache.go);
+	// 0: unbounded (entries still expire).
+	CacheMaxBytes int64 `json:"cache_max_bytes,omitempty"`
 	// Services is the directory of CUE service declarations. Default:
 	// "./services".
 	Services string `json:"services,omitempty"`
@@ -108,6 +112,7 @@ type App struct {
 
 	webhooks *webhooks.Service
 	async    asyncState
+	cache    *cache.Cache // nil: the store keeps no cache
 }
 
 // SourceConfig is where a source lives and how to authenticate to it.
@@ -201,6 +206,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := a.openStore(); err != nil {
 		return err
 	}
+	a.provisionCache()
 	a.provisionWebhooks()
 	a.provisionAsync()
 	// After every default is set: the running config's fingerprint was
@@ -355,6 +361,7 @@ func (a *App) apiFor(c *compiled, logger *zap.Logger) *api.API {
 		AsyncRouter:        c.asyncRouter,
 		AsyncDeadline:      cmp.Or(time.Duration(a.AsyncDeadline), api.DefaultAsyncDeadline),
 		AsyncMaxPerAccount: a.AsyncMaxPerAccount,
+		Cache:              a.cache,
 	})
 }
 

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"socialrouter/caddymodule/async"
+	"socialrouter/caddymodule/cache"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/router"
 	"socialrouter/caddymodule/store"
@@ -47,6 +48,9 @@ type Config struct {
 	Async         *async.Worker
 	AsyncRouter   *router.Router
 	AsyncDeadline time.Duration
+	// Cache, if set, is the freshness cache of records bought once
+	// (cached.go); nil: every call is live work.
+	Cache *cache.Cache
 	// AsyncMaxPerAccount bounds an account's async runs in flight (429
 	// too_many_async_runs past it); 0: DefaultAsyncMaxPerAccount.
 	AsyncMaxPerAccount int

@@ -41,14 +41,19 @@ func (a *API) execute(ctx context.Context, key store.Key, c *prepared, id string
 	defer bill.Release(context.WithoutCancel(ctx)) // a no-op once settled
 	req := c.req
 	req.Now, req.Budget = now, bill
-	res, err := a.Router.Run(ctx, req)
+	res, note, err := a.routeCached(ctx, c, req)
 	if apiErr := a.refusedForMoney(ctx, bill, run, res, err); apiErr != nil {
 		return nil, apiErr
 	}
 	if c.finish != nil {
 		c.finish(run, res, err)
 	}
-	return a.settle(ctx, bill, run, res, err, c.platform)
+	note.apply(run)
+	run, apiErr = a.settle(ctx, bill, run, res, err, c.platform)
+	if run != nil {
+		note.apply(run) // over the records the settle kept
+	}
+	return run, apiErr
 }
 
 // settle stores a routed run (success or failure) and returns it, or the

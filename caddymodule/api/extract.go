@@ -42,6 +42,7 @@ func (a *API) extract(w http.ResponseWriter, r *http.Request) {
 		apiErr.write(w)
 		return
 	}
+	c.cc = parseCacheControl(r.Header)
 	a.serveCall(w, r, key, c, body, async)
 }
 
@@ -59,6 +60,8 @@ type prepared struct {
 	// finish, if set, completes a routed run before its settle (the
 	// search's next cursor).
 	finish func(run *runs.Run, res *router.Result, err error)
+	// cc is the caller's Cache-Control (cachecontrol.go).
+	cc cacheControl
 }
 
 // Kinds of prepared calls, as stored in an async run's request.

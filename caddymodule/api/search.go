@@ -48,6 +48,9 @@ func (a *API) search(w http.ResponseWriter, r *http.Request) {
 	}
 	async := a.prefersAsync(r.Header)
 	c, apiErr := a.prepareSearch(body, limitMax(async))
+	if c != nil {
+		c.cc = parseCacheControl(r.Header)
+	}
 	if apiErr != nil {
 		apiErr.write(w)
 		return

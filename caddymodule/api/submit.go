@@ -86,6 +86,7 @@ func (a *API) serveCall(w http.ResponseWriter, r *http.Request, key store.Key, c
 		return
 	}
 	a.endKey(r, key, idem, id, true, http.StatusOK)
+	setAge(w, run.CachedSince)
 	writeRun(w, run)
 }
 

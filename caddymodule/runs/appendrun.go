@@ -91,6 +91,10 @@ func AppendRun(dst []byte, run *Run, records []json.RawMessage, scoped bool, acc
 		}
 		b = append(append(b, `,"expired_at":`...), at...)
 	}
+	if run.CachedRecords != 0 {
+		b = append(b, `,"cached_records":`...)
+		b = strconv.AppendInt(b, int64(run.CachedRecords), 10)
+	}
 	if scoped {
 		b = append(b, `,"account_id":`...)
 		b = appendString(b, accountID)

@@ -83,6 +83,12 @@ type Run struct {
 	// billing facts, stay as settled. ExpiredAt is when they were deleted.
 	RecordsExpired bool       `json:"records_expired,omitempty"`
 	ExpiredAt      *time.Time `json:"expired_at,omitempty"`
+	// CachedRecords counts the records of Data served from the freshness
+	// cache or from another call's live work (billed at the cached
+	// price); CachedSince, when the cache took part, is when the oldest
+	// record served was fetched (the answer's Age).
+	CachedRecords int       `json:"cached_records,omitempty"`
+	CachedSince   time.Time `json:"-"`
 
 	// AccountID and KeyID scope the run; they are stored but never rendered.
 	AccountID string `json:"-"`
