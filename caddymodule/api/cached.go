@@ -117,8 +117,8 @@ func (a *API) cacheCall(c *prepared, req router.Request) *cachedCall {
 	return cc
 }
 
-// attributable reports whether every offer that may serve req says which
-// input its records answer (cache_input).
+// attributable reports whether the records of every offer that may serve
+// req can be told apart by input (registry.Offer.Attributable).
 func attributable(req router.Request) bool {
 	offers := req.Offers
 	switch {
@@ -128,7 +128,7 @@ func attributable(req router.Request) bool {
 		offers = req.Service.LiveOffers()
 	}
 	for _, o := range offers {
-		if o.CacheInput == nil {
+		if !o.Attributable() {
 			return false
 		}
 	}
@@ -292,7 +292,7 @@ func (cc *cachedCall) routeSlots(ctx context.Context, idx []int) (*router.Result
 			req.Inputs[j] = cc.req.Inputs[i]
 		}
 	}
-	res, err := cc.a.Router.Run(ctx, req)
+	res, inputs, err := cc.a.Router.RunInputs(ctx, req)
 	if res != nil {
 		cc.attempts = append(cc.attempts, res.Attempts...)
 	}
@@ -301,7 +301,7 @@ func (cc *cachedCall) routeSlots(ctx context.Context, idx []int) (*router.Result
 	}
 	cc.last = res.Offer
 	at := time.Now().UTC()
-	attributed := cc.attribute(ctx, res, idx)
+	attributed := cc.attribute(res, inputs, idx)
 	partial := false
 	for _, a := range res.Attempts {
 		partial = partial || a.Outcome == router.OutcomePartial
@@ -325,27 +325,20 @@ func (cc *cachedCall) routeSlots(ctx context.Context, idx []int) (*router.Result
 	return res, nil
 }
 
-// attribute gives each record of res to the slot of its input; false when
-// a record cannot be attributed (it then goes to the first slot, and
-// nothing of this work is cached).
-func (cc *cachedCall) attribute(ctx context.Context, res *router.Result, idx []int) bool {
-	ok := true
+// attribute gives each record of res to the slot of its input (inputs:
+// the index of each record's input in the round's inputs idx, as the
+// router matched them); false when a record cannot be placed (the records
+// then go to the first slot, and nothing of this work is cached).
+func (cc *cachedCall) attribute(res *router.Result, inputs []int, idx []int) bool {
+	ok := !cc.perInput || len(idx) == 1 || len(inputs) == len(res.Records)
 	for j, rec := range res.Records {
 		o := res.Offer
 		if res.Served != nil {
 			o = res.Served[res.From[j]]
 		}
 		k := idx[0]
-		if cc.perInput && len(idx) > 1 {
-			in, found := o.InputOf(ctx, rec)
-			hit := false
-			for _, i := range idx {
-				if found && cache.SameInput(cc.req.Inputs[i], in) {
-					k, hit = i, true
-					break
-				}
-			}
-			ok = ok && hit
+		if ok && cc.perInput && len(idx) > 1 {
+			k = idx[inputs[j]]
 		}
 		s := &cc.slots[k]
 		s.records = append(s.records, rec)

@@ -1,16 +1,14 @@
 package registry
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
+	"regexp"
 
 	"cuelang.org/go/cue"
 
 	"socialrouter/caddymodule/credits"
-	"socialrouter/caddymodule/normalize"
 )
 
 // Cache is a service's freshness-cache declaration (schemas #Cache): its
@@ -39,16 +37,21 @@ func (c *compiler) cacheOffer(o *Offer, d offerDecl, v cue.Value) {
 		}
 		o.CachedPrice = p
 	}
-	if d.CacheInput == "" {
-		return
+	if d.CacheInput != "" && !cacheInputRE.MatchString(d.CacheInput) {
+		c.errf(v.LookupPath(cue.ParsePath("cache_input")), "service %s: offer %s: cache_input %q must be .input.<field> or .<field>: the fields the router matches an item's input by", o.Service.Key, d.Offer, d.CacheInput)
 	}
-	p, err := normalize.Compile(d.CacheInput)
-	if err != nil {
-		c.programErrf(v.LookupPath(cue.ParsePath("cache_input")), d.CacheInput, err, "service %s: offer %s: cache_input", o.Service.Key, d.Offer)
-		return
-	}
-	o.CacheInput = p
+	o.CacheInput = d.CacheInput
 }
+
+// cacheInputRE is the paths of an upstream item the router reads an
+// item's input from (router/match.go): a field of its `input` object, or
+// a top-level field.
+var cacheInputRE = regexp.MustCompile(`^\.(input\.)?[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Attributable reports whether the records of o can be told apart by
+// input: its items name their input (cache_input), or it takes one input
+// per upstream call.
+func (o *Offer) Attributable() bool { return o.CacheInput != "" || o.MaxInputs == 1 }
 
 // cacheGen names what a service's cached records depend on: its record
 // definition and every offer's normalizer and cache_input. A reload that
@@ -61,23 +64,4 @@ func cacheGen(record cue.Value, offers []offerDecl) string {
 		fmt.Fprintf(h, "%s\x00%s\x00%s\x00", o.Offer, o.Normalize, o.CacheInput)
 	}
 	return hex.EncodeToString(h.Sum(nil)[:12])
-}
-
-// InputOf returns the input record answers, by the offer's cache_input
-// path; ok is false when the offer declares none or the record does not
-// hold a string there.
-func (o *Offer) InputOf(ctx context.Context, record json.RawMessage) (string, bool) {
-	if o.CacheInput == nil {
-		return "", false
-	}
-	var v any
-	if json.Unmarshal(record, &v) != nil {
-		return "", false
-	}
-	out, err := o.CacheInput.Run(ctx, v, "", "")
-	if err != nil || len(out) == 0 {
-		return "", false
-	}
-	s, ok := out[0].(string)
-	return s, ok && s != ""
 }

@@ -155,9 +155,10 @@ type Offer struct {
 	Status     string
 	Service    *Service
 	// CachedPrice is the price of one record served from the cache;
-	// CacheInput, if set, finds the input a record answers (cache.go).
+	// CacheInput, if set, is where the offer's upstream items name their
+	// input (cache.go).
 	CachedPrice credits.Micros
-	CacheInput  *normalize.Program
+	CacheInput  string
 
 	loc *locator // where its parts are declared (locate.go)
 }
