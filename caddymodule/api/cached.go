@@ -27,15 +27,15 @@ type cacheNote struct {
 	since  time.Time
 }
 
-// apply sets the run's cached_records (over the records it keeps) and
-// CachedSince.
-func (n *cacheNote) apply(run *runs.Run) {
+// apply sets the run's cached_records, over its first kept records (all
+// of them before the settle, which may keep fewer), and CachedSince.
+func (n *cacheNote) apply(run *runs.Run, kept int) {
 	if n == nil {
 		return
 	}
 	run.CachedSince = n.since
 	run.CachedRecords = 0
-	for i := range min(len(n.cached), len(run.Data)) {
+	for i := range min(len(n.cached), kept) {
 		if n.cached[i] {
 			run.CachedRecords++
 		}

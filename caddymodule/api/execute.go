@@ -48,10 +48,12 @@ func (a *API) execute(ctx context.Context, key store.Key, c *prepared, id string
 	if c.finish != nil {
 		c.finish(run, res, err)
 	}
-	note.apply(run)
+	if res != nil {
+		note.apply(run, len(res.Records))
+	}
 	run, apiErr = a.settle(ctx, bill, run, res, err, c.platform)
 	if run != nil {
-		note.apply(run) // over the records the settle kept
+		note.apply(run, len(run.Data)) // over the records the settle kept
 	}
 	return run, apiErr
 }

@@ -1,0 +1,307 @@
+package tests
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"socialrouter/caddymodule/credits"
+)
+
+// The freshness cache (issue 36) on pro_net/profile.info, declared
+// cacheable (keep a day, live by default) with cached prices 0.0006
+// (source_b/pro_net) and 0.0023 (source_a/actor_1).
+const (
+	profileInfo  = "/v1/extract/pro_net/profile.info"
+	priceProB    = "0.001725"
+	cachedProB   = "0.0006"
+	cacheKeepCUE = "cache: keep: 86400"
+)
+
+func mc(t testing.TB, s string) credits.Micros {
+	t.Helper()
+	m, err := credits.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// extractCC posts an extract body to g with a Cache-Control header (none
+// when cc is empty).
+func extractCC(t testing.TB, g *gateway, path, key, cc string, body any) *response {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	req, err := http.NewRequest(http.MethodPost, g.URL+path, bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+key)
+	if cc != "" {
+		req.Header.Set("Cache-Control", cc)
+	}
+	r, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	defer r.Body.Close()
+	rb, _ := io.ReadAll(r.Body)
+	resp := &response{Status: r.StatusCode, Header: r.Header, Body: rb}
+	_ = json.Unmarshal(rb, &resp.JSON)
+	validateAgainstOpenAPI(t, req, r, rb)
+	return resp
+}
+
+// cachedRecords is a run's cached_records (0 when absent).
+func cachedRecords(r *response) int {
+	n, _ := r.JSON["cached_records"].(float64)
+	return int(n)
+}
+
+// mustOK fails the test unless r is a 200 with n records.
+func mustOK(t testing.TB, r *response, n int) {
+	t.Helper()
+	if r.Status != 200 {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
+	}
+	if d, _ := r.JSON["data"].([]any); len(d) != n {
+		t.Fatalf("%d records, want %d: %s", len(d), n, r.Body)
+	}
+}
+
+// TestCacheAcrossAccounts: a second account asking for the same input
+// within its max-age is served from the first one's records with no
+// upstream call, billed at the cached price, with Age; no-cache, a call
+// without the header (the service is live by default) and a pin to
+// another offer all start live work.
+func TestCacheAcrossAccounts(t *testing.T) {
+	s := startSim(t)
+	g := startGateway(t, defaultConfig(t, s))
+	keyA, keyB := g.account("cache_a", 10), g.account("cache_b", 10)
+	body := map[string]any{"url": "https://www.linkedin.com/in/cache-one"}
+	s.clearLedger(t)
+
+	first := extractCC(t, g, profileInfo, keyA, "max-age=3600", body)
+	mustOK(t, first, 1)
+	if got := micros(t, first.Body, "credits_used"); got != mc(t, priceProB) || cachedRecords(first) != 0 {
+		t.Fatalf("first call: credits %s, cached_records %d; want live %s, 0", got, cachedRecords(first), priceProB)
+	}
+	if n := len(jobsOf(t, s, proB)); n != 1 {
+		t.Fatalf("%d upstream jobs after the first call, want 1", n)
+	}
+
+	before := balanceMicros(t, g, keyB)
+	second := extractCC(t, g, profileInfo, keyB, "max-age=3600", body)
+	mustOK(t, second, 1)
+	if n := len(jobsOf(t, s, proB)); n != 1 {
+		t.Errorf("%d upstream jobs after the second account's call, want still 1", n)
+	}
+	if got := micros(t, second.Body, "credits_used"); got != mc(t, cachedProB) || cachedRecords(second) != 1 {
+		t.Errorf("cached call: credits %s, cached_records %d; want %s, 1", got, cachedRecords(second), cachedProB)
+	}
+	if age, err := strconv.Atoi(second.Header.Get("Age")); err != nil || age < 0 || age > 60 {
+		t.Errorf("Age %q, want the seconds since the first call", second.Header.Get("Age"))
+	}
+	if d1, d2 := first.JSON["data"], second.JSON["data"]; fmt.Sprint(d1) != fmt.Sprint(d2) {
+		t.Errorf("cached records differ from the live ones:\n%v\n%v", d1, d2)
+	}
+	if got := before - balanceMicros(t, g, keyB); got != mc(t, cachedProB) {
+		t.Errorf("account b paid %s, want %s", got, cachedProB)
+	}
+	stored := g.do("GET", "/v1/extractions/"+second.JSON["id"].(string), keyB, nil)
+	if cachedRecords(stored) != 1 {
+		t.Errorf("the stored run lost cached_records: %s", stored.Body)
+	}
+
+	for _, c := range []struct{ name, cc string }{{"no-cache", "no-cache"}, {"no header", ""}} {
+		jobs := len(jobsOf(t, s, proB))
+		r := extractCC(t, g, profileInfo, keyB, c.cc, body)
+		mustOK(t, r, 1)
+		if n := len(jobsOf(t, s, proB)); n != jobs+1 {
+			t.Errorf("%s: %d upstream jobs, want %d (live work)", c.name, n, jobs+1)
+		}
+		if cachedRecords(r) != 0 || micros(t, r.Body, "credits_used") != mc(t, priceProB) {
+			t.Errorf("%s: billed as cached: %s", c.name, r.Body)
+		}
+	}
+
+	pinned := extractCC(t, g, profileInfo, keyB, "max-age=3600", map[string]any{"url": body["url"], "provider": "source_a/actor_1"})
+	mustOK(t, pinned, 1)
+	if n := len(jobsOf(t, s, proA)); n != 1 || cachedRecords(pinned) != 0 || pinned.JSON["served_by"] != "source_a/actor_1" {
+		t.Errorf("pinned to source_a/actor_1: %d jobs of it, cached_records %d, served_by %v; want 1, 0, the pin", n, cachedRecords(pinned), pinned.JSON["served_by"])
+	}
+	again := extractCC(t, g, profileInfo, keyA, "max-age=3600", map[string]any{"url": body["url"], "provider": "source_a/actor_1"})
+	mustOK(t, again, 1)
+	if n := len(jobsOf(t, s, proA)); n != 1 || cachedRecords(again) != 1 || micros(t, again.Body, "credits_used") != mc(t, "0.0023") {
+		t.Errorf("pinned again: %d jobs, %s; want its own records from cache at 0.0023", n, again.Body)
+	}
+}
+
+// TestCachePerInput: of 10 inputs, 7 fresh in the cache, the upstream is
+// asked for the other 3 only; the run holds all 10 records, 7 billed at
+// the cached price; the limit holds over the merged records.
+func TestCachePerInput(t *testing.T) {
+	s := startSim(t)
+	g := startGateway(t, defaultConfig(t, s))
+	key := g.account("cache_batch", 10)
+	urls := make([]string, 10)
+	for i := range urls {
+		urls[i] = fmt.Sprintf("https://www.linkedin.com/in/cache-batch-%d", i)
+	}
+	mustOK(t, extractCC(t, g, profileInfo, key, "max-age=600", map[string]any{"urls": urls[:7]}), 7)
+	_, before := askedOf(t, s, proB)
+
+	r := extractCC(t, g, profileInfo, key, "max-age=600", map[string]any{"urls": urls})
+	mustOK(t, r, 10)
+	if _, after := askedOf(t, s, proB); after-before != 3 {
+		t.Errorf("the upstream was asked for %d inputs, want the 3 not cached", after-before)
+	}
+	want := 7*mc(t, cachedProB) + 3*mc(t, priceProB)
+	if got := micros(t, r.Body, "credits_used"); got != want || cachedRecords(r) != 7 {
+		t.Errorf("credits %s, cached_records %d; want %s, 7", got, cachedRecords(r), want)
+	}
+
+	limited := extractCC(t, g, profileInfo, key, "max-age=600", map[string]any{"urls": urls, "limit": 4})
+	mustOK(t, limited, 4)
+	if _, after := askedOf(t, s, proB); after-before != 3 {
+		t.Errorf("a call all of whose inputs are cached asked the upstream for %d more", after-before-3)
+	}
+	if got := micros(t, limited.Body, "credits_used"); got != 4*mc(t, cachedProB) || cachedRecords(limited) != 4 {
+		t.Errorf("limited: credits %s, cached_records %d; want 4 cached records", got, cachedRecords(limited))
+	}
+}
+
+// TestCacheJoinsLiveWork: 16 identical calls from 4 accounts at once
+// start one upstream job; each account pays for its own records, the one
+// that led the work at the live price, the others at the cached price.
+func TestCacheJoinsLiveWork(t *testing.T) {
+	s := startSim(t)
+	g := startGateway(t, defaultConfig(t, s))
+	keys := make([]string, 4)
+	before := make([]credits.Micros, 4)
+	for i := range keys {
+		keys[i] = g.account(fmt.Sprintf("cache_join_%d", i), 10)
+		before[i] = balanceMicros(t, g, keys[i])
+	}
+	s.fault(t, map[string]any{"target": proB, "latency_ms": 1500})
+	s.clearLedger(t)
+	body := map[string]any{"url": "https://www.linkedin.com/in/cache-join"}
+	out := make([]*response, 16)
+	var wg sync.WaitGroup
+	for i := range out {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = extractCC(t, g, profileInfo, keys[i%4], "max-age=60", body)
+		}()
+	}
+	wg.Wait()
+	if n := len(jobsOf(t, s, proB)); n != 1 {
+		t.Errorf("16 identical calls started %d upstream jobs, want 1", n)
+	}
+	paid := make([]credits.Micros, 4)
+	live := 0
+	for i, r := range out {
+		mustOK(t, r, 1)
+		c := micros(t, r.Body, "credits_used")
+		switch {
+		case c == mc(t, priceProB) && cachedRecords(r) == 0:
+			live++
+		case c != mc(t, cachedProB) || cachedRecords(r) != 1:
+			t.Errorf("call %d: credits %s, cached_records %d", i, c, cachedRecords(r))
+		}
+		paid[i%4] += c
+	}
+	if live != 1 {
+		t.Errorf("%d calls billed live, want the 1 that led the work", live)
+	}
+	for i, k := range keys {
+		if got := before[i] - balanceMicros(t, g, k); got != paid[i] {
+			t.Errorf("account %d: balance fell by %s, its runs charged %s", i, got, paid[i])
+		}
+	}
+}
+
+// servicesWith copies the services and replaces old by new in pro_net.cue.
+func servicesWith(t *testing.T, old, new string) string {
+	t.Helper()
+	dir := copyServices(t)
+	editServices(t, dir, old, new)
+	return dir
+}
+
+func editServices(t *testing.T, dir, old, new string) {
+	t.Helper()
+	p := filepath.Join(dir, "pro_net.cue")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte(old)) {
+		t.Fatalf("%s no longer holds %q", p, old)
+	}
+	if err := os.WriteFile(p, bytes.Replace(b, []byte(old), []byte(new), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCacheExpiry: an entry older than the caller's max-age, or past the
+// service's keep, is not served.
+func TestCacheExpiry(t *testing.T) {
+	dir := servicesWith(t, cacheKeepCUE, "cache: keep: 3")
+	s := startSim(t, "-services", dir)
+	c := defaultConfig(t, s)
+	c.Services = dir
+	g := startGateway(t, c)
+	key := g.account("cache_expiry", 10)
+	body := map[string]any{"url": "https://www.linkedin.com/in/cache-expiry"}
+	s.clearLedger(t)
+	jobs := func() int { return len(jobsOf(t, s, proB)) }
+
+	mustOK(t, extractCC(t, g, profileInfo, key, "max-age=3600", body), 1)
+	time.Sleep(1500 * time.Millisecond)
+	if r := extractCC(t, g, profileInfo, key, "max-age=1", body); cachedRecords(r) != 0 || jobs() != 2 {
+		t.Errorf("max-age=1 after 1.5 s: cached_records %d, %d jobs; want live work", cachedRecords(r), jobs())
+	}
+	if r := extractCC(t, g, profileInfo, key, "max-age=3600", body); cachedRecords(r) != 1 || jobs() != 2 {
+		t.Errorf("max-age=3600 right after: cached_records %d, %d jobs; want served from cache", cachedRecords(r), jobs())
+	}
+	time.Sleep(3500 * time.Millisecond)
+	if r := extractCC(t, g, profileInfo, key, "max-age=3600", body); cachedRecords(r) != 0 || jobs() != 3 {
+		t.Errorf("past the service's keep of 3 s: cached_records %d, %d jobs; want live work", cachedRecords(r), jobs())
+	}
+}
+
+// TestCacheReloadNormalizer: after a reload that changes the service's
+// normalizer, records of the old shape are never served.
+func TestCacheReloadNormalizer(t *testing.T) {
+	dir := copyServices(t)
+	s := startSim(t, "-services", dir)
+	c := defaultConfig(t, s)
+	c.Services = dir
+	g := startGateway(t, c)
+	key := g.account("cache_reload", 10)
+	body := map[string]any{"url": "https://www.linkedin.com/in/cache-reload"}
+	s.clearLedger(t)
+	mustOK(t, extractCC(t, g, profileInfo, key, "max-age=3600", body), 1)
+
+	editServices(t, dir, `headline: (.position | str),`, `headline: ("v2 " + ((.position | str) // "")),`)
+	if st, b := g.admin("POST", "/sdr/registry/reload", nil); st != 200 {
+		t.Fatalf("reload: %d %s", st, b)
+	}
+	r := extractCC(t, g, profileInfo, key, "max-age=3600", body)
+	mustOK(t, r, 1)
+	rec := r.JSON["data"].([]any)[0].(map[string]any)
+	if h, _ := rec["headline"].(string); cachedRecords(r) != 0 || len(jobsOf(t, s, proB)) != 2 || len(h) < 3 || h[:3] != "v2 " {
+		t.Errorf("after the reload: cached_records %d, headline %q, %d jobs; want live work in the new shape", cachedRecords(r), h, len(jobsOf(t, s, proB)))
+	}
+}
