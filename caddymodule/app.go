@@ -374,6 +374,7 @@ func (a *App) admin() *admin.Handler {
 		SetSourceOverride: a.shared.breakers.SetOverride,
 		SourceStatus:      a.sourceStatus,
 		Webhooks:          a.webhooks,
+		Cache:             a.cache,
 	})
 }
 

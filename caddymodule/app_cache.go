@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"socialrouter/caddymodule/cache"
+	"socialrouter/caddymodule/metrics"
 	"socialrouter/caddymodule/store"
 )
 
@@ -32,6 +34,17 @@ func (a *App) provisionCache() {
 	v, _ := caches.LoadOrStore(cs, cache.New(cs, a.CacheMaxBytes, cacheClaimFor))
 	a.cache = v.(*cache.Cache)
 	a.cache.SetMaxBytes(a.CacheMaxBytes)
+	c := a.cache
+	metrics.PublishCache(func() (metrics.CacheFigures, bool) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		st, err := c.Stats(ctx)
+		if err != nil {
+			return metrics.CacheFigures{}, false
+		}
+		return metrics.CacheFigures{Hits: st.Hits, Misses: st.Misses, Joins: st.Joins, Stored: st.Stored,
+			AvoidedMicros: st.AvoidedMicros, Entries: st.Entries, Bytes: st.Bytes}, true
+	})
 }
 
 // cacheStore finds the store.Cache under the store's decorators.

@@ -7,8 +7,10 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -303,5 +305,47 @@ func TestCacheReloadNormalizer(t *testing.T) {
 	rec := r.JSON["data"].([]any)[0].(map[string]any)
 	if h, _ := rec["headline"].(string); cachedRecords(r) != 0 || len(jobsOf(t, s, proB)) != 2 || len(h) < 3 || h[:3] != "v2 " {
 		t.Errorf("after the reload: cached_records %d, headline %q, %d jobs; want live work in the new shape", cachedRecords(r), h, len(jobsOf(t, s, proB)))
+	}
+}
+
+// TestCacheAdmin: the admin routes and `caddy sdr cache` show what the
+// cache holds and did, and purge a service's entries (later calls then
+// go live); the metrics split hits, joins and misses.
+func TestCacheAdmin(t *testing.T) {
+	s := startSim(t)
+	g := startGateway(t, defaultConfig(t, s))
+	key := g.account("cache_admin", 10)
+	body := map[string]any{"url": "https://www.linkedin.com/in/cache-admin"}
+	mustOK(t, extractCC(t, g, profileInfo, key, "max-age=600", body), 1)
+	mustOK(t, extractCC(t, g, profileInfo, key, "max-age=600", body), 1)
+
+	st, b := g.admin("GET", "/sdr/cache/stats", nil)
+	var stats struct {
+		Entries, Bytes, Hits, Misses int64
+		Services                     []struct{ Service string }
+	}
+	if err := json.Unmarshal(b, &stats); st != 200 || err != nil {
+		t.Fatalf("stats: %d %s", st, b)
+	}
+	if stats.Entries != 1 || stats.Bytes <= 0 || stats.Hits != 1 || stats.Misses != 1 || len(stats.Services) != 1 || stats.Services[0].Service != "pro_net/profile.info" {
+		t.Errorf("stats after a miss and a hit: %s", b)
+	}
+	m := g.scrape(t)
+	for name, want := range map[string]float64{`sdr_cache_lookups_total{result="hit"}`: 1, `sdr_cache_lookups_total{result="miss"}`: 1, "sdr_cache_entries": 1} {
+		if got, ok := m.samples[name]; !ok || got != want {
+			t.Errorf("metric %s = %v (present %v), want %v", name, got, ok, want)
+		}
+	}
+
+	out, err := exec.Command(caddyBin, "sdr", "cache", "purge", "pro_net/profile.info", "--address", g.Admin).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `"deleted": 1`) && !strings.Contains(string(out), `"deleted":1`) {
+		t.Fatalf("caddy sdr cache purge: %v\n%s", err, out)
+	}
+	s.clearLedger(t)
+	if r := extractCC(t, g, profileInfo, key, "max-age=600", body); cachedRecords(r) != 0 || len(jobsOf(t, s, proB)) != 1 {
+		t.Errorf("after the purge: cached_records %d, %d jobs; want live work", cachedRecords(r), len(jobsOf(t, s, proB)))
+	}
+	if st, b := g.admin("POST", "/sdr/cache/purge?service=pro_net/nope", nil); st != 404 {
+		t.Errorf("purging an unknown service: %d %s", st, b)
 	}
 }
