@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -41,26 +40,11 @@ func mc(t testing.TB, s string) credits.Micros {
 // when cc is empty).
 func extractCC(t testing.TB, g *gateway, path, key, cc string, body any) *response {
 	t.Helper()
-	b, _ := json.Marshal(body)
-	req, err := http.NewRequest(http.MethodPost, g.URL+path, bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+key)
+	var hdr map[string]string
 	if cc != "" {
-		req.Header.Set("Cache-Control", cc)
+		hdr = map[string]string{"Cache-Control": cc}
 	}
-	r, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("POST %s: %v", path, err)
-	}
-	defer r.Body.Close()
-	rb, _ := io.ReadAll(r.Body)
-	resp := &response{Status: r.StatusCode, Header: r.Header, Body: rb}
-	_ = json.Unmarshal(rb, &resp.JSON)
-	validateAgainstOpenAPI(t, req, r, rb)
-	return resp
+	return asyncDo(t, g, http.MethodPost, path, key, body, hdr)
 }
 
 // cachedRecords is a run's cached_records (0 when absent).
@@ -134,6 +118,16 @@ func TestCacheAcrossAccounts(t *testing.T) {
 		if cachedRecords(r) != 0 || micros(t, r.Body, "credits_used") != mc(t, priceProB) {
 			t.Errorf("%s: billed as cached: %s", c.name, r.Body)
 		}
+	}
+
+	// An async run is served from the cache too.
+	sub := asyncDo(t, g, http.MethodPost, profileInfo, keyA, body, map[string]string{"Prefer": "respond-async", "Cache-Control": "max-age=3600"})
+	if sub.Status != 202 {
+		t.Fatalf("async submit: %d %s", sub.Status, sub.Body)
+	}
+	jobs := len(jobsOf(t, s, proB))
+	if done := follow(t, g, keyA, sub.JSON["id"].(string), 10*time.Second); cachedRecords(done) != 1 || len(jobsOf(t, s, proB)) != jobs {
+		t.Errorf("async run with max-age: cached_records %d, %d new jobs: %s", cachedRecords(done), len(jobsOf(t, s, proB))-jobs, done.Body)
 	}
 
 	pinned := extractCC(t, g, profileInfo, keyB, "max-age=3600", map[string]any{"url": body["url"], "provider": "source_a/actor_1"})

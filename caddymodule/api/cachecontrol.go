@@ -12,6 +12,8 @@ import (
 // live work. Without the header (set false) the service's declared
 // default max age applies.
 type cacheControl struct {
+	// raw is the header as sent, kept with an async run's request.
+	raw     string
 	set     bool
 	noCache bool
 	maxAge  time.Duration
@@ -22,7 +24,7 @@ type cacheControl struct {
 // age accepted. Other directives, and a max-age that is not a
 // non-negative integer, are ignored, as RFC 9111 says of invalid ones.
 func parseCacheControl(h http.Header) cacheControl {
-	var cc cacheControl
+	cc := cacheControl{raw: strings.Join(h.Values("Cache-Control"), ", ")}
 	for _, line := range h.Values("Cache-Control") {
 		for _, d := range strings.Split(line, ",") {
 			name, val, _ := strings.Cut(strings.TrimSpace(d), "=")

@@ -7,7 +7,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"socialrouter/caddymodule/billing"
 	"socialrouter/caddymodule/cache"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/router"
@@ -42,14 +41,15 @@ func (n *cacheNote) apply(run *runs.Run, kept int) {
 	}
 }
 
-// routeCached runs a prepared call: through the cache when its service may be
-// cached, else straight to the router.
-func (a *API) routeCached(ctx context.Context, c *prepared, req router.Request) (*router.Result, *cacheNote, error) {
+// routeCached runs a prepared call on rtr: through the cache when its
+// service may be cached, else straight to the router.
+func (a *API) routeCached(ctx context.Context, rtr *router.Router, c *prepared, req router.Request) (*router.Result, *cacheNote, error) {
 	cc := a.cacheCall(c, req)
 	if cc == nil {
-		res, err := a.Router.Run(ctx, req)
+		res, err := rtr.Run(ctx, req)
 		return res, nil, err
 	}
+	cc.rtr = rtr
 	return cc.run(ctx)
 }
 
@@ -58,10 +58,11 @@ func (a *API) routeCached(ctx context.Context, c *prepared, req router.Request) 
 // input).
 type cachedCall struct {
 	a      *API
+	rtr    *router.Router
 	cache  *cache.Cache
 	svc    *registry.Service
 	req    router.Request
-	bill   *billing.Call
+	bill   router.Budget
 	maxAge time.Duration // 0: no lookups and no joins
 	slots  []slot
 	// perInput: a slot per input; else one slot for the whole request.
@@ -92,7 +93,7 @@ func (a *API) cacheCall(c *prepared, req router.Request) *cachedCall {
 	if a.Cache == nil || svc == nil || svc.Cache == nil || req.Skip > 0 {
 		return nil
 	}
-	bill, _ := req.Budget.(*billing.Call)
+	bill := req.Budget
 	if bill == nil {
 		return nil
 	}
@@ -286,13 +287,20 @@ func (cc *cachedCall) keep() {
 func (cc *cachedCall) routeSlots(ctx context.Context, idx []int) (*router.Result, error) {
 	cc.keep()
 	req := cc.req
+	if len(idx) != len(cc.slots) {
+		// Part of the call is served otherwise: an async run's upstream
+		// work is not recorded for resumption, which would redo the
+		// whole call's inputs (a restart runs it again, through the
+		// cache).
+		req.OnHandle = nil
+	}
 	if cc.perInput {
 		req.Inputs = make([]string, len(idx))
 		for j, i := range idx {
 			req.Inputs[j] = cc.req.Inputs[i]
 		}
 	}
-	res, inputs, err := cc.a.Router.RunInputs(ctx, req)
+	res, inputs, err := cc.rtr.RunInputs(ctx, req)
 	if res != nil {
 		cc.attempts = append(cc.attempts, res.Attempts...)
 	}
