@@ -1,10 +1,17 @@
 package api
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"socialrouter/caddymodule/limits"
+	"socialrouter/caddymodule/registry"
+	"socialrouter/caddymodule/runs"
+	"socialrouter/caddymodule/store"
 )
 
 // cacheControl is what a call's Cache-Control header asks of the
@@ -49,4 +56,47 @@ func setAge(w http.ResponseWriter, since time.Time) {
 		return
 	}
 	w.Header().Set("Age", strconv.FormatInt(max(0, int64(time.Since(since)/time.Second)), 10))
+}
+
+// CacheControl is a call's freshness ask as front-ends without headers
+// give it (an MCP tool's max_age argument).
+type CacheControl = cacheControl
+
+// TakeMaxAge takes an MCP tool's max_age argument out of args: seconds a
+// record may be old, or -1 for live work; absent, the service's default.
+func TakeMaxAge(args map[string]json.RawMessage) (CacheControl, *Error) {
+	raw, ok := args["max_age"]
+	if !ok {
+		return CacheControl{}, nil
+	}
+	delete(args, "max_age")
+	var n int64
+	if err := json.Unmarshal(raw, &n); err != nil || n < -1 {
+		return CacheControl{}, newError(http.StatusBadRequest, "invalid_field", typeValidation,
+			"max_age must be an integer number of seconds, or -1 for live work").with("field", "max_age")
+	}
+	if n < 0 {
+		return CacheControl{raw: "no-cache", set: true, noCache: true}, nil
+	}
+	return CacheControl{raw: "max-age=" + strconv.FormatInt(n, 10), set: true, maxAge: time.Duration(min(n, 1<<31)) * time.Second}, nil
+}
+
+// ExtractWith is Extract with the caller's freshness ask.
+func (a *API) ExtractWith(ctx context.Context, key store.Key, svc *registry.Service, body map[string]json.RawMessage, cc CacheControl) (*runs.Run, *Error) {
+	c, apiErr := a.prepareExtract(svc, body, limits.ExtractLimitMax)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	c.cc = cc
+	return a.execute(ctx, key, c, "")
+}
+
+// SearchWith is Search with the caller's freshness ask.
+func (a *API) SearchWith(ctx context.Context, key store.Key, m map[string]json.RawMessage, cc CacheControl) (*runs.Run, *Error) {
+	c, apiErr := a.prepareSearch(m, limits.ExtractLimitMax)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	c.cc = cc
+	return a.execute(ctx, key, c, "")
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
-	"socialrouter/caddymodule/limits"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/router"
 	"socialrouter/caddymodule/runs"
@@ -100,11 +99,7 @@ func (a *API) prepareExtract(svc *registry.Service, body map[string]json.RawMess
 // then carries its run_id and attempts. Settling outlives ctx: the
 // upstream work is done and the run must not be lost.
 func (a *API) Extract(ctx context.Context, key store.Key, svc *registry.Service, body map[string]json.RawMessage) (*runs.Run, *Error) {
-	c, apiErr := a.prepareExtract(svc, body, limits.ExtractLimitMax)
-	if apiErr != nil {
-		return nil, apiErr
-	}
-	return a.execute(ctx, key, c, "")
+	return a.ExtractWith(ctx, key, svc, body, CacheControl{})
 }
 
 // authenticatedBody authenticates the caller and reads the JSON object
