@@ -223,7 +223,7 @@ func (cc *cachedCall) hold(ctx context.Context, res *router.Result) error {
 // fill serves slot s from entry e at the offer's cached price; false when
 // the offer is no longer declared (a reload removed it).
 func (cc *cachedCall) fill(s *slot, e *cache.Entry) bool {
-	o := cc.cachedOffer(e.Offer)
+	o, live := cc.cachedOffer(e.Offer)
 	if o == nil {
 		return false
 	}
@@ -236,25 +236,26 @@ func (cc *cachedCall) fill(s *slot, e *cache.Entry) bool {
 	for i := range s.offers {
 		s.offers[i] = o
 	}
-	cc.cache.AvoidedMicros.Add(int64(len(recs)) * int64(o.Price))
+	cc.cache.AvoidedMicros.Add(int64(len(recs)) * int64(live.Price))
 	return true
 }
 
 // cachedOffer is offer id of the service at its cached price (one copy
-// per call, so a settlement's lines name it once).
-func (cc *cachedCall) cachedOffer(id string) *registry.Offer {
-	if o, ok := cc.cheap[id]; ok {
-		return o
-	}
+// per call, so a settlement's lines name it once), and the offer itself.
+func (cc *cachedCall) cachedOffer(id string) (cached, live *registry.Offer) {
 	for _, o := range cc.svc.Offers {
-		if o.ID == id {
-			c := *o
-			c.Price = o.CachedPrice
-			cc.cheap[id] = &c
-			return &c
+		if o.ID != id {
+			continue
 		}
+		if c, ok := cc.cheap[id]; ok {
+			return c, o
+		}
+		c := *o
+		c.Price = o.CachedPrice
+		cc.cheap[id] = &c
+		return &c, o
 	}
-	return nil
+	return nil, nil
 }
 
 // landAll ends the flights this call still leads, with no entry.

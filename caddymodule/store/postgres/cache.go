@@ -41,7 +41,7 @@ ON CONFLICT (key) DO UPDATE SET service = EXCLUDED.service, value = EXCLUDED.val
 		e.Key, e.Service, e.Value, len(e.Value), e.CreatedAt, e.ExpiresAt, now); err != nil {
 		return fmt.Errorf("storing a cache entry: %w", err)
 	}
-	if maxBytes <= 0 {
+	if maxBytes <= 0 || !s.cacheEvictDue(int64(len(e.Value)), maxBytes, now) {
 		return nil
 	}
 	if _, err := s.pool.Exec(ctx, `
@@ -51,6 +51,26 @@ DELETE FROM cache_entries WHERE key IN (
 		return fmt.Errorf("evicting cache entries: %w", err)
 	}
 	return nil
+}
+
+// The eviction statement sums the whole table, so a node runs it once
+// what it put since its last one reaches a sixteenth of the bound (the
+// bound is passed by at most that much per node), or a second later.
+const cacheEvictEvery = time.Second
+
+// cacheEvictDue counts n bytes put at now and reports whether this node's
+// eviction is due, taking its turn if so.
+func (s *Store) cacheEvictDue(n, maxBytes int64, now time.Time) bool {
+	since := s.cacheSince.Add(n)
+	last := s.cacheEvicted.Load()
+	if since < maxBytes/16 && now.UnixNano()-last < int64(cacheEvictEvery) {
+		return false
+	}
+	if !s.cacheEvicted.CompareAndSwap(last, now.UnixNano()) {
+		return false
+	}
+	s.cacheSince.Add(-since)
+	return true
 }
 
 // CachePurge implements store.Cache.

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -34,6 +35,9 @@ type Store struct {
 	// expiredSinceVacuum counts runs expired since Reclaim last vacuumed.
 	expiredSinceVacuum expiredCounter
 	ws                 writeState // whether the database can write (writable.go)
+	// cacheEvicted is when this node last evicted cache entries, and
+	// cacheSince the bytes it put since (cache.go).
+	cacheEvicted, cacheSince atomic.Int64
 }
 
 // Option configures Open.
