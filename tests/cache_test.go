@@ -135,6 +135,13 @@ func TestCacheAcrossAccounts(t *testing.T) {
 	if n := len(jobsOf(t, s, proA)); n != 1 || cachedRecords(pinned) != 0 || pinned.JSON["served_by"] != "source_a/actor_1" {
 		t.Errorf("pinned to source_a/actor_1: %d jobs of it, cached_records %d, served_by %v; want 1, 0, the pin", n, cachedRecords(pinned), pinned.JSON["served_by"])
 	}
+	// Usage splits the cached records from the live ones of each offer.
+	u := g.do("GET", "/v1/account/usage", keyB, nil)
+	prov, _ := u.JSON["by_provider"].(map[string]any)
+	pb, _ := prov["source_b/pro_net"].(map[string]any)
+	if pb["records"] != 3.0 || pb["cached_records"] != 1.0 || u.JSON["total_cached_records"] != 1.0 || micros(t, u.Body, "total_cached_credits") != mc(t, cachedProB) {
+		t.Errorf("account b's usage: %s; want source_b/pro_net with 3 records, 1 of them cached", u.Body)
+	}
 	again := extractCC(t, g, profileInfo, keyA, "max-age=3600", map[string]any{"url": body["url"], "provider": "source_a/actor_1"})
 	mustOK(t, again, 1)
 	if n := len(jobsOf(t, s, proA)); n != 1 || cachedRecords(again) != 1 || micros(t, again.Body, "credits_used") != mc(t, "0.0023") {

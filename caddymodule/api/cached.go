@@ -251,7 +251,7 @@ func (cc *cachedCall) cachedOffer(id string) (cached, live *registry.Offer) {
 			return c, o
 		}
 		c := *o
-		c.Price = o.CachedPrice
+		c.Price, c.Cached = o.CachedPrice, true
 		cc.cheap[id] = &c
 		return &c, o
 	}

@@ -122,7 +122,7 @@ func servedSettlement(run *runs.Run, res *router.Result, platform string) store.
 		st.Lines = make([]store.Line, len(res.From))
 		for i, k := range res.From {
 			o := res.Served[k]
-			st.Lines[i] = store.Line{Offer: o.ID, Price: o.Price}
+			st.Lines[i] = store.Line{Offer: o.UsageID(), Price: o.Price}
 		}
 	}
 	return st

@@ -48,6 +48,19 @@ func (c *compiler) cacheOffer(o *Offer, d offerDecl, v cue.Value) {
 // a top-level field.
 var cacheInputRE = regexp.MustCompile(`^\.(input\.)?[A-Za-z_][A-Za-z0-9_]*$`)
 
+// CachedSuffix ends the usage key (and the metrics label) of records an
+// offer served from the cache: "<offer>#cached".
+const CachedSuffix = "#cached"
+
+// UsageID is the key o's records are counted under in usage and metrics:
+// its id, with CachedSuffix for its copy at the cached price.
+func (o *Offer) UsageID() string {
+	if o.Cached {
+		return o.ID + CachedSuffix
+	}
+	return o.ID
+}
+
 // Attributable reports whether the records of o can be told apart by
 // input: its items name their input (cache_input), or it takes one input
 // per upstream call.

@@ -189,18 +189,22 @@ func (b *openapiBuilder) fixedSchemas() {
 	}
 	s["SourceList"] = object("", []any{"data"}, obj{"data": obj{"type": "array", "items": ref("Source")}})
 	totals := object("", []any{"requests", "records", "credits"}, obj{
-		"requests": obj{"type": "integer", "minimum": 0},
-		"records":  obj{"type": "integer", "minimum": 0},
-		"credits":  money(""),
+		"requests":       obj{"type": "integer", "minimum": 0},
+		"records":        obj{"type": "integer", "minimum": 0},
+		"credits":        money(""),
+		"cached_records": obj{"type": "integer", "minimum": 1, "description": "Of `records`, those served from the freshness cache; absent when none."},
+		"cached_credits": money("Of `credits`, what the records served from the cache were billed (at their offers' cached prices)."),
 	})
 	s["UsageTotals"] = totals
 	s["Usage"] = object("", []any{"period", "total_requests", "total_records", "total_credits", "by_provider", "by_platform"}, obj{
-		"period":         obj{"type": "string", "pattern": `^[0-9]+d$`, "description": "Look-back, form `<days>d`."},
-		"total_requests": obj{"type": "integer", "minimum": 0},
-		"total_records":  obj{"type": "integer", "minimum": 0},
-		"total_credits":  money(""),
-		"by_provider":    obj{"type": "object", "additionalProperties": ref("UsageTotals"), "description": "Keyed by the offer that served each run."},
-		"by_platform":    obj{"type": "object", "additionalProperties": ref("UsageTotals"), "propertyNames": ref("Platform")},
+		"period":               obj{"type": "string", "pattern": `^[0-9]+d$`, "description": "Look-back, form `<days>d`."},
+		"total_requests":       obj{"type": "integer", "minimum": 0},
+		"total_records":        obj{"type": "integer", "minimum": 0},
+		"total_credits":        money(""),
+		"total_cached_records": obj{"type": "integer", "minimum": 1, "description": "Of `total_records`, those served from the freshness cache; absent when none."},
+		"total_cached_credits": money("Of `total_credits`, what they were billed."),
+		"by_provider":          obj{"type": "object", "additionalProperties": ref("UsageTotals"), "description": "Keyed by the offer that served each run."},
+		"by_platform":          obj{"type": "object", "additionalProperties": ref("UsageTotals"), "propertyNames": ref("Platform")},
 	})
 	s["Balance"] = object("", []any{"balance", "currency"}, obj{
 		"balance":  obj{"type": "number", "description": "Credits left (1 credit = 1 USD)."},

@@ -159,6 +159,9 @@ type Offer struct {
 	// input (cache.go).
 	CachedPrice credits.Micros
 	CacheInput  string
+	// Cached marks the copy of an offer at its cached price that bills
+	// records served from the cache (UsageID).
+	Cached bool
 
 	loc *locator // where its parts are declared (locate.go)
 }
