@@ -198,16 +198,9 @@ func TestCacheJoinsLiveWork(t *testing.T) {
 	s.fault(t, map[string]any{"target": proB, "latency_ms": 1500})
 	s.clearLedger(t)
 	body := map[string]any{"url": "https://www.linkedin.com/in/cache-join"}
-	out := make([]*response, 16)
-	var wg sync.WaitGroup
-	for i := range out {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out[i] = extractCC(t, g, profileInfo, keys[i%4], "max-age=60", body)
-		}()
-	}
-	wg.Wait()
+	out := together(16, func(i int) *response {
+		return extractCC(t, g, profileInfo, keys[i%4], "max-age=60", body)
+	})
 	if n := len(jobsOf(t, s, proB)); n != 1 {
 		t.Errorf("16 identical calls started %d upstream jobs, want 1", n)
 	}
@@ -257,17 +250,39 @@ func editServices(t *testing.T, dir, old, new string) {
 	}
 }
 
-// TestCacheExpiry: an entry older than the caller's max-age, or past the
-// service's keep, is not served.
-func TestCacheExpiry(t *testing.T) {
-	dir := servicesWith(t, cacheKeepCUE, "cache: keep: 3")
+// cacheGateway starts a simulator and a gateway on the services in dir,
+// an account named name, and the body of a profile of that name; the
+// ledger starts empty.
+func cacheGateway(t *testing.T, dir, name string) (*sim, *gateway, string, map[string]any) {
+	t.Helper()
 	s := startSim(t, "-services", dir)
 	c := defaultConfig(t, s)
 	c.Services = dir
 	g := startGateway(t, c)
-	key := g.account("cache_expiry", 10)
-	body := map[string]any{"url": "https://www.linkedin.com/in/cache-expiry"}
+	key := g.account(name, 10)
 	s.clearLedger(t)
+	return s, g, key, map[string]any{"url": "https://www.linkedin.com/in/" + strings.ReplaceAll(name, "_", "-")}
+}
+
+// together returns the answers of n calls made at once.
+func together(n int, call func(i int) *response) []*response {
+	out := make([]*response, n)
+	var wg sync.WaitGroup
+	for i := range out {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = call(i)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// TestCacheExpiry: an entry older than the caller's max-age, or past the
+// service's keep, is not served.
+func TestCacheExpiry(t *testing.T) {
+	s, g, key, body := cacheGateway(t, servicesWith(t, cacheKeepCUE, "cache: keep: 3"), "cache_expiry")
 	jobs := func() int { return len(jobsOf(t, s, proB)) }
 
 	mustOK(t, extractCC(t, g, profileInfo, key, "max-age=3600", body), 1)
@@ -288,13 +303,7 @@ func TestCacheExpiry(t *testing.T) {
 // normalizer, records of the old shape are never served.
 func TestCacheReloadNormalizer(t *testing.T) {
 	dir := copyServices(t)
-	s := startSim(t, "-services", dir)
-	c := defaultConfig(t, s)
-	c.Services = dir
-	g := startGateway(t, c)
-	key := g.account("cache_reload", 10)
-	body := map[string]any{"url": "https://www.linkedin.com/in/cache-reload"}
-	s.clearLedger(t)
+	s, g, key, body := cacheGateway(t, dir, "cache_reload")
 	mustOK(t, extractCC(t, g, profileInfo, key, "max-age=3600", body), 1)
 
 	editServices(t, dir, `headline: (.position | str),`, `headline: ("v2 " + ((.position | str) // "")),`)

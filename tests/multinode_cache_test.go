@@ -1,9 +1,6 @@
 package tests
 
-import (
-	"sync"
-	"testing"
-)
+import "testing"
 
 // TestMultinodeCache (issue 36): two nodes on one PostgreSQL share the
 // freshness cache and the joining of live work: a record one node bought
@@ -30,17 +27,9 @@ func TestMultinodeCache(t *testing.T) {
 	s.fault(t, map[string]any{"target": proB, "latency_ms": 1500})
 	s.clearLedger(t)
 	join := map[string]any{"url": "https://www.linkedin.com/in/mn-cache-join"}
-	out := make([]*response, 4)
-	var wg sync.WaitGroup
-	for i := range out {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			g, key := c.nodes[i%2], []string{keyA, keyB}[i/2]
-			out[i] = extractCC(t, g, profileInfo, key, "max-age=60", join)
-		}()
-	}
-	wg.Wait()
+	out := together(4, func(i int) *response {
+		return extractCC(t, c.nodes[i%2], profileInfo, []string{keyA, keyB}[i/2], "max-age=60", join)
+	})
 	cached := 0
 	for _, r := range out {
 		mustOK(t, r, 1)

@@ -121,13 +121,7 @@ func (a *API) cacheCall(c *prepared, req router.Request) *cachedCall {
 // attributable reports whether the records of every offer that may serve
 // req can be told apart by input (registry.Offer.Attributable).
 func attributable(req router.Request) bool {
-	offers := req.Offers
-	switch {
-	case req.Pin != nil:
-		offers = []*registry.Offer{req.Pin}
-	case offers == nil:
-		offers = req.Service.LiveOffers()
-	}
+	offers := req.Chain()
 	for _, o := range offers {
 		if !o.Attributable() {
 			return false

@@ -3,6 +3,8 @@ package router
 import (
 	"context"
 	"encoding/json"
+
+	"socialrouter/caddymodule/registry"
 )
 
 // What the freshness cache (caddymodule/cache, used by the API around
@@ -15,11 +17,7 @@ import (
 // upstream item to its input (match.go), so a caller can keep records
 // input by input. inputs is nil when a record cannot be placed.
 func (r *Router) RunInputs(ctx context.Context, req Request) (res *Result, inputs []int, err error) {
-	offers := req.Offers
-	if req.Service != nil && offers == nil {
-		offers = req.Service.LiveOffers()
-	}
-	if req.Service == nil || req.Pin == nil && len(offers) == 0 {
+	if req.Service == nil || req.Pin == nil && len(req.Chain()) == 0 {
 		res, err = r.Run(ctx, req) // the failures Run answers
 		return res, nil, err
 	}
@@ -32,7 +30,7 @@ func (r *Router) RunInputs(ctx context.Context, req Request) (res *Result, input
 		w.pinned = true
 		res, err = w.finish(w.try(ctx, req.Pin, r.breakers.force(req.Pin), ""))
 	} else {
-		res, err = w.over(ctx, offers)
+		res, err = w.over(ctx, req.Chain())
 	}
 	if err != nil {
 		return nil, nil, err
@@ -81,6 +79,18 @@ func (w *walk) inputsOf(res *Result) []int {
 // applyLimit), for callers that merge records around Run.
 func ApplyLimit[T any](perInput [][]T, limit, skip int, scope string) (records []T, total int, more bool) {
 	return applyLimit(perInput, limit, skip, scope)
+}
+
+// Chain is the offers that may serve the request: the pinned one, or the
+// chain to walk (Offers, else the service's live offers).
+func (req *Request) Chain() []*registry.Offer {
+	switch {
+	case req.Pin != nil:
+		return []*registry.Offer{req.Pin}
+	case req.Offers != nil:
+		return req.Offers
+	}
+	return req.Service.LiveOffers()
 }
 
 // Scope is the limit scope in force for the request.
