@@ -359,3 +359,30 @@ func TestCacheAdmin(t *testing.T) {
 		t.Errorf("purging an unknown service: %d %s", st, b)
 	}
 }
+
+// TestCacheNeverErrorsAndMoney: an input answered by an error row is not
+// cached (it is asked again), and a record in the cache is not served to
+// an account that cannot pay its cached price: 402, nothing charged.
+func TestCacheNeverErrorsAndMoney(t *testing.T) {
+	s := startSim(t)
+	g := startGateway(t, defaultConfig(t, s))
+	key := g.account("cache_errors", 10)
+	urls := []string{"https://www.linkedin.com/in/cache-err-0", "https://www.linkedin.com/in/cache-err-1",
+		"https://www.linkedin.com/in/cache-err-2", "https://www.linkedin.com/in/cache-err-3"}
+	s.fault(t, map[string]any{"target": proB, "error_records": true}) // inputs 1 and 3 answer error rows
+	mustOK(t, extractCC(t, g, profileInfo, key, "max-age=600", map[string]any{"urls": urls}), 2)
+	s.reset(t)
+	_, before := askedOf(t, s, proB)
+	r := extractCC(t, g, profileInfo, key, "max-age=600", map[string]any{"urls": urls})
+	mustOK(t, r, 4)
+	if _, after := askedOf(t, s, proB); after-before != 2 || cachedRecords(r) != 2 {
+		t.Errorf("after error rows for 2 of 4 inputs: asked for %d, cached_records %d; want the 2 asked again and 2 cached", after-before, cachedRecords(r))
+	}
+
+	poor := g.account("cache_poor", 0.0001)
+	before2 := balanceMicros(t, g, poor)
+	refused := extractCC(t, g, profileInfo, poor, "max-age=600", map[string]any{"url": urls[0]})
+	if refused.Status != 402 || refused.errCode() != "insufficient_credits" || balanceMicros(t, g, poor) != before2 {
+		t.Errorf("a cached record for an account below its cached price: %d %s", refused.Status, refused.Body)
+	}
+}
