@@ -386,3 +386,24 @@ func TestCacheNeverErrorsAndMoney(t *testing.T) {
 		t.Errorf("a cached record for an account below its cached price: %d %s", refused.Status, refused.Body)
 	}
 }
+
+// TestCacheServedDespiteUpstreams: when the live part of a call fails on
+// every offer, the records served from the cache are still answered (and
+// billed at the cached price), the attempts saying what failed; a call
+// with nothing from the cache fails as before.
+func TestCacheServedDespiteUpstreams(t *testing.T) {
+	s := startSim(t)
+	g := startGateway(t, defaultConfig(t, s))
+	key := g.account("cache_despite", 10)
+	urls := []string{"https://www.linkedin.com/in/despite-0", "https://www.linkedin.com/in/despite-1", "https://www.linkedin.com/in/despite-2"}
+	mustOK(t, extractCC(t, g, profileInfo, key, "max-age=600", map[string]any{"urls": urls[:2]}), 2)
+	s.fault(t, map[string]any{"target": "*", "status": 503})
+	r := extractCC(t, g, profileInfo, key, "max-age=600", map[string]any{"urls": urls})
+	mustOK(t, r, 2)
+	if att, _ := r.JSON["attempts"].([]any); cachedRecords(r) != 2 || len(att) == 0 || micros(t, r.Body, "credits_used") != 2*mc(t, cachedProB) {
+		t.Errorf("2 of 3 inputs cached, the third failing upstream: %s", r.Body)
+	}
+	if f := extractCC(t, g, profileInfo, key, "max-age=600", map[string]any{"url": urls[2]}); f.Status == 200 {
+		t.Errorf("a call with nothing cached answered %d despite failing upstreams", f.Status)
+	}
+}

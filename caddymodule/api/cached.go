@@ -3,11 +3,13 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"go.uber.org/zap"
 
 	"socialrouter/caddymodule/cache"
+	"socialrouter/caddymodule/errkind"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/router"
 	"socialrouter/caddymodule/runs"
@@ -164,7 +166,7 @@ func (cc *cachedCall) run(ctx context.Context) (*router.Result, *cacheNote, erro
 		res, err := cc.routeSlots(ctx, live)
 		if err != nil {
 			cc.landAll(ctx)
-			return nil, nil, err
+			return cc.servedDespite(ctx, err)
 		}
 		if len(live) == len(cc.slots) {
 			// The cache served nothing: the router's answer as it is.
@@ -183,7 +185,7 @@ func (cc *cachedCall) run(ctx context.Context) (*router.Result, *cacheNote, erro
 	}
 	if len(again) > 0 {
 		if _, err := cc.routeSlots(ctx, again); err != nil {
-			return nil, nil, err
+			return cc.servedDespite(ctx, err)
 		}
 	}
 	res, note := cc.merge()
@@ -192,6 +194,39 @@ func (cc *cachedCall) run(ctx context.Context) (*router.Result, *cacheNote, erro
 		if err := cc.hold(ctx, res); err != nil {
 			return nil, nil, err
 		}
+	}
+	return res, note, nil
+}
+
+// servedDespite answers a call whose live work failed with err: the
+// records served from the cache (or joined work) when there are some and
+// the failure is the upstreams' (as the router serves the batches it kept
+// when a failed batch's inputs found no offer), the attempts saying which
+// inputs were not served; else the failure. A failure of money, of the
+// store or of the caller stays the answer.
+func (cc *cachedCall) servedDespite(ctx context.Context, err error) (*router.Result, *cacheNote, error) {
+	var f *router.Failure
+	if !errors.As(err, &f) {
+		return nil, nil, err
+	}
+	switch f.Kind {
+	case errkind.ProviderError, errkind.UpstreamRateLimited, errkind.UpstreamRejectedInput,
+		errkind.RequestTimeout, errkind.RequestSoftTimeout, errkind.ServiceNotAvailable:
+	default:
+		return nil, nil, err
+	}
+	served := false
+	for i := range cc.slots {
+		served = served || len(cc.slots[i].records) > 0
+	}
+	if !served {
+		return nil, nil, err
+	}
+	cc.attempts = append(cc.attempts, f.Attempts...)
+	cc.last = nil // the hold is taken again for what is served
+	res, note := cc.merge()
+	if err := cc.hold(ctx, res); err != nil {
+		return nil, nil, err
 	}
 	return res, note, nil
 }
