@@ -84,7 +84,6 @@ type slot struct {
 	cached  bool
 	at      time.Time
 	flight  *cache.Flight
-	done    bool
 }
 
 // cacheCall returns the call through the cache, or nil when the cache
@@ -152,7 +151,6 @@ func (cc *cachedCall) run(ctx context.Context) (*router.Result, *cacheNote, erro
 				continue
 			}
 		}
-		cc.cache.Misses.Add(1)
 		if cc.maxAge > 0 {
 			s.flight = cc.cache.Lead(ctx, s.key, now)
 			if !s.flight.Leader() {
@@ -160,6 +158,7 @@ func (cc *cachedCall) run(ctx context.Context) (*router.Result, *cacheNote, erro
 				continue
 			}
 		}
+		cc.cache.Misses.Add(1)
 		live = append(live, i)
 	}
 	if len(live) > 0 {
@@ -181,6 +180,7 @@ func (cc *cachedCall) run(ctx context.Context) (*router.Result, *cacheNote, erro
 			continue
 		}
 		s.flight = nil
+		cc.cache.Misses.Add(1)
 		again = append(again, i)
 	}
 	if len(again) > 0 {
@@ -260,7 +260,7 @@ func (cc *cachedCall) fill(s *slot, e *cache.Entry) bool {
 	if n := cc.need(); n > 0 && len(recs) > n && cc.req.Scope() == registry.ScopePerInput {
 		recs = recs[:n]
 	}
-	s.records, s.cached, s.at, s.done = recs, true, e.At, true
+	s.records, s.cached, s.at = recs, true, e.At
 	s.offers = make([]*registry.Offer, len(recs))
 	for i := range s.offers {
 		s.offers[i] = o
@@ -346,7 +346,7 @@ func (cc *cachedCall) routeSlots(ctx context.Context, idx []int) (*router.Result
 	}
 	for _, i := range idx {
 		s := &cc.slots[i]
-		s.at, s.done = at, true
+		s.at = at
 		var e *cache.Entry
 		if attributed && len(s.records) > 0 && (cc.perInput || !partial) {
 			e = cc.entry(s, res, len(idx), at)
