@@ -11,9 +11,11 @@ CUE_VER   := v0.17.1
 PEBBLE_VER := v2.10.3
 PEBBLE    := $(BIN)/pebble-$(PEBBLE_VER)/pebble
 CHALLTEST := $(BIN)/pebble-$(PEBBLE_VER)/pebble-challtestsrv
+STRIPE_MOCK_VER := v0.203.0
+STRIPE_MOCK := $(BIN)/stripe-mock-$(STRIPE_MOCK_VER)/stripe-mock
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build release pebble chromium mcpclient test test-unit test-e2e check fmt run demo demo-reload bench print-xcaddy clean
+.PHONY: all build release pebble stripe-mock chromium mcpclient test test-unit test-e2e check fmt snapshots run demo demo-reload bench print-xcaddy clean
 
 all: build
 
@@ -65,13 +67,23 @@ $(PEBBLE) $(CHALLTEST) &:
 		github.com/letsencrypt/pebble/v2/cmd/pebble@$(PEBBLE_VER) \
 		github.com/letsencrypt/pebble/v2/cmd/pebble-challtestsrv@$(PEBBLE_VER)
 
+## stripe-mock: Stripe's official mock of its API, which the payments
+## tests (tests/payments_test.go) create Checkout Sessions and
+## PaymentIntents against; installed from the Go module proxy, pinned.
+stripe-mock: $(STRIPE_MOCK)
+
+$(STRIPE_MOCK):
+	GOBIN=$(abspath $(BIN))/stripe-mock-$(STRIPE_MOCK_VER) $(GO) install github.com/stripe/stripe-mock@$(STRIPE_MOCK_VER)
+
 ## test: unit tests (race detector for router and store), then the
 ## end-to-end suite against the real binary. A `--- SKIP` in tests/ fails
 ## the run unless it is the documented skip for a missing PostgreSQL or
 ## Redis URL. Cold (empty build cache, 2 cores) it takes about 8 minutes:
 ## building the binary 4, race tests 2, the rest 2. `go vet` is in
 ## `make check` (it vets every dependency for facts: 3.5 more minutes cold),
-## which .ci/run runs after this. ratelimit runs without -race: it imports
+## which .ci/run runs after this. The e2e suite includes the client
+## libraries' own suites (tests/sdk_test.go: sdk/go's go test -race, sdk/typescript's
+## npm test), about a minute warm. ratelimit runs without -race: it imports
 ## Caddy's HTTP stack, ~600 more packages to instrument, for a package whose
 ## shared state lives in the limiter library and Redis.
 test: build
@@ -79,9 +91,10 @@ test: build
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /tests -e /caddymodule/router -e /caddymodule/store)
 	$(MAKE) test-e2e
 
-test-e2e: build chromium mcpclient pebble
+test-e2e: build chromium mcpclient pebble stripe-mock
 	@set -o pipefail; SDR_BIN=$(abspath $(CADDY)) SDR_SIM_BIN=$(abspath $(SIM)) \
 		SDR_PEBBLE_BIN=$(abspath $(PEBBLE)) SDR_CHALLTESTSRV_BIN=$(abspath $(CHALLTEST)) \
+		SDR_STRIPE_MOCK_BIN=$(abspath $(STRIPE_MOCK)) \
 		$(GO) test -count=1 -p 1 -v -timeout 15m ./tests/ 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|SKIP' ; \
 	status=$${PIPESTATUS[0]}; \
 	if ! bash scripts/check-skips.sh $(BIN)/e2e.log; then exit 1; fi; \
@@ -102,11 +115,44 @@ $(MCPCLIENT)/node_modules/.package-lock.json: $(MCPCLIENT)/package.json $(MCPCLI
 	npm ci --prefix $(MCPCLIENT) --no-audit --no-fund
 	@touch $@
 
+## sdk: regenerate the client libraries under sdk/ from the OpenAPI document
+## the gateway serves for services/ (scripts/sdkgen: sdk/openapi.json, the Go
+## types and calls, the TypeScript calls; then the pinned openapi-typescript:
+## sdk/typescript/src/schema.gen.ts). SDK_URL=http://host/v1/openapi.json
+## reads a running gateway's document instead. Tests fail on a stale copy.
+.PHONY: sdk sdk-ts
+SDK_URL ?=
+sdk: sdk-ts
+	$(GO) run ./scripts/sdkgen $(if $(SDK_URL),-url $(SDK_URL))
+	npm run --silent --prefix $(SDKTS) generate
+
+## sdk-ts: the TypeScript SDK's packages, installed from its lockfile by npm
+## (Node 20) like mcpclient, again only when the lockfile changes.
+SDKTS := sdk/typescript
+sdk-ts: $(SDKTS)/node_modules/.package-lock.json
+
+$(SDKTS)/node_modules/.package-lock.json: $(SDKTS)/package.json $(SDKTS)/package-lock.json
+	npm ci --prefix $(SDKTS) --no-audit --no-fund
+	@touch $@
+
+# tests/sdk_test.go runs the TypeScript SDK's suite.
+test-e2e: sdk-ts
+
 check: $(CUE)
 	$(GO) vet ./...
+	cd sdk/go && $(GO) vet ./...
 	@test -z "$$(gofmt -l .)" || (gofmt -l .; echo "gofmt needed: make fmt"; exit 1)
 	$(CUE) vet ./schemas/*.cue ./services/*.cue
 	$(CADDY) sdr check services 2>/dev/null || $(GO) run ./cmd/caddy sdr check services
+
+## snapshots: rewrite every golden file that follows services/ or what the
+## gateway generates from it (the MCP tool snapshots, the OpenAPI golden,
+## the variant payloads' golden records), after adding a service or
+## changing the generation; review them with git diff. A test that finds
+## one out of date names this target.
+snapshots:
+	$(GO) test -count=1 ./caddymodule/mcp -run '^TestToolSnapshots$$' -update
+	$(GO) test -count=1 ./caddymodule/registry -run '^(TestOpenAPIGolden|TestVariantPayloads)$$' -update -update-variants
 
 fmt:
 	gofmt -w .
@@ -116,7 +162,7 @@ fmt:
 run: build
 	$(CADDY) run --config Caddyfile --adapter caddyfile
 
-## demo: simulator + gateway + a demo account and key + a curl that works.
+## demo: simulator + gateway + a demo account, a test key and a live key + curls that work.
 demo: build
 	@bash scripts/demo.sh
 

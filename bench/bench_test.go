@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"socialrouter/caddymodule/runs"
 	"strings"
@@ -165,5 +166,18 @@ func TestProcReaders(t *testing.T) {
 	}
 	if d := cpuTime(-1); d != 0 {
 		t.Errorf("cpuTime of no process = %v, want 0", d)
+	}
+}
+
+// TestErrKind: calls failing alike on different connections count as one
+// kind of error in the in-flight phase's note.
+func TestErrKind(t *testing.T) {
+	a := errKind(errors.New(`Post "http://127.0.0.1:41234/v1/extract/x": read tcp 127.0.0.1:50112->127.0.0.1:41234: read: connection reset by peer`))
+	b := errKind(errors.New(`Post "http://127.0.0.1:41234/v1/extract/x": read tcp 127.0.0.1:50999->127.0.0.1:41234: read: connection reset by peer`))
+	if a != b || strings.Contains(a, "50112") {
+		t.Errorf("errKind: %q and %q", a, b)
+	}
+	if got := countsText(map[string]int{"b": 2, "a": 1}); got != "a 1, b 2" {
+		t.Errorf("countsText = %q", got)
 	}
 }

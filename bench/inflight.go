@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,13 +31,20 @@ import (
 
 // inflightResult is one run: one target at one level.
 type inflightResult struct {
-	calls       int
-	target      string
-	idleKiB     int64 // VmRSS after one warm call, before the level
-	peakKiB     int64 // VmHWM after the level
-	hwmReset    bool  // VmHWM was reset after the warm call (else it includes start-up)
-	ok, failed  int
-	firstErr    string
+	calls      int
+	target     string
+	idleKiB    int64 // VmRSS after one warm call, before the level
+	peakKiB    int64 // VmHWM after the level
+	hwmReset   bool  // VmHWM was reset after the warm call (else it includes start-up)
+	ok, failed int
+	firstErr   string
+	// errKinds counts the failed calls by error text (addresses left
+	// out), h2Events the HTTP/2 client's own error events
+	// (http2.Transport.CountError: GOAWAYs with an error code, frames it
+	// could not read, connections it closed): what tells a reset
+	// connection's cause (issue 38's 50 resets, not reproduced since).
+	errKinds    map[string]int
+	h2Events    map[string]int
 	added       []time.Duration // latency over the upstream's, successful calls, sorted
 	maxInFlight int64
 	wall        time.Duration
@@ -143,10 +151,40 @@ func (rep *report) inflight(ctx context.Context, tmp string, cfg *config) error 
 }
 
 func errNote(r inflightResult) string {
-	if r.failed == 0 {
-		return ""
+	var b strings.Builder
+	if r.failed > 0 {
+		b.WriteString("  first error: " + clip([]byte(r.firstErr)))
+		if len(r.errKinds) > 1 {
+			b.WriteString("; by kind: " + countsText(r.errKinds))
+		}
 	}
-	return "  first error: " + clip([]byte(r.firstErr))
+	if len(r.h2Events) > 0 {
+		b.WriteString("  HTTP/2 client events: " + countsText(r.h2Events))
+	}
+	return b.String()
+}
+
+// countsText is counts as "key n, key n" in key order.
+func countsText(counts map[string]int) string {
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, counts[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// addrs matches the host:port pairs of an error text.
+var addrs = regexp.MustCompile(`\d+\.\d+\.\d+\.\d+:\d+`)
+
+// errKind is an error's text with its addresses left out, so that the
+// calls failing alike count as one kind.
+func errKind(err error) string {
+	return clip([]byte(addrs.ReplaceAllString(err.Error(), "addr")))
 }
 
 // fdsSpare is what the Caddy process holds besides its calls' connections
@@ -299,6 +337,8 @@ func inflightRun(ctx context.Context, tmp string, cfg *config, n int, gateway bo
 // over h2c as streams of a few HTTP/2 cleartext connections.
 func holdCalls(ctx context.Context, t *target, n int, ramp, latency time.Duration, proto string, res *inflightResult) {
 	var conns atomic.Int64
+	var mu sync.Mutex // guards res and over while the calls and the transport report
+	over := false     // every call returned: the transport's events are its own closing
 	dialer := &net.Dialer{Timeout: 10 * time.Second}
 	tr := &http.Transport{
 		Proxy: nil,
@@ -318,6 +358,17 @@ func holdCalls(ctx context.Context, t *target, n int, ramp, latency time.Duratio
 		// that found no room during the ramp: 15 598 connections for
 		// 10 000 calls, and resets once Caddy's accept queue overflowed.
 		rt = &http2.Transport{
+			CountError: func(event string) {
+				mu.Lock()
+				defer mu.Unlock()
+				if over {
+					return
+				}
+				if res.h2Events == nil {
+					res.h2Events = map[string]int{}
+				}
+				res.h2Events[event]++
+			},
 			AllowHTTP: true,
 			DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
 				conns.Add(1)
@@ -335,7 +386,6 @@ func holdCalls(ctx context.Context, t *target, n int, ramp, latency time.Duratio
 	ctx, cancel := context.WithTimeout(ctx, ramp+latency+60*time.Second)
 	defer cancel()
 	var (
-		mu       sync.Mutex
 		wg       sync.WaitGroup
 		inFlight atomic.Int64
 		peak     atomic.Int64
@@ -375,6 +425,10 @@ func holdCalls(ctx context.Context, t *target, n int, ramp, latency time.Duratio
 				if res.firstErr == "" {
 					res.firstErr = err.Error()
 				}
+				if res.errKinds == nil {
+					res.errKinds = map[string]int{}
+				}
+				res.errKinds[errKind(err)]++
 			case status/100 != 2: // 201: an actor's sync answer
 				res.failed++
 				if res.firstErr == "" {
@@ -387,6 +441,9 @@ func holdCalls(ctx context.Context, t *target, n int, ramp, latency time.Duratio
 		}()
 	}
 	wg.Wait()
+	mu.Lock()
+	over = true
+	mu.Unlock()
 	res.wall = time.Since(start)
 	res.maxInFlight = peak.Load()
 	sort.Slice(res.added, func(i, j int) bool { return res.added[i] < res.added[j] })

@@ -24,17 +24,54 @@ type pgScratch struct {
 	side             *pgxpool.Pool
 	maxConns         int32 // the pool size a store opened on url gets
 	autovacuumOff    bool  // the server's autovacuum is off: see vacuumNote
+	// deadBefore and deadAfter are the dead rows of the system catalogs
+	// around the VACUUM newPGScratch runs; vacuumErr why it failed.
+	deadBefore, deadAfter int64
+	vacuumErr             error
 }
 
-// vacuumNote says, when the server's autovacuum is off, that its figures
-// drift: every run's schemas leave dead catalog rows behind (150 078 in
-// pg_attribute beside 330 live after a day of tests here), which each new
-// backend reads through, until a VACUUM.
+// vacuumNote says what the VACUUM before the phase did, and, when the
+// server's autovacuum is off, why it runs: every test run's schemas leave
+// dead catalog rows behind (150 078 in pg_attribute beside 330 live after
+// a day of tests here; 63 746 after ten minutes of seven sessions' tests),
+// which a backend reads through whenever it loads a relation's
+// description (a new connection, a cache reset by others' DDL). Unvacuumed
+// they halved the settles per second of round 12 (docs/perf-log.md).
 func (p *pgScratch) vacuumNote() string {
-	if !p.autovacuumOff {
-		return ""
+	if p.vacuumErr != nil {
+		return fmt.Sprintf("; VACUUM of the system catalogs failed (%v): figures may drift with their bloat", p.vacuumErr)
 	}
-	return "; autovacuum is OFF on this server: its catalogs bloat from run to run and the figures drift, VACUUM before measuring"
+	note := fmt.Sprintf("; the system catalogs VACUUMed before the phase (dead rows %d → %d)", p.deadBefore, p.deadAfter)
+	if p.autovacuumOff {
+		note += ", as autovacuum is OFF on this server"
+	}
+	return note
+}
+
+// vacuumCatalogs vacuums every table of pg_catalog (what the bench's own
+// connections read through; other schemas are not its business) and
+// records their dead rows before and after. Plain VACUUM blocks neither
+// reads nor writes; a table the role may not vacuum is skipped with a
+// warning by the server, not an error.
+func (p *pgScratch) vacuumCatalogs(ctx context.Context) {
+	dead := func() int64 {
+		var n int64
+		_ = p.side.QueryRow(ctx, `SELECT coalesce(sum(n_dead_tup), 0)::bigint FROM pg_stat_sys_tables WHERE schemaname = 'pg_catalog'`).Scan(&n)
+		return n
+	}
+	p.deadBefore = dead()
+	var tables []string
+	rows, err := p.side.Query(ctx, `SELECT format('%I.%I', schemaname, relname) FROM pg_stat_sys_tables WHERE schemaname = 'pg_catalog' ORDER BY 1`)
+	if err == nil {
+		tables, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	if err == nil && len(tables) > 0 {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		_, err = p.side.Exec(ctx, "VACUUM "+strings.Join(tables, ", "))
+	}
+	p.vacuumErr = err
+	p.deadAfter = dead()
 }
 
 // newPGScratch creates a schema and an application_name for the phase
@@ -64,6 +101,10 @@ func newPGScratch(ctx context.Context, url, what string) (*pgScratch, error) {
 	var av string
 	if err := side.QueryRow(ctx, "SHOW autovacuum").Scan(&av); err == nil {
 		p.autovacuumOff = av == "off"
+	}
+	p.vacuumCatalogs(ctx)
+	if p.vacuumErr == nil {
+		logf("PostgreSQL %s: system catalogs vacuumed, dead rows %d → %d", what, p.deadBefore, p.deadAfter)
 	}
 	return p, nil
 }

@@ -239,9 +239,11 @@ func (rep *report) endToEnd(ctx context.Context, e *env, cfg *config) error {
 				s.cpuPerReq["gateway"], s.cpuPerReq["sim"], s.cpuPerReq["loadgen"], fmtRounds(s.rounds), failures(s))
 		}
 		ratio := r.a.rps / r.b.rps
-		want, wantCPU := 0.5, 2.5
+		// CPU targets of issue 38 (issue 16 asked 2.5 and 2.0 ×, not met
+		// since: round 12 in docs/perf-log.md).
+		want, wantCPU := 0.5, 3.0
 		if r.n == 1 {
-			want, wantCPU = 0.8, 2.0
+			want, wantCPU = 0.8, 2.8
 		}
 		// CPU per call of the Caddy process: the gateway's path against
 		// reverse_proxy's in the same process; it moves less than req/s.
@@ -305,8 +307,12 @@ func (rep *report) lookups(ctx context.Context, e *env, cfg *config) error {
 				s.name, s.rps, s.p50, s.p99, s.bytesPerReq, s.cpuPerReq["gateway"], s.cpuPerReq["loadgen"], fmtRounds(s.rounds), failures(s))
 		}
 		ratio := a.rps / b.rps
-		fmt.Fprintf(w, "    %-26s %.2f ×  target ≥ 0.7 ×  %s\n", "ratio to respond", ratio, mark(ratio >= 0.7))
-		rep.check(a.name+" / respond req/s", fmt.Sprintf("%.2f ×", ratio), "≥ 0.7 ×", ratio >= 0.7)
+		want := 0.7
+		if c.a.name == e.runTarget().name {
+			want = 0.95 // issue 38: the stored bytes served as stored
+		}
+		fmt.Fprintf(w, "    %-26s %.2f ×  target ≥ %.2f ×  %s\n", "ratio to respond", ratio, want, mark(ratio >= want))
+		rep.check(a.name+" / respond req/s", fmt.Sprintf("%.2f ×", ratio), fmt.Sprintf("≥ %.2f ×", want), ratio >= want)
 	}
 	fmt.Fprintln(w)
 	return nil

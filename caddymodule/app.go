@@ -21,6 +21,7 @@ import (
 	"socialrouter/caddymodule/cache"
 	"socialrouter/caddymodule/mcp"
 	"socialrouter/caddymodule/metrics"
+	"socialrouter/caddymodule/payments"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/retention"
 	"socialrouter/caddymodule/router"
@@ -92,6 +93,9 @@ type App struct {
 	// Async configures the asynchronous runs (app_async.go).
 	Async
 
+	// Payments configures top-ups by card (payments.go). Default: off.
+	Payments *PaymentsConfig `json:"payments,omitempty"`
+
 	reg      *registry.Registry
 	store    store.Store
 	storeKey string
@@ -112,7 +116,8 @@ type App struct {
 
 	webhooks *webhooks.Service
 	async    asyncState
-	cache    *cache.Cache // nil: the store keeps no cache
+	payments *payments.Service // without a payments block: notices only
+	cache    *cache.Cache      // nil: the store keeps no cache
 }
 
 // SourceConfig is where a source lives and how to authenticate to it.
@@ -208,6 +213,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	a.provisionCache()
 	a.provisionWebhooks()
+	if err := a.provisionPayments(); err != nil {
+		return err
+	}
 	a.provisionAsync()
 	// After every default is set: the running config's fingerprint was
 	// taken with them.
@@ -350,7 +358,7 @@ func (a *App) API(logger *zap.Logger) *api.API { return a.apiFor(a.current(), lo
 func (a *App) apiFor(c *compiled, logger *zap.Logger) *api.API {
 	return api.New(api.Config{
 		Registry:           c.reg,
-		Store:              a.store,
+		Store:              a.apiStore(),
 		Router:             c.router,
 		KeyPrefix:          a.KeyPrefix,
 		MaxConcurrentRuns:  a.MaxConcurrentRuns,
@@ -359,6 +367,8 @@ func (a *App) apiFor(c *compiled, logger *zap.Logger) *api.API {
 		Logger:             logger,
 		Async:              a.async.worker,
 		AsyncRouter:        c.asyncRouter,
+		TestRouter:         c.testRouter,
+		TestAsyncRouter:    c.testAsyncRouter,
 		AsyncDeadline:      cmp.Or(time.Duration(a.AsyncDeadline), api.DefaultAsyncDeadline),
 		AsyncMaxPerAccount: a.AsyncMaxPerAccount,
 		Cache:              a.cache,

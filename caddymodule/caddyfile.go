@@ -68,6 +68,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //		async_lease <duration>
 //		async_workers <n>
 //		async_max_per_account <n>   # async runs in flight per account (default 100)
+//		payments stripe { … }       # top-ups by card (payments.go)
 //	}
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // option name
@@ -221,6 +222,10 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			a.HSTS = h
+		case "payments":
+			if err := a.unmarshalPayments(d); err != nil {
+				return err
+			}
 		case "webhooks_allow_private", "webhooks_retry_schedule":
 			if err := a.unmarshalWebhookOption(d); err != nil {
 				return err

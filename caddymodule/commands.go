@@ -30,13 +30,15 @@ check, try and openapi work offline on a services directory.
 
   caddy sdr account create <id> [--balance <credits>]
   caddy sdr account show <id>
-  caddy sdr account credit <id> <amount>     (to remove credits: -- -5)
-  caddy sdr key create <account> [--name <name>] [--limit-period day --limit-credits 2]
+  caddy sdr account credit <id> <amount> [--reason <text>]   (to remove credits: -- -5)
+  caddy sdr account ledger <id> [--limit n]  (every movement of its credits)
+  caddy sdr payments orphans                 (payments that reached no account)
+  caddy sdr key create <account> [--test] [--name <name>] [--limit-period day --limit-credits 2]
   caddy sdr key limit <key_id> (--period <p> --credits <n> | --clear)
   caddy sdr key revoke <key_id>
   caddy sdr member invite <account> <email> [--dashboard <url>]
   caddy sdr services reload                  (swap the services in place)
-  caddy sdr webhook create <account> <url> [--events run.completed,run.failed,run.cancelled]
+  caddy sdr webhook create <account> <url> [--events run.completed,run.failed,...]
   caddy sdr webhook list <account> | deliveries <webhook_id> [--limit n]
   caddy sdr webhook test|rotate|delete <webhook_id> | resend <delivery_id>
   caddy sdr cache stats | purge [<platform>/<service>]
@@ -79,7 +81,7 @@ func buildSDRCommand(cmd *cobra.Command) {
 				return adminCall(c, http.MethodGet, "/sdr/accounts/"+url.PathEscape(args[0]), nil)
 			},
 		},
-		credit)
+		credit, ledgerCommand())
 
 	key := &cobra.Command{Use: "key", Short: "Creates, limits and revokes API keys"}
 	kcreate := &cobra.Command{
@@ -87,6 +89,9 @@ func buildSDRCommand(cmd *cobra.Command) {
 		RunE: func(c *cobra.Command, args []string) error {
 			name, _ := c.Flags().GetString("name")
 			body := map[string]any{"name": name}
+			if test, _ := c.Flags().GetBool("test"); test {
+				body["mode"] = "test"
+			}
 			if lim, err := limitFlags(c, "limit-period", "limit-credits"); err != nil {
 				return err
 			} else if lim != nil {
@@ -97,6 +102,7 @@ func buildSDRCommand(cmd *cobra.Command) {
 		},
 	}
 	kcreate.Flags().String("name", "", "A name for the key")
+	kcreate.Flags().Bool("test", false, "A test key (<prefix>_test_…): answers from the example payloads, reaches no upstream, spends the test balance")
 	kcreate.Flags().String("limit-period", "", "Credit limit period: hour, day, week or month")
 	kcreate.Flags().String("limit-credits", "", "Credit limit per period")
 	klimit := &cobra.Command{
@@ -164,8 +170,7 @@ func buildSDRCommand(cmd *cobra.Command) {
 	try := servicecheck.TryCommand(func(dir string) (*registry.Registry, error) { return loadDir([]string{dir}) })
 	cmd.AddCommand(account, key, check, openapi, try, memberCommand(), servicesCommand())
 	cmd.AddCommand(backupCommands()...)
-	cmd.AddCommand(webhookCommand())
-	cmd.AddCommand(cacheCommand())
+	cmd.AddCommand(webhookCommand(), paymentsCommand(), cacheCommand())
 	transfer.AddCommands(cmd)
 	refuseUnknownSubcommands(cmd)
 }
@@ -181,10 +186,15 @@ func creditCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			b, _ := json.Marshal(map[string]any{"amount": amount})
+			body := map[string]any{"amount": amount}
+			if reason, _ := c.Flags().GetString("reason"); reason != "" {
+				body["reason"] = reason
+			}
+			b, _ := json.Marshal(body)
 			return adminCall(c, http.MethodPost, "/sdr/accounts/"+url.PathEscape(args[0])+"/credits", b)
 		},
 	}
+	credit.Flags().String("reason", "", "Why, shown to the customer on the ledger row")
 	credit.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return negativeAmountHint(err) })
 	return credit
 }

@@ -32,7 +32,7 @@ func TestSDRWebhookCommands(t *testing.T) {
 		{"create", []string{"create", "acme", "https://h.example/x", "--events", "run.completed,run.failed"},
 			&sent{"POST", "/sdr/accounts/acme/webhooks", `{"events":["run.completed","run.failed"],"url":"https://h.example/x"}`}, ""},
 		{"create default events", []string{"create", "acme", "https://h.example/x"},
-			&sent{"POST", "/sdr/accounts/acme/webhooks", `{"events":["run.completed","run.failed","run.cancelled"],"url":"https://h.example/x"}`}, ""},
+			&sent{"POST", "/sdr/accounts/acme/webhooks", `{"events":["run.completed","run.failed","run.cancelled","balance.low","billing.recharge_failed"],"url":"https://h.example/x"}`}, ""},
 		{"create escapes the account", []string{"create", "a/b", "https://h.example/x", "--events", "run.failed"},
 			&sent{"POST", "/sdr/accounts/a%2Fb/webhooks", `{"events":["run.failed"],"url":"https://h.example/x"}`}, ""},
 		{"create no url", []string{"create", "acme"}, nil, "accepts 2 arg(s)"},

@@ -94,6 +94,7 @@ func (d *Dashboard) Provision(ctx caddy.Context) error {
 		Logger:    ctx.Logger(),
 		Limits:    limits,
 		Webhooks:  app.webhooks,
+		Billing:   app.payments,
 	})
 	return nil
 }

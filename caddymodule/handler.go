@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"socialrouter/caddymodule/api"
+	"socialrouter/caddymodule/payments"
 )
 
 func init() {
@@ -65,6 +66,10 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 // handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	setHSTS(w, r, h.hsts)
+	if r.URL.Path == payments.WebhookPath && h.app != nil {
+		h.app.servePaymentsWebhook(w, r)
+		return nil
+	}
 	if r.URL.Path == "/mcp" {
 		h.mcp.ServeHTTP(w, r)
 		return nil

@@ -31,6 +31,10 @@ type compiled struct {
 	asyncRouter *router.Router
 	tools       *mcp.Toolset
 	digest      string
+
+	// testRouter and testAsyncRouter serve test keys: the same registry,
+	// clients answering from the examples (testmode.go), no upstream.
+	testRouter, testAsyncRouter *router.Router
 }
 
 // swapState is the services an app serves now, swapped in place; mu
@@ -110,7 +114,11 @@ func (a *App) compile(ctx context.Context) (*compiled, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &compiled{reg: reg, router: rt, asyncRouter: a.asyncRouter(clients), tools: tools, digest: digest}, nil
+	c := &compiled{reg: reg, router: rt, asyncRouter: a.asyncRouter(clients), tools: tools, digest: digest}
+	if err := a.compileTestMode(c); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // SwapResult is the answer of a registry swap.

@@ -18,11 +18,13 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/store/backend"
 	"socialrouter/internal/mcptest"
+	"socialrouter/internal/testservices"
 )
 
-const swapService = "open_net/swaptest.info"
+const swapService = testservices.SwapKey
 
 // provisionSwapApp provisions and starts an app over a copy of the
 // repository's declarations in dir (with their examples).
@@ -46,26 +48,22 @@ func provisionSwapApp(t *testing.T, dir string, watch time.Duration) *App {
 	return a
 }
 
-// addSwapService writes the test-only service and its example into dir.
+// addSwapService adds the test-only swap service and its example to dir
+// (testservices.Swap: names no operator chooses).
 func addSwapService(t *testing.T, dir string) {
 	t.Helper()
-	copyFile(t, filepath.Join("testdata", "open_net.cue"), filepath.Join(dir, "open_net.cue"))
-	ex := filepath.Join("examples", "source_b", "open_net__swaptest.info.json")
-	copyFile(t, filepath.Join("testdata", ex), filepath.Join(dir, ex))
+	if skipped, err := testservices.Add(dir, testservices.Swap); err != nil || len(skipped) > 0 {
+		t.Fatalf("adding the swap service: %v %v", skipped, err)
+	}
 }
 
-func copyFile(t *testing.T, from, to string) {
-	t.Helper()
-	b, err := os.ReadFile(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(to, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+// hasSwap reports whether reg serves the swap service.
+func hasSwap(reg interface {
+	Service(platform, name string) (*registry.Service, bool)
+}) bool {
+	p, n, _ := strings.Cut(testservices.SwapKey, "/")
+	_, ok := reg.Service(p, n)
+	return ok
 }
 
 // TestSwapServices: a swap adds and removes a service for the calls that
@@ -105,23 +103,23 @@ func TestSwapServices(t *testing.T) {
 	if !slices.Equal(res.Added, []string{swapService}) || len(res.Removed) != 0 || res.Services != len(a.Registry().Services) {
 		t.Fatalf("swap result %+v", res)
 	}
-	if _, ok := a.Registry().Service("open_net", "swaptest.info"); !ok {
+	if !hasSwap(a.Registry()) {
 		t.Fatal("the added service is not in the registry")
 	}
-	if _, ok := before.Registry.Service("open_net", "swaptest.info"); ok {
+	if hasSwap(before.Registry) {
 		t.Fatal("the API built before the swap sees the new registry")
 	}
 	if got := h.currentAPI(); got.Registry != a.Registry() {
 		t.Fatal("the handler still serves the old registry")
 	}
 	waitChanged("adding a service")
-	if !slices.Contains(mcptest.ToolNames(t, cs), "open_net_swaptest_info") {
+	if !slices.Contains(mcptest.ToolNames(t, cs), testservices.SwapTool) {
 		t.Fatal("the MCP tools lack the added service")
 	}
 
 	// A broken file: refused, the first line its position, nothing swapped.
 	serving := a.Registry()
-	broken := filepath.Join(dir, "open_net.cue")
+	broken := filepath.Join(dir, testservices.SwapFile)
 	b, _ := os.ReadFile(broken)
 	if err := os.WriteFile(broken, []byte(strings.Replace(string(b), `max_inputs:       20`, `max_inputs:       "twenty"`, 1)), 0o644); err != nil {
 		t.Fatal(err)
@@ -150,7 +148,7 @@ func TestSwapServices(t *testing.T) {
 		t.Fatalf("swap result %+v", res)
 	}
 	waitChanged("removing a service")
-	if slices.Contains(mcptest.ToolNames(t, cs), "open_net_swaptest_info") {
+	if slices.Contains(mcptest.ToolNames(t, cs), testservices.SwapTool) {
 		t.Fatal("the MCP tools still list the removed service")
 	}
 }
@@ -161,7 +159,7 @@ func TestSwapServices(t *testing.T) {
 func TestWatchServices(t *testing.T) {
 	dir := declarationsDir(t)
 	a := provisionSwapApp(t, dir, 100*time.Millisecond)
-	has := func() bool { _, ok := a.Registry().Service("open_net", "swaptest.info"); return ok }
+	has := func() bool { return hasSwap(a.Registry()) }
 	waitFor := func(want bool, what string) {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
@@ -176,14 +174,14 @@ func TestWatchServices(t *testing.T) {
 	waitFor(true, "adding a file")
 
 	serving := a.Registry()
-	if err := os.WriteFile(filepath.Join(dir, "open_net.cue"), []byte("package sdr\nservices: {\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, testservices.SwapFile), []byte("package sdr\nservices: {\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(600 * time.Millisecond) // a debounce and a compile, several times over
 	if a.Registry() != serving {
 		t.Fatal("the watcher swapped in a broken file")
 	}
-	if err := os.Remove(filepath.Join(dir, "open_net.cue")); err != nil {
+	if err := os.Remove(filepath.Join(dir, testservices.SwapFile)); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(false, "removing the file")
@@ -214,10 +212,10 @@ func TestRegistryReloadRoute(t *testing.T) {
 	if err != nil || json.Unmarshal(w.Body.Bytes(), &res) != nil || !slices.Equal(res.Added, []string{swapService}) {
 		t.Fatalf("POST: %v %s", err, w.Body)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "open_net.cue"), []byte("package sdr\nservices: 1\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, testservices.SwapFile), []byte("package sdr\nservices: 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := call(m, "POST"); status(err) != 400 || !strings.HasPrefix(err.Error(), filepath.Join(dir, "open_net.cue")+":") {
+	if _, err := call(m, "POST"); status(err) != 400 || !strings.HasPrefix(err.Error(), filepath.Join(dir, testservices.SwapFile)+":") {
 		t.Errorf("broken file: %v", err)
 	}
 	if _, err := call(m, "GET"); status(err) != 405 {

@@ -135,6 +135,14 @@ func TestCacheAcrossAccounts(t *testing.T) {
 	if n := len(jobsOf(t, s, proA)); n != 1 || cachedRecords(pinned) != 0 || pinned.JSON["served_by"] != "source_a/actor_1" {
 		t.Errorf("pinned to source_a/actor_1: %d jobs of it, cached_records %d, served_by %v; want 1, 0, the pin", n, cachedRecords(pinned), pinned.JSON["served_by"])
 	}
+	// A test key's calls never read (nor write) the live cache.
+	tk := g.testKey("cache_a")
+	for i := range 2 {
+		if r := extractCC(t, g, profileInfo, tk, "max-age=3600", body); r.Status != 200 || cachedRecords(r) != 0 || r.JSON["livemode"] != false {
+			t.Errorf("test key call %d: %d, cached_records %d, livemode %v", i, r.Status, cachedRecords(r), r.JSON["livemode"])
+		}
+	}
+
 	// Usage splits the cached records from the live ones of each offer.
 	u := g.do("GET", "/v1/account/usage", keyB, nil)
 	prov, _ := u.JSON["by_provider"].(map[string]any)

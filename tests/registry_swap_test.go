@@ -23,14 +23,21 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"socialrouter/internal/mcptest"
+	"socialrouter/internal/testservices"
 )
 
-// swapCUE and swapExample are the test-only service open_net/swaptest.info
-// and its example payload, which the swap tests add and remove.
+// swapCUE and swapExample are the test-only service
+// open_net/sdr_test_swap.info (testservices.Swap, names no operator
+// chooses) and its example payload, which the swap tests add and remove.
 var (
-	swapCUE     = filepath.Join("caddymodule", "testdata", "open_net.cue")
-	swapExample = filepath.Join("caddymodule", "testdata", "examples", "source_b", "open_net__swaptest.info.json")
+	swapCUE     = testservices.File(testservices.Swap, testservices.SwapFile)
+	swapExample = testservices.File(testservices.Swap, testservices.SwapExample)
 )
+
+// swapExamplePath is where the swap service's example goes in dir.
+func swapExamplePath(dir string) string {
+	return filepath.Join(dir, filepath.FromSlash(testservices.SwapExample))
+}
 
 // TestRegistrySwapUnderLoad: 20 clients call continuously (extract calls
 // billed through the simulator, and catalogue reads) through 20 registry
@@ -42,24 +49,24 @@ var (
 // a reload says that only the services changed.
 func TestRegistrySwapUnderLoad(t *testing.T) {
 	s := startSim(t)
-	svcDir := copyServicesTree(t)
+	svcDir := copyServices(t)
 	c := defaultConfig(t, s)
 	c.Services = svcDir
 	c.AppExtra = "max_concurrent_runs 64" // 20 clients: the per-account cap of 16 is not under test
 	g := startGateway(t, c)
 	key := g.account("acme", 1000)
 	s.fault(t, map[string]any{"target": companyB, "items": 1})
-	added := filepath.Join(svcDir, "open_net.cue")
+	added := filepath.Join(svcDir, testservices.SwapFile)
 
 	step := func(i int) (wantOK bool) {
 		switch {
 		case i == 9: // a broken file among the swaps
-			b := readRepo(t, swapCUE)
+			b := swapCUE
 			writeFile(t, added, bytes.Replace(b, []byte(`max_inputs:       20`), []byte(`max_inputs:       "twenty"`), 1))
 			return false
 		case i%2 == 0:
-			writeFile(t, added, readRepo(t, swapCUE))
-			writeFile(t, filepath.Join(svcDir, "examples", "source_b", filepath.Base(swapExample)), readRepo(t, swapExample))
+			writeFile(t, added, swapCUE)
+			writeFile(t, swapExamplePath(svcDir), swapExample)
 		default:
 			if err := os.Remove(added); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				t.Fatal(err)
@@ -92,7 +99,7 @@ func TestRegistrySwapUnderLoad(t *testing.T) {
 				t.Errorf("swap %d of a broken file: taken %v, first line %q\n%s", i, ok, first, msg)
 			}
 			// The swap before added the service: it still serves.
-			if r := g.do("GET", "/v1/services/open_net/swaptest.info", "", nil); r.Status != 200 {
+			if r := g.do("GET", "/v1/services/"+testservices.SwapKey, "", nil); r.Status != 200 {
 				t.Errorf("after a refused swap: %d %s", r.Status, r.Body)
 			}
 			return
@@ -105,7 +112,7 @@ func TestRegistrySwapUnderLoad(t *testing.T) {
 		if i%2 == 1 {
 			want = 404
 		}
-		if r := g.do("GET", "/v1/services/open_net/swaptest.info", "", nil); r.Status != want {
+		if r := g.do("GET", "/v1/services/"+testservices.SwapKey, "", nil); r.Status != want {
 			t.Errorf("after swap %d: GET the test service %d, want %d", i, r.Status, want)
 		}
 	})
@@ -200,41 +207,6 @@ func runUnderLoad(t *testing.T, g *gateway, key string, change func(i int)) load
 	return res
 }
 
-// copyServicesTree copies services/ with its examples into a temporary
-// directory a test may change.
-func copyServicesTree(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	src := filepath.Join(repoRoot, "services")
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dir, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dir, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
-func readRepo(t *testing.T, rel string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot, rel))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func writeFile(t *testing.T, path string, b []byte) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -249,13 +221,13 @@ func writeFile(t *testing.T, path string, b []byte) {
 // the services directory is served without any call, and removing it
 // removes the service.
 func TestWatchServicesOption(t *testing.T) {
-	svcDir := copyServicesTree(t)
+	svcDir := copyServices(t)
 	c := defaultConfig(t, nil)
 	c.Services = svcDir
 	c.AppExtra = "watch_services 200ms"
 	g := startGateway(t, c)
 	status := func() int {
-		r, err := http.Get(g.URL + "/v1/services/open_net/swaptest.info")
+		r, err := http.Get(g.URL + "/v1/services/" + testservices.SwapKey)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -265,10 +237,10 @@ func TestWatchServicesOption(t *testing.T) {
 	if st := status(); st != 404 {
 		t.Fatalf("before: %d", st)
 	}
-	writeFile(t, filepath.Join(svcDir, "examples", "source_b", filepath.Base(swapExample)), readRepo(t, swapExample))
-	writeFile(t, filepath.Join(svcDir, "open_net.cue"), readRepo(t, swapCUE))
+	writeFile(t, swapExamplePath(svcDir), swapExample)
+	writeFile(t, filepath.Join(svcDir, testservices.SwapFile), swapCUE)
 	waitUntilFor(t, 20*time.Second, func() bool { return status() == 200 })
-	if err := os.Remove(filepath.Join(svcDir, "open_net.cue")); err != nil {
+	if err := os.Remove(filepath.Join(svcDir, testservices.SwapFile)); err != nil {
 		t.Fatal(err)
 	}
 	waitUntilFor(t, 20*time.Second, func() bool { return status() == 404 })
@@ -289,7 +261,7 @@ func waitUntilFor(t *testing.T, d time.Duration, ok func() bool) {
 // service removes the tool.
 func TestRegistrySwapMCP(t *testing.T) {
 	s := startSim(t)
-	svcDir := copyServicesTree(t)
+	svcDir := copyServices(t)
 	c := defaultConfig(t, s)
 	c.Services = svcDir
 	g := startGateway(t, c)
@@ -308,17 +280,17 @@ func TestRegistrySwapMCP(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("%s: no tools/list_changed", what)
 		}
-		if got := slices.Contains(mcptest.ToolNames(t, cs), "open_net_swaptest_info"); got != wantTool {
+		if got := slices.Contains(mcptest.ToolNames(t, cs), testservices.SwapTool); got != wantTool {
 			t.Fatalf("%s: tool listed %v", what, got)
 		}
 		if isErr, bal := mcpCall(t, cs, "get_balance", nil); isErr || num(bal["balance"]) != 10 {
 			t.Fatalf("%s: get_balance on the same session: %v", what, bal)
 		}
 	}
-	writeFile(t, filepath.Join(svcDir, "examples", "source_b", filepath.Base(swapExample)), readRepo(t, swapExample))
-	writeFile(t, filepath.Join(svcDir, "open_net.cue"), readRepo(t, swapCUE))
+	writeFile(t, swapExamplePath(svcDir), swapExample)
+	writeFile(t, filepath.Join(svcDir, testservices.SwapFile), swapCUE)
 	swap("adding a service", true)
-	if err := os.Remove(filepath.Join(svcDir, "open_net.cue")); err != nil {
+	if err := os.Remove(filepath.Join(svcDir, testservices.SwapFile)); err != nil {
 		t.Fatal(err)
 	}
 	swap("removing it", false)

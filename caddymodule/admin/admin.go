@@ -25,6 +25,7 @@ import (
 	"socialrouter/caddymodule/errkind"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/store"
+	"socialrouter/caddymodule/testmode"
 	"socialrouter/caddymodule/webhooks"
 	"socialrouter/internal/httpjson"
 	"socialrouter/internal/jsonscan"
@@ -82,6 +83,8 @@ func New(c Config) *Handler {
 	h.route("/sdr/keys/{id}", h.key, http.MethodPatch, http.MethodDelete)
 	h.route("/sdr/sources/{id}/status", h.setSourceStatus, http.MethodPut)
 	h.route("/sdr/backup", h.backup, http.MethodGet)
+	h.route("/sdr/accounts/{id}/transactions", h.transactions, http.MethodGet)
+	h.route("/sdr/payments/orphans", h.orphans, http.MethodGet)
 	h.webhookRoutes()
 	h.cacheRoutes()
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -229,9 +232,20 @@ func (h *Handler) getAccount(w http.ResponseWriter, r *http.Request) error {
 	if keys == nil {
 		keys = []store.Key{}
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{
+	out := map[string]any{
 		"id": acct.ID, "balance": acct.Balance, "created_at": acct.CreatedAt, "keys": keys,
-	})
+	}
+	if !testmode.IsTest(id) {
+		// The test twin, once a test key made it: its balance and keys.
+		if twin, err := h.Store.GetAccount(r.Context(), testmode.AccountID(id)); err == nil {
+			tk, err := h.Store.ListKeys(r.Context(), twin.ID)
+			if err != nil {
+				return storeErr(err, "test keys of "+id)
+			}
+			out["test_balance"], out["keys"] = twin.Balance, append(keys, tk...)
+		}
+	}
+	return writeJSON(w, http.StatusOK, out)
 }
 
 // addCredits serves POST /sdr/accounts/{id}/credits.
@@ -239,12 +253,24 @@ func (h *Handler) addCredits(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	var body struct {
 		Amount *credits.Micros `json:"amount"`
+		Reason string          `json:"reason"`
 	}
 	if err := decode(r, &body); err != nil {
 		return err
 	}
 	if body.Amount == nil || *body.Amount == 0 {
 		return apiErr(http.StatusBadRequest, "amount must be a non-zero number of credits")
+	}
+	if len(body.Reason) > 500 {
+		return apiErr(http.StatusBadRequest, "reason must be at most 500 bytes")
+	}
+	if l, ok := h.Store.(store.Ledger); ok && body.Reason != "" {
+		// The reason goes on the ledger row the customer reads.
+		e, err := l.Move(r.Context(), store.LedgerEntry{AccountID: id, Kind: store.LedgerAdjustment, Amount: *body.Amount, Reason: body.Reason})
+		if err != nil {
+			return storeErr(err, "account "+id)
+		}
+		return writeJSON(w, http.StatusOK, map[string]any{"id": id, "balance": e.Balance, "transaction": e.ID})
 	}
 	acct, err := h.Store.AddCredits(r.Context(), id, *body.Amount)
 	if err != nil {
@@ -260,6 +286,7 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
 		Name        string             `json:"name"`
 		CreditLimit *store.CreditLimit `json:"credit_limit"`
+		Mode        string             `json:"mode"`
 	}
 	if err := decode(r, &body); err != nil {
 		return err
@@ -267,10 +294,23 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request) error {
 	if err := checkLimit(body.CreditLimit); err != nil {
 		return err
 	}
+	if !testmode.ValidMode(body.Mode) {
+		return apiErr(http.StatusBadRequest, `mode must be "live" (the default) or "test"`)
+	}
+	now := time.Now().UTC()
 	if _, err := h.Store.GetAccount(r.Context(), id); err != nil {
 		return storeErr(err, "account "+id)
 	}
-	secret, k, err := NewKey(h.KeyPrefix, id, body.Name, body.CreditLimit, time.Now().UTC())
+	if body.Mode == testmode.Test && !testmode.IsTest(id) {
+		// A test key belongs to the account's test twin, created with the
+		// starting test balance on the first test key.
+		twin, err := testmode.Ensure(r.Context(), h.Store, id, now)
+		if err != nil {
+			return storeErr(err, "test account of "+id)
+		}
+		id = twin.ID
+	}
+	secret, k, err := NewKey(h.KeyPrefix, id, body.Name, body.CreditLimit, now)
 	if err != nil {
 		return kindErr(errkind.Internal, "generating key: %v", err)
 	}
@@ -278,7 +318,7 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request) error {
 		return storeErr(err, "key")
 	}
 	return writeJSON(w, http.StatusCreated, map[string]any{
-		"id": k.ID, "key": secret, "account_id": k.AccountID, "name": k.Name,
+		"id": k.ID, "key": secret, "account_id": k.AccountID, "name": k.Name, "mode": testmode.ModeOf(k.AccountID),
 		"display": k.Display, "credit_limit": k.CreditLimit, "created_at": k.CreatedAt,
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"socialrouter/caddymodule/store"
+	"socialrouter/caddymodule/testmode"
 )
 
 const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -18,10 +19,13 @@ const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 const secretLen = 40
 
 // NewKey makes a key "<prefix>_live_<40 base62 chars>" from crypto/rand and
-// its stored form (digest and display only; the secret is returned once).
+// its stored form (digest and display only; the secret is returned once);
+// "<prefix>_test_…" for a test twin's account (testmode.IsTest): a key's
+// mode is its account's, fixed at creation.
 func NewKey(prefix, accountID, name string, limit *store.CreditLimit, now time.Time) (secret string, k store.Key, err error) {
+	word := "_" + testmode.ModeOf(accountID) + "_"
 	var b strings.Builder
-	b.WriteString(prefix + "_live_")
+	b.WriteString(prefix + word)
 	max := big.NewInt(int64(len(base62)))
 	for range secretLen {
 		n, err := rand.Int(rand.Reader, max)
@@ -36,7 +40,7 @@ func NewKey(prefix, accountID, name string, limit *store.CreditLimit, now time.T
 		AccountID:   accountID,
 		Name:        name,
 		Hash:        sha256.Sum256([]byte(secret)),
-		Display:     prefix + "_live_…" + secret[len(secret)-4:],
+		Display:     prefix + word + "…" + secret[len(secret)-4:],
 		CreatedAt:   now,
 		CreditLimit: limit,
 	}

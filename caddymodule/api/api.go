@@ -48,6 +48,11 @@ type Config struct {
 	Async         *async.Worker
 	AsyncRouter   *router.Router
 	AsyncDeadline time.Duration
+	// TestRouter and TestAsyncRouter serve the calls of test keys (their
+	// accounts are test twins, testmode.IsTest) in place of Router and
+	// AsyncRouter: built over testmode.Clients, with no upstream client.
+	// Nil: test keys are refused (401 test_mode_off).
+	TestRouter, TestAsyncRouter *router.Router
 	// Cache, if set, is the freshness cache of records bought once
 	// (cached.go); nil: every call is live work.
 	Cache *cache.Cache
@@ -80,6 +85,7 @@ func New(c Config) *API {
 	a.route(http.MethodPost, "/v1/extractions/{id}/cancel", a.cancelRun)
 	a.route(http.MethodGet, "/v1/account/balance", a.balance)
 	a.route(http.MethodGet, "/v1/account/usage", a.usage)
+	a.route(http.MethodGet, "/v1/account/transactions", a.transactions)
 	a.route(http.MethodGet, "/v1/health/{probe}", a.health)
 	// The alias /v1/{platform}/{service} of the OpenAPI operations; every
 	// route above is more specific, so it only takes what they leave.

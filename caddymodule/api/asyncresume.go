@@ -43,8 +43,8 @@ func resumePoint(r store.AsyncRun) (router.Resumed, bool) {
 	return router.Resumed{Offer: rec.Offer, Records: rec.Records, Before: before, Started: rec.Started}, true
 }
 
-// resumeFrom seeds the budget with the state of a resumed run.
-func (b *progressBudget) resumeFrom(from router.Resumed) {
+// resumeFrom seeds the progress with the state of a resumed run.
+func (b *runProgress) resumeFrom(from router.Resumed) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.attempts = append(slices.Clip(from.Before), runs.Attempt{Offer: from.Offer, Outcome: outcomeRunning})
@@ -57,7 +57,7 @@ func (b *progressBudget) resumeFrom(from router.Resumed) {
 
 // started records upstream work the attempt under way started (the
 // router's OnHandle), durably before the work is waited for.
-func (b *progressBudget) started(o *registry.Offer, s router.Started) {
+func (b *runProgress) started(o *registry.Offer, s router.Started) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if o.ID != b.resume.Offer {
@@ -118,9 +118,6 @@ func (a *API) abortRecorded(ctx context.Context, r store.AsyncRun) {
 		a.Logger.Error("cannot abort a cancelled run's upstream work: its call no longer prepares", zap.String("run_id", r.ID))
 		return
 	}
-	rtr := a.AsyncRouter
-	if rtr == nil {
-		rtr = a.Router
-	}
+	rtr := a.asyncRouterFor(r.AccountID)
 	rtr.Abort(ctx, c.req.Service, from)
 }

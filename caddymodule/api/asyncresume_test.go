@@ -5,13 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http/httptest"
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/zap"
 
 	"socialrouter/caddymodule/async"
-	"socialrouter/caddymodule/billing"
 	"socialrouter/caddymodule/credits"
 	"socialrouter/caddymodule/router"
 	"socialrouter/caddymodule/runs"
@@ -109,12 +111,13 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Fatalf("timed out waiting for %s", what)
 }
 
-// TestProgressBudgetCancelledFailover: once a run is cancelled in the
+// TestRunProgressCancelledFailover: once a run is cancelled in the
 // store (by a cancel on another node, which this worker hears of only at
-// its next renewal), a failover starts no new offer: nothing is held and
-// the run settles cancelled. The first attempt and the resumed one are
-// not asked again.
-func TestProgressBudgetCancelledFailover(t *testing.T) {
+// its next renewal), a failover starts no new offer: Proceed stops it
+// (the router asks before holding the offer's money, so nothing is held)
+// and the run settles cancelled. The first attempt and the resumed one
+// do not ask the store; an attempt that goes on is written as running.
+func TestRunProgressCancelledFailover(t *testing.T) {
 	a := newTestAPI(t, 10*credits.PerCredit)
 	svc, ok := a.Registry.Service("forum_net", "subreddit.posts")
 	if !ok || len(svc.LiveOffers()) == 0 {
@@ -123,7 +126,7 @@ func TestProgressBudgetCancelledFailover(t *testing.T) {
 	o := svc.LiveOffers()[0]
 	for _, tc := range []struct {
 		name      string
-		attempts  []runs.Attempt // before this Reserve
+		attempts  []runs.Attempt // before this attempt
 		resuming  bool
 		cancelled bool
 		wantErr   bool
@@ -134,32 +137,70 @@ func TestProgressBudgetCancelledFailover(t *testing.T) {
 		{name: "failover, run cancelled", attempts: []runs.Attempt{{Offer: "x/y", Outcome: outcomeRunning}}, cancelled: true, wantErr: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			id := "ext_budget_" + tc.name
-			bill := billing.New(a.store, id, store.Key{ID: "key_1", AccountID: "acme"}, time.Now())
-			defer bill.Release(context.WithoutCancel(t.Context()))
 			asked := 0
-			b := &progressBudget{Call: bill, run: &runs.Run{ID: id, AccountID: "acme"}, runCtx: t.Context(),
-				progress:  func(context.Context, async.State) error { return nil },
+			var written []async.State
+			b := &runProgress{run: &runs.Run{ID: "ext_progress", AccountID: "acme"}, runCtx: t.Context(),
+				progress:  func(_ context.Context, s async.State) error { written = append(written, s); return nil },
 				cancelled: func(context.Context) bool { asked++; return tc.cancelled },
-				attempts:  tc.attempts, resuming: tc.resuming}
+				attempts:  slices.Clone(tc.attempts), resuming: tc.resuming}
 			if tc.resuming {
 				b.resume = resumeRecord{Offer: o.ID, Records: 5}
 			}
-			covered, _, err := b.Reserve(t.Context(), o, 5, 1)
-			if tc.wantErr != (err != nil) || tc.wantErr != b.cancelledInStore() {
-				t.Fatalf("Reserve = %d, %v (stopped %v); want an error %v", covered, err, b.cancelledInStore(), tc.wantErr)
-			}
-			if tc.wantErr && covered != 0 || !tc.wantErr && covered != 5 {
-				t.Errorf("covered %d", covered)
-			}
-			if got, err := a.store.Reserve(t.Context(), storeHold("ext_probe_"+tc.name, 10*credits.PerCredit)); tc.wantErr && (err != nil || got.Records != 1) {
-				t.Errorf("the whole balance is not free after a refused failover: %+v %v", got, err)
-			} else if err == nil {
-				_ = a.store.Release(t.Context(), "ext_probe_"+tc.name)
+			err := b.proceed(t.Context(), o)
+			if tc.wantErr != errors.Is(err, async.ErrCancelled) || tc.wantErr != b.cancelledInStore() {
+				t.Fatalf("proceed = %v (stopped %v); want async.ErrCancelled %v", err, b.cancelledInStore(), tc.wantErr)
 			}
 			if first := len(tc.attempts) == 0 || tc.resuming; first && asked > 0 {
 				t.Errorf("the store was asked %d times for a first or resumed attempt", asked)
 			}
+			if tc.wantErr {
+				return
+			}
+			if err := b.began(t.Context(), router.Begun{Offer: o, Records: 5}); err != nil {
+				t.Fatalf("began: %v", err)
+			}
+			if len(written) != 1 || written[0].Hold.Records != 5 || !strings.Contains(string(written[0].Resume), `"offer":"`+o.ID+`"`) {
+				t.Fatalf("written %+v, want one state holding 5 records of %s with its resume record", written, o.ID)
+			}
+			want := len(tc.attempts) + 1 // a new attempt; the resumed one begins again
+			if tc.resuming {
+				want--
+			}
+			if n := len(b.attempts); n != want || b.attempts[n-1].Offer != o.ID || b.attempts[n-1].Outcome != outcomeRunning {
+				t.Errorf("attempts %+v, want %d, %s running last", b.attempts, want, o.ID)
+			}
 		})
+	}
+}
+
+// TestResumePointReadsStoredRecord: a resume record and running document
+// as stored before issue 39's router layout (fixtures of that format)
+// still give the attempt to resume, its work and the attempts before it,
+// so runs left by an older gateway resume after an upgrade.
+func TestResumePointReadsStoredRecord(t *testing.T) {
+	const (
+		resume = `{"offer":"source_a/actor_6","records":2,"started":[{"offer":"source_a/actor_6","batch":0,"inputs":["https://www.reddit.com/r/golang"],"limit":2,"handle":"run:r1/dataset:d1"}]}`
+		doc    = `{"id":"ext_1","status":"running","url":"","credits_used":0,"data":[],"pagination":{},"attempts":[` +
+			`{"offer":"source_b/forum","outcome":"failed_over","duration_ms":0},` +
+			`{"offer":"source_a/actor_6","outcome":"running","duration_ms":0,"handles":["run:r1/dataset:d1"]}]}`
+	)
+	tests := []struct {
+		name   string
+		resume string
+		ok     bool
+		want   router.Resumed
+	}{
+		{"work recorded", resume, true, router.Resumed{Offer: "source_a/actor_6", Records: 2,
+			Before: []runs.Attempt{{Offer: "source_b/forum", Outcome: outcomeFailedOver}},
+			Started: []router.Started{{Offer: "source_a/actor_6", Batch: 0, Inputs: []string{"https://www.reddit.com/r/golang"},
+				Limit: 2, Handle: "run:r1/dataset:d1"}}}},
+		{"no work started yet", `{"offer":"source_a/actor_6","records":2}`, false, router.Resumed{}},
+		{"no record", ``, false, router.Resumed{}},
+	}
+	for _, tt := range tests {
+		got, ok := resumePoint(store.AsyncRun{Resume: []byte(tt.resume), Doc: []byte(doc)})
+		if ok != tt.ok || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: resumePoint = %+v, %v; want %+v, %v", tt.name, got, ok, tt.want, tt.ok)
+		}
 	}
 }

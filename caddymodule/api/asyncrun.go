@@ -19,6 +19,7 @@ import (
 	"socialrouter/caddymodule/router"
 	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
+	"socialrouter/caddymodule/testmode"
 )
 
 // AsyncRunner is the async.Runner and async.Resumer of this API: it runs
@@ -62,7 +63,8 @@ func (ar *AsyncRunner) run(ctx context.Context, r store.AsyncRun, p async.Progre
 		}
 		key = store.Key{ID: r.KeyID, AccountID: r.AccountID}
 	}
-	run := &runs.Run{ID: r.ID, CreatedAt: r.CreatedAt, AccountID: r.AccountID, KeyID: r.KeyID, Data: []json.RawMessage{}}
+	run := &runs.Run{ID: r.ID, CreatedAt: r.CreatedAt, AccountID: r.AccountID, KeyID: r.KeyID, Data: []json.RawMessage{},
+		Livemode: !testmode.IsTest(r.AccountID)}
 	bill := billing.New(a.Store, r.ID, key, r.CreatedAt)
 
 	c, apiErr := a.prepareStored(r.Request)
@@ -89,30 +91,28 @@ func (ar *AsyncRunner) run(ctx context.Context, r store.AsyncRun, p async.Progre
 		a.abortRecorded(bg, r)
 		return a.settleCancelled(bg, bill, run, nil, c.platform)
 	}
-	budget := &progressBudget{Call: bill, run: run, progress: p, runCtx: ctx, cancelled: func(ctx context.Context) bool {
+	prog := &runProgress{run: run, progress: p, runCtx: ctx, cancelled: func(ctx context.Context) bool {
 		cur, err := a.Store.GetAsyncRun(ctx, r.AccountID, r.ID)
 		return err == nil && cur.Cancelled
 	}}
 	req := c.req
-	req.Now, req.Budget, req.OnHandle = r.CreatedAt, budget, budget.started
-	rtr := a.AsyncRouter
-	if rtr == nil {
-		rtr = a.Router
-	}
+	req.Now, req.Budget = r.CreatedAt, bill
+	req.Proceed, req.OnAttempt, req.OnHandle = prog.proceed, prog.began, prog.started
+	rtr := a.asyncRouterFor(r.AccountID)
 	rctx, stop := handOver(ctx)
 	defer stop()
 	var res *router.Result
 	var rerr error
 	var note *cacheNote
 	if from != nil {
-		budget.resumeFrom(*from)
+		prog.resumeFrom(*from)
 		res, rerr = rtr.Resume(rctx, req, *from)
 	} else {
 		res, note, rerr = a.routeCached(rctx, rtr, c, req)
 	}
 	if rerr != nil {
 		switch cause := context.Cause(ctx); {
-		case errors.Is(cause, async.ErrCancelled), budget.cancelledInStore():
+		case errors.Is(cause, async.ErrCancelled), prog.cancelledInStore():
 			return a.settleCancelled(bg, bill, run, failureAttempts(rerr), c.platform)
 		case errors.Is(cause, async.ErrLeaseLost), errors.Is(cause, async.ErrStopping):
 			// Another worker runs it, or the next one will: its hold and
@@ -229,14 +229,14 @@ const (
 	outcomeFailedOver = "failed_over"
 )
 
-// progressBudget is the run's billing.Call, which the router asks before
-// each offer attempt: each ask is an attempt beginning, so it also writes
-// the running document with the attempts so far, and the run's hold. It
-// is the router's OnHandle too: each upstream work started is written
-// (the resume record) before the work is waited for, so a worker that
-// takes the run over resumes it instead of starting it again.
-type progressBudget struct {
-	*billing.Call
+// runProgress is an async run's progress as the router walks its offers
+// (router.Request's Proceed, OnAttempt and OnHandle; the money is the
+// run's billing.Call alone): each attempt beginning writes the running
+// document with the attempts so far, and the run's hold; each upstream
+// work started is written (the resume record) before the work is waited
+// for, so a worker that takes the run over resumes it instead of starting
+// it again; and a failover first reads whether the run was cancelled.
+type runProgress struct {
 	run      *runs.Run
 	progress async.Progress
 	// runCtx is the worker's context of the run: cancelled, no attempt
@@ -252,14 +252,15 @@ type progressBudget struct {
 	attempts []runs.Attempt
 	hold     store.Hold
 	resume   resumeRecord
-	// resuming: the next Reserve begins the recorded attempt again.
+	// resuming: the next attempt to begin is the recorded one, again.
 	resuming bool
 	// stopped: a failover found the run cancelled in the store.
 	stopped bool
 }
 
-// Reserve holds the money as the Call does, then records the attempt.
-func (b *progressBudget) Reserve(ctx context.Context, o *registry.Offer, records, least int) (int, string, error) {
+// proceed stops a failover of a run cancelled in the store, before its
+// money is held; the first attempt and the resumed one do not ask.
+func (b *runProgress) proceed(ctx context.Context, o *registry.Offer) error {
 	b.mu.Lock()
 	failover := len(b.attempts) > 0 && !(b.resuming && o.ID == b.resume.Offer)
 	b.mu.Unlock()
@@ -267,16 +268,19 @@ func (b *progressBudget) Reserve(ctx context.Context, o *registry.Offer, records
 		b.mu.Lock()
 		b.stopped = true
 		b.mu.Unlock()
-		return 0, "", async.ErrCancelled
+		return async.ErrCancelled
 	}
-	covered, note, err := b.Call.Reserve(ctx, o, records, least)
-	if err != nil {
-		return covered, note, err
-	}
+	return nil
+}
+
+// began records an attempt beginning, its money held (or its offer
+// passed over as unpayable), and writes the progress.
+func (b *runProgress) began(ctx context.Context, at router.Begun) error {
+	o, covered := at.Offer, at.Records
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch n := len(b.attempts); {
-	case b.resuming && o.ID == b.resume.Offer && covered > 0:
+	case b.resuming && o.ID == b.resume.Offer && !at.Unpayable:
 		// The recorded attempt begins again, with its work.
 		b.resume.Records = covered
 	default:
@@ -284,11 +288,11 @@ func (b *progressBudget) Reserve(ctx context.Context, o *registry.Offer, records
 			b.attempts[n-1].Outcome = outcomeFailedOver
 		}
 		b.resume = resumeRecord{}
-		if covered > 0 {
+		if !at.Unpayable {
 			b.attempts = append(b.attempts, runs.Attempt{Offer: o.ID, Outcome: outcomeRunning, Records: 0})
 			b.resume = resumeRecord{Offer: o.ID, Records: covered}
 		} else {
-			b.attempts = append(b.attempts, runs.Attempt{Offer: o.ID, Outcome: router.OutcomeUnpayable, Message: note})
+			b.attempts = append(b.attempts, runs.Attempt{Offer: o.ID, Outcome: router.OutcomeUnpayable, Message: at.Note})
 		}
 	}
 	b.resuming = false
@@ -296,15 +300,15 @@ func (b *progressBudget) Reserve(ctx context.Context, o *registry.Offer, records
 	// An error here leaves GET showing older progress; a lost lease
 	// stops the run through its context.
 	_ = b.write(ctx)
-	if err := context.Cause(b.runCtx); handedOff(err) && covered > 0 {
+	if err := context.Cause(b.runCtx); handedOff(err) && !at.Unpayable {
 		// Cancelled or handed over meanwhile: no attempt begins.
-		return 0, "", err
+		return err
 	}
-	return covered, note, nil
+	return nil
 }
 
 // write writes the run's state as it stands; b.mu is held.
-func (b *progressBudget) write(ctx context.Context) error {
+func (b *runProgress) write(ctx context.Context) error {
 	var rec []byte
 	if b.resume.Offer != "" {
 		rec, _ = json.Marshal(b.resume)
@@ -314,13 +318,11 @@ func (b *progressBudget) write(ctx context.Context) error {
 
 // cancelledInStore reports whether a failover stopped because the run
 // was cancelled in the store.
-func (b *progressBudget) cancelledInStore() bool {
+func (b *runProgress) cancelledInStore() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.stopped
 }
-
-var _ router.Budget = (*progressBudget)(nil)
 
 // asyncNotFound is the 404 of a run id the account does not have.
 func asyncNotFound(id string) *Error {

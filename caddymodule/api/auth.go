@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"socialrouter/caddymodule/store"
+	"socialrouter/caddymodule/testmode"
 )
 
 // Authenticate checks the request's bearer key (AuthenticateHeader).
@@ -28,7 +29,7 @@ func (a *API) AuthenticateHeader(ctx context.Context, hdr string) (store.Key, *E
 	}
 	scheme, secret, ok := strings.Cut(hdr, " ")
 	secret = strings.TrimSpace(secret)
-	if !ok || !strings.EqualFold(scheme, "Bearer") || !strings.HasPrefix(secret, a.KeyPrefix+"_live_") {
+	if !ok || !strings.EqualFold(scheme, "Bearer") || !a.keyShaped(secret) {
 		msg := "malformed Authorization header: expected Authorization: Bearer " + a.KeyPrefix + "_live_…"
 		if ok && strings.HasPrefix(secret, a.KeyPrefix+"_oat_") {
 			// An MCP client's OAuth access token, sent to the REST API.
@@ -49,5 +50,14 @@ func (a *API) AuthenticateHeader(ctx context.Context, hdr string) (store.Key, *E
 		return store.Key{}, newError(http.StatusUnauthorized, "revoked_api_key", typeAuthentication,
 			"this API key was revoked on "+k.RevokedAt.UTC().Format("2006-01-02T15:04:05Z")+"; create a new key")
 	}
+	if testmode.IsTest(k.AccountID) && a.TestRouter == nil {
+		return store.Key{}, testModeOff()
+	}
 	return k, nil
+}
+
+// keyShaped reports whether secret has the form of an API key of either
+// mode: <prefix>_live_… or <prefix>_test_….
+func (a *API) keyShaped(secret string) bool {
+	return strings.HasPrefix(secret, a.KeyPrefix+"_live_") || strings.HasPrefix(secret, a.KeyPrefix+"_test_")
 }

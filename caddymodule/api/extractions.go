@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 
 	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
+	"socialrouter/internal/jsonstr"
 )
 
 // Paging of GET /v1/extractions/{id}/records.
@@ -24,18 +24,11 @@ const (
 	ndjsonType         = "application/x-ndjson"
 )
 
-// recordsPage is the JSON answer of GET /v1/extractions/{id}/records.
-type recordsPage struct {
-	RunID      string            `json:"run_id"`
-	Data       []json.RawMessage `json:"data"`
-	Total      int               `json:"total"`
-	NextCursor *string           `json:"next_cursor"`
-}
-
 // getRecords serves GET /v1/extractions/{id}/records: a settled run's
 // records a page at a time (cursor, limit), as JSON or, with Accept:
 // application/x-ndjson, one record a line with the next page in a Link
-// header; a run still running is 409 run_not_finished.
+// header; a run still running is 409 run_not_finished. The page is cut
+// out of the stored document's bytes (runs.Records), never decoded.
 func (a *API) getRecords(w http.ResponseWriter, r *http.Request) {
 	key, apiErr := a.Authenticate(r)
 	if apiErr != nil {
@@ -65,57 +58,102 @@ func (a *API) getRecords(w http.ResponseWriter, r *http.Request) {
 		}
 		offset = n
 	}
-	run, apiErr := a.settledRun(r, key, id)
+	buf := runBufs.Get(0)
+	defer runBufs.Put(buf)
+	doc, apiErr := a.settledRunJSON(r, key, id, (*buf)[:0])
+	*buf = doc
 	if apiErr != nil {
 		apiErr.write(w)
 		return
 	}
-	end := min(offset+limit, len(run.Data))
-	page := recordsPage{RunID: id, Data: []json.RawMessage{}, Total: len(run.Data)}
-	if offset < len(run.Data) {
-		page.Data = run.Data[offset:end]
+	recs, ok := runs.Records(doc)
+	if !ok {
+		a.Logger.Error("reading run", zap.String("run_id", id), zap.String("error", "stored document without a data array"))
+		storeUnavailable().write(w)
+		return
 	}
-	if end < len(run.Data) {
-		c := base64.RawURLEncoding.EncodeToString([]byte(id + ":" + strconv.Itoa(end)))
-		page.NextCursor = &c
-		w.Header().Set("Link", fmt.Sprintf(`</v1/extractions/%s/records?cursor=%s&limit=%d>; rel="next"`, id, c, limit))
+	total := len(recs)
+	end := min(offset+limit, total)
+	page := recs[min(offset, total):end]
+	var cursor string
+	if end < total {
+		cursor = base64.RawURLEncoding.EncodeToString([]byte(id + ":" + strconv.Itoa(end)))
+		w.Header().Set("Link", fmt.Sprintf(`</v1/extractions/%s/records?cursor=%s&limit=%d>; rel="next"`, id, cursor, limit))
 	}
 	if strings.Contains(r.Header.Get("Accept"), ndjsonType) {
 		w.Header().Set("Content-Type", ndjsonType)
-		w.Header().Set("X-Total-Count", strconv.Itoa(page.Total))
+		w.Header().Set("X-Total-Count", strconv.Itoa(total))
 		w.WriteHeader(http.StatusOK)
-		for _, rec := range page.Data {
+		for _, rec := range page {
 			w.Write(rec)
 			w.Write([]byte{'\n'})
 		}
 		return
 	}
-	writeJSON(w, http.StatusOK, page)
+	out := runBufs.Get(recordsPageSize(page))
+	defer runBufs.Put(out)
+	*out = appendRecordsPage((*out)[:0], id, page, total, cursor)
+	writeRaw(w, http.StatusOK, *out)
 }
 
-// settledRun reads a settled run of the key's account; 409
-// run_not_finished while it runs, 404 for an id the account lacks.
-func (a *API) settledRun(r *http.Request, key store.Key, id string) (runs.Run, *Error) {
-	if !strings.HasPrefix(id, "ext_") {
-		return runs.Run{}, asyncNotFound(id)
+// appendRecordsPage appends the JSON answer of a records page:
+// {"run_id","data","total","next_cursor"}, the bytes encoding/json gave
+// for it (no HTML escaping; the records, compact already, as they are;
+// next_cursor null on the last page).
+func appendRecordsPage(b []byte, id string, page [][]byte, total int, cursor string) []byte {
+	b = append(b, `{"run_id":`...)
+	b = jsonstr.Append(b, id, false)
+	b = append(b, `,"data":[`...)
+	for i, rec := range page {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, rec...)
 	}
-	run, err := a.Store.GetRun(r.Context(), key.AccountID, id)
+	b = append(b, `],"total":`...)
+	b = strconv.AppendInt(b, int64(total), 10)
+	b = append(b, `,"next_cursor":`...)
+	if cursor == "" {
+		b = append(b, "null"...)
+	} else {
+		b = jsonstr.Append(b, cursor, false)
+	}
+	return append(b, '}')
+}
+
+// recordsPageSize is about what a page of recs takes as JSON.
+func recordsPageSize(recs [][]byte) int {
+	n := 256
+	for _, r := range recs {
+		n += len(r) + 1
+	}
+	return n
+}
+
+// settledRunJSON appends to dst the API form of a settled run of the
+// key's account; 409 run_not_finished while it runs, 404 for an id the
+// account lacks.
+func (a *API) settledRunJSON(r *http.Request, key store.Key, id string, dst []byte) ([]byte, *Error) {
+	if !strings.HasPrefix(id, "ext_") {
+		return dst, asyncNotFound(id)
+	}
+	doc, err := a.Store.GetRunJSON(r.Context(), dst, key.AccountID, id)
 	if errors.Is(err, store.ErrNotFound) {
 		if _, aerr := a.Store.GetAsyncRun(r.Context(), key.AccountID, id); aerr == nil {
-			return runs.Run{}, newError(http.StatusConflict, "run_not_finished", typeValidation,
+			return dst, newError(http.StatusConflict, "run_not_finished", typeValidation,
 				"the run is still running: its records are served once it completed; follow GET /v1/extractions/"+id).
 				with("run_id", id)
 		}
-		run, err = a.Store.GetRun(r.Context(), key.AccountID, id)
+		doc, err = a.Store.GetRunJSON(r.Context(), dst, key.AccountID, id)
 	}
 	if errors.Is(err, store.ErrNotFound) {
-		return runs.Run{}, asyncNotFound(id)
+		return dst, asyncNotFound(id)
 	}
 	if err != nil {
 		a.Logger.Error("reading run", zap.Error(err))
-		return runs.Run{}, storeUnavailable()
+		return dst, storeUnavailable()
 	}
-	return run, nil
+	return doc, nil
 }
 
 // cancelWait bounds how long POST /v1/extractions/{id}/cancel waits for

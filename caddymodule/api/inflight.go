@@ -9,6 +9,7 @@ import (
 
 	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
+	"socialrouter/caddymodule/testmode"
 )
 
 // precheck refuses a call while the store cannot write (writable), takes
@@ -42,6 +43,7 @@ func (a *API) startRun(key store.Key) (run *runs.Run, release func(), apiErr *Er
 	now := time.Now().UTC()
 	return &runs.Run{
 		ID: newRunID(now), CreatedAt: now, AccountID: key.AccountID, KeyID: key.ID, Data: []json.RawMessage{},
+		Livemode: !testmode.IsTest(key.AccountID),
 	}, release, nil
 }
 

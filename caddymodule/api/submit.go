@@ -16,6 +16,7 @@ import (
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
+	"socialrouter/caddymodule/testmode"
 )
 
 // DefaultAsyncDeadline ends an async run that has not finished (failed,
@@ -118,6 +119,7 @@ type runningRun struct {
 	Pagination  runs.Pagination   `json:"pagination"`
 	CreatedAt   time.Time         `json:"created_at"`
 	Attempts    []runs.Attempt    `json:"attempts"`
+	Livemode    bool              `json:"livemode"`
 }
 
 func runningDoc(run *runs.Run, attempts []runs.Attempt) []byte {
@@ -127,7 +129,7 @@ func runningDoc(run *runs.Run, attempts []runs.Attempt) []byte {
 	b, _ := json.Marshal(runningRun{
 		ID: run.ID, Kind: run.Kind, Status: runs.StatusRunning, Platform: run.Platform, Service: run.Service,
 		Source: run.Source, Type: run.Type, URL: run.URL, Queries: run.Queries, Data: []json.RawMessage{},
-		Pagination: run.Pagination, CreatedAt: run.CreatedAt, Attempts: attempts,
+		Pagination: run.Pagination, CreatedAt: run.CreatedAt, Attempts: attempts, Livemode: run.Livemode,
 	})
 	return b
 }
@@ -155,7 +157,7 @@ func (a *API) submitAsync(w http.ResponseWriter, r *http.Request, key store.Key,
 // has room, else any node's claims it.
 func (a *API) submit(ctx context.Context, key store.Key, c *prepared, body map[string]json.RawMessage, id string) ([]byte, *Error) {
 	now := time.Now().UTC()
-	run := &runs.Run{ID: id, CreatedAt: now, AccountID: key.AccountID, KeyID: key.ID}
+	run := &runs.Run{ID: id, CreatedAt: now, AccountID: key.AccountID, KeyID: key.ID, Livemode: !testmode.IsTest(key.AccountID)}
 	if c.kind == KindSearch {
 		run.Kind = runs.KindSearch
 	}
@@ -247,17 +249,12 @@ func writeAccepted(w http.ResponseWriter, id string, doc []byte) {
 }
 
 // reserveAhead holds, before the 202, what the run's first attempt will
-// hold: the first candidate offer of which the money pays at least one
-// record, for as many records as the call may ask (router.Request's
-// MaxRecords). Every candidate unpayable is the sync call's 402/429.
+// hold: the first offer of the call's chain (router.Request's Chain, the
+// offers the run will try) of which the money pays at least one record,
+// for as many records as the call may ask (router.Request's MaxRecords).
+// Every candidate unpayable is the sync call's 402/429.
 func (a *API) reserveAhead(ctx context.Context, bill *billing.Call, c *prepared, key store.Key, now time.Time) (store.Hold, *Error) {
-	offers := c.req.Offers
-	switch {
-	case c.req.Pin != nil:
-		offers = []*registry.Offer{c.req.Pin}
-	case offers == nil:
-		offers = c.svc.LiveOffers()
-	}
+	offers := c.req.Chain()
 	if len(offers) == 0 {
 		return store.Hold{}, kindError(errkind.ServiceNotAvailable,
 			c.svc.Key+" has no live offer yet; see the catalogue for callable services.")

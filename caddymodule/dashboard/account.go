@@ -24,7 +24,7 @@ func (h *Handler) showAccount(w http.ResponseWriter, r *http.Request, s *Session
 		h.failed(w, r, s, "listing sessions", err)
 		return
 	}
-	d.Email, d.Account, d.Sessions, d.Current = s.Member.Email, s.AccountID, list, s.ID
+	d.Email, d.Account, d.Sessions, d.Current = s.Member.Email, s.liveAccount(), list, s.ID
 	h.render(w, status, "account", s, view{Title: "Your account", Nav: "account", Data: d})
 }
 

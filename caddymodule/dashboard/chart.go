@@ -3,6 +3,7 @@ package dashboard
 import (
 	"fmt"
 	"html/template"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -29,10 +30,32 @@ type chart struct {
 	Legend []legendEntry
 }
 
+// yAxis is a chart's vertical scale: its title (the unit) and how a tick
+// value is written.
+type yAxis struct {
+	Title string
+	Tick  func(float64) string
+	// Whole: the values are counts, so the scale's half is whole too (a
+	// top of at least 2).
+	Whole bool
+}
+
+// niceCeil is the smallest 1, 2 or 5 × 10^k at or above v (v > 0): the
+// top of the y scale, so its ticks are round numbers.
+func niceCeil(v float64) float64 {
+	p := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*p >= v {
+			return m * p
+		}
+	}
+	return 10 * p
+}
+
 // dailyChart stacks value(row) per day by group(row) over the chartDays
-// days ending today.
+// days ending today, on a labelled y scale from 0 to a round top.
 func dailyChart(rows []store.UsageRow, today time.Time, title string, group func(store.UsageRow) string,
-	value func(store.UsageRow) float64, format func(float64) string) chart {
+	value func(store.UsageRow) float64, format func(float64) string, y yAxis) chart {
 	first := today.AddDate(0, 0, -(chartDays - 1))
 	per := make([]map[string]float64, chartDays)
 	totals := map[string]float64{}
@@ -75,12 +98,25 @@ func dailyChart(rows []store.UsageRow, today time.Time, title string, group func
 		}
 		peak = max(peak, sum)
 	}
-	const w, h, top, bottom, left = 600.0, 180.0, 10.0, 20.0, 4.0
+	const w, h, top, bottom, left = 600.0, 180.0, 10.0, 20.0, 58.0
 	barW := (w - left) / chartDays
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg viewBox="0 0 %g %g" role="img" aria-label="%s" class="chart">`,
 		w, h, template.HTMLEscapeString(title))
-	fmt.Fprintf(&b, `<line x1="0" y1="%g" x2="%g" y2="%g" class="axis"/>`, h-bottom, w, h-bottom)
+	if peak > 0 {
+		peak = niceCeil(peak) // bars are drawn against the scale's top
+		if y.Whole {
+			peak = max(peak, 2)
+		}
+		for _, f := range []float64{0, 0.5, 1} {
+			gy := h - bottom - f*(h-top-bottom)
+			fmt.Fprintf(&b, `<line x1="%g" y1="%.1f" x2="%g" y2="%.1f" class="grid"/><text x="%g" y="%.1f" class="tick ytick" text-anchor="end">%s</text>`,
+				left, gy, w, gy, left-4, gy+3, template.HTMLEscapeString(y.Tick(f*peak)))
+		}
+		fmt.Fprintf(&b, `<text x="10" y="%g" class="tick ytitle" text-anchor="middle" transform="rotate(-90 10 %g)">%s</text>`,
+			(h-bottom)/2, (h-bottom)/2, template.HTMLEscapeString(y.Title))
+	}
+	fmt.Fprintf(&b, `<line x1="%g" y1="%g" x2="%g" y2="%g" class="axis"/>`, left, h-bottom, w, h-bottom)
 	for d, day := range per {
 		x := left + float64(d)*barW
 		y := h - bottom

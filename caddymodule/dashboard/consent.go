@@ -145,7 +145,7 @@ func (h *Handler) consent(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	to, err := h.OAuth.Approve(r.Context(), a, s.AccountID, limit)
+	to, err := h.OAuth.Approve(r.Context(), a, s.liveAccount(), limit)
 	if err != nil {
 		h.failed(w, r, s, "granting access", err)
 		return

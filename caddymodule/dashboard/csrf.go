@@ -36,3 +36,18 @@ func csrfToken(s *Session) string {
 func checkCSRF(r *http.Request, s *Session) bool {
 	return hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(csrfToken(s)))
 }
+
+// tokenForm reads a form that carries the csrf input, of a page that
+// exists only when on: 404 when off, 403 "Form expired" (reload the page)
+// when the token is not this session's.
+func (h *Handler) tokenForm(w http.ResponseWriter, r *http.Request, s *Session, on bool, page string) bool {
+	if !on {
+		h.notFound(w, r, s)
+		return false
+	}
+	if err := parseForm(w, r); err != nil || !checkCSRF(r, s) {
+		h.renderError(w, r, http.StatusForbidden, "Form expired", "This form was not issued to your session. Reload the "+page+" page and try again.")
+		return false
+	}
+	return true
+}

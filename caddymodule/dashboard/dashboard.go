@@ -58,6 +58,9 @@ type Config struct {
 	// Webhooks is the account's webhook endpoints and delivery log (the
 	// webhooks page); nil: no webhooks page.
 	Webhooks *webhooks.Service
+	// Billing is money in (payments.Service): top-ups by card when
+	// Enabled, balance.low and the settings always; nil: no Billing page.
+	Billing Billing
 	// RefusalHold is how long a throttled sign-in or invitation post is
 	// held before its 429 (at most its Retry-After; shed.go): zero is
 	// DefaultRefusalHold, negative answers at once.

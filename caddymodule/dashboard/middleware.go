@@ -22,6 +22,9 @@ import (
 type Session struct {
 	store.Session
 	Member store.Member
+	// Test is set while the Test mode switch is on: AccountID is then the
+	// account's test twin (testmode.go).
+	Test bool
 }
 
 // cookieName is __Host-sdr_session over TLS (the prefix makes the browser
@@ -119,6 +122,10 @@ func (h *Handler) RequireMember(fn func(http.ResponseWriter, *http.Request, *Ses
 			return
 		}
 		w.Header().Set("Cache-Control", "no-store")
+		if err := h.enterMode(r, s); err != nil {
+			h.failed(w, r, s, "opening test mode", err)
+			return
+		}
 		fn(w, r, s)
 	})
 }
@@ -170,7 +177,7 @@ func truncate(s string, n int) string {
 // record appends to the account's activity trail; a failure is logged,
 // not shown, since the action itself succeeded.
 func (h *Handler) record(ctx context.Context, s *Session, action, detail string) {
-	a := store.Activity{AccountID: s.AccountID, At: h.now(), Member: s.Member.Email, Action: action, Detail: detail}
+	a := store.Activity{AccountID: s.liveAccount(), At: h.now(), Member: s.Member.Email, Action: action, Detail: detail}
 	if err := h.Store.AddActivity(ctx, a); err != nil {
 		h.Logger.Error("recording dashboard activity", zap.String("action", action), zap.Error(err))
 	}

@@ -6,6 +6,7 @@ import (
 
 	"socialrouter/caddymodule/credits"
 	"socialrouter/caddymodule/store"
+	"socialrouter/caddymodule/testmode"
 )
 
 type overviewData struct {
@@ -14,6 +15,16 @@ type overviewData struct {
 	Requests, Records int64
 	By                string // platform or provider
 	Spend, RecordsC   chart
+	// LowThreshold is set when the balance is under the account's
+	// warning threshold (the banner).
+	LowThreshold credits.Micros
+	// Test: the Test mode switch is on (Balance is the test balance,
+	// TestStart what a reset restores). Quick is the first call to
+	// make, with a test key and a magic input; API is the API's origin.
+	Test      bool
+	TestStart credits.Micros
+	Quick     *quickStart
+	API       string
 }
 
 // overview serves GET /: the balance, the spend of the current UTC day,
@@ -39,7 +50,14 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request, s *Session) {
 		h.failed(w, r, s, "reading usage", err)
 		return
 	}
-	d := overviewData{Balance: acct.Balance, By: "platform"}
+	d := overviewData{Balance: acct.Balance, By: "platform", Test: s.Test, TestStart: testBalanceStart(), API: origin(r)}
+	if bs, err := h.Store.BillingSettings(ctx, s.AccountID); !s.Test && err == nil && bs.LowThreshold > 0 && acct.Balance < bs.LowThreshold {
+		d.LowThreshold = bs.LowThreshold
+	}
+	if h.Registry != nil {
+		testKeys, _ := h.Store.ListKeys(ctx, testmode.AccountID(s.liveAccount())) // none yet: the quick start says how to make one
+		d.Quick = newQuickStart(h.Registry(), testKeys)
+	}
 	if r.URL.Query().Get("by") == "provider" {
 		d.By = "provider"
 	}
@@ -64,10 +82,11 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request, s *Session) {
 	}
 	d.Spend = dailyChart(rows, today, "Daily spend in credits by "+d.By, group,
 		func(u store.UsageRow) float64 { return float64(u.Credits) },
-		func(v float64) string { return credits.Micros(v).String() + " credits" })
+		func(v float64) string { return credits.Micros(v).String() + " credits" },
+		yAxis{Title: "credits", Tick: func(v float64) string { return credits.Micros(v).String() }})
 	d.RecordsC = dailyChart(rows, today, "Daily records by "+d.By, group,
 		func(u store.UsageRow) float64 { return float64(u.Records) },
-		recordCount)
+		recordCount, yAxis{Title: "records", Whole: true, Tick: func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }})
 	h.render(w, http.StatusOK, "overview", s, view{Title: "Overview", Nav: "overview", Data: d})
 }
 

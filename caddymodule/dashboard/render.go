@@ -48,6 +48,12 @@ var funcs = template.FuncMap{
 	},
 	"time": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
 	"date": func(t time.Time) string { return t.UTC().Format(time.DateOnly) },
+	// kindLabel words a ledger row's kind (store.Ledger*).
+	"kindLabel": func(kind string) string {
+		return map[string]string{store.LedgerOpening: "Opening balance", store.LedgerTopUp: "Top-up by card",
+			store.LedgerRecharge: "Automatic recharge", store.LedgerRefund: "Refund", store.LedgerAdjustment: "Adjustment",
+			store.LedgerRunCharges: "Runs charged that day"}[kind]
+	},
 	"json": func(v any) string {
 		b, _ := json.MarshalIndent(v, "", "  ")
 		return string(b)
@@ -73,6 +79,7 @@ type view struct {
 	Nav    string // the active nav entry
 	Base   string // the dashboard's path, with a trailing slash
 	Member string // the signed-in member's email, "" on public pages
+	Test   bool   // the Test mode switch is on (testmode.go)
 	Data   any
 }
 
@@ -84,7 +91,7 @@ func (h *Handler) render(w http.ResponseWriter, status int, page string, s *Sess
 	}
 	v.Base = h.Path
 	if s != nil {
-		v.Member = s.Member.Email
+		v.Member, v.Test = s.Member.Email, s.Test
 	}
 	var b bytes.Buffer
 	if err := t.Execute(&b, v); err != nil {

@@ -8,6 +8,7 @@ import (
 	"socialrouter/caddymodule/credits"
 	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
+	"socialrouter/caddymodule/testmode"
 )
 
 // Store is the part of the account store the dashboard uses, grouped by
@@ -21,6 +22,7 @@ type Store interface {
 	keys
 	accountViews
 	store.Throttle // sign-in, invitation and password attempt limits
+	store.Ledger   // the Billing page: the ledger and billing settings
 }
 
 // members is who signs in: invitations accepted, members, passwords.
@@ -57,6 +59,10 @@ type keys interface {
 // accountViews are what the pages show of the account: its balance,
 // usage and runs, those in flight included.
 type accountViews interface {
+	// The test twin of test mode: created when the switch is first
+	// turned on, its balance reset (testmode.go).
+	testmode.Accounts
+
 	GetAccount(ctx context.Context, id string) (store.Account, error)
 	Usage(ctx context.Context, accountID string, since time.Time) ([]store.UsageRow, error)
 	ListRuns(ctx context.Context, accountID string, f store.RunFilter) ([]store.RunSummary, error)

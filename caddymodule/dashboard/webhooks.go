@@ -105,15 +105,7 @@ func (h *Handler) webhooksPage(w http.ResponseWriter, r *http.Request, s *Sessio
 // signing secrets and aim the gateway's requests at a URL, so they carry
 // a token on top of the cross-site check.
 func (h *Handler) webhookForm(w http.ResponseWriter, r *http.Request, s *Session) bool {
-	if h.Webhooks == nil {
-		h.notFound(w, r, s)
-		return false
-	}
-	if err := parseForm(w, r); err != nil || !checkCSRF(r, s) {
-		h.renderError(w, r, http.StatusForbidden, "Form expired", "This form was not issued to your session. Reload the webhooks page and try again.")
-		return false
-	}
-	return true
+	return h.tokenForm(w, r, s, h.Webhooks != nil, "webhooks")
 }
 
 // createWebhook serves POST /webhooks: the secret is in this one answer.

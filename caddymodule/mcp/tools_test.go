@@ -18,6 +18,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"socialrouter/caddymodule/registry"
+	"socialrouter/services"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/toolsnaps/*.snap")
@@ -54,14 +55,29 @@ func toolsByName(t *testing.T) map[string]*tool {
 	return m
 }
 
-// TestToolSnapshots keeps every generated tool definition as a golden file,
-// so a change to the declarations (or the generation) shows as a reviewed
-// diff. A tool without a snapshot (a service just added) is logged, not
-// failed. Regenerate with:
-//
-//	go test ./caddymodule/mcp -run TestToolSnapshots -update
+// regenerate is the one command that rewrites every snapshot after a
+// change to services/ (the Makefile's snapshots target).
+const regenerate = "make snapshots (go test ./caddymodule/mcp -run TestToolSnapshots -update)"
+
+// TestToolSnapshots keeps every tool the repository's services/ generates
+// as a golden file, so a change to the declarations (or the generation)
+// shows as a reviewed diff. A tool without a snapshot (a service just
+// added) is logged, not failed. The snapshots describe services/ itself,
+// never the directory testservices.DirEnv names (whose additions they
+// cannot know). Regenerate with make snapshots.
 func TestToolSnapshots(t *testing.T) {
-	tools := toolsByName(t)
+	r, err := registry.LoadFS(services.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := buildTools(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := map[string]*tool{}
+	for _, x := range ts {
+		tools[x.def.Name] = x
+	}
 	if *update {
 		old, _ := filepath.Glob(filepath.Join(snapDir, "*.snap"))
 		for _, f := range old {
@@ -94,21 +110,21 @@ func TestToolSnapshots(t *testing.T) {
 			// A tool of a service added to services/ is new, not changed:
 			// it is generated like every other (TestToolSet and the schema
 			// tests hold it), and an addition needs no regeneration.
-			t.Logf("tool %s has no snapshot yet; record one to review later changes: go test ./caddymodule/mcp -run TestToolSnapshots -update", name)
+			t.Logf("tool %s has no snapshot yet; record one to review later changes: %s", name, regenerate)
 			continue
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got, want) {
-			t.Errorf("tool %s differs from %s; review and regenerate with go test ./caddymodule/mcp -run TestToolSnapshots -update\n%s",
-				name, path, firstDiff(got, want))
+			t.Errorf("tool %s differs from %s (services/ changed, or the generation did); review the diff and regenerate with %s\n%s",
+				name, path, regenerate, firstDiff(got, want))
 		}
 	}
 	snaps, _ := filepath.Glob(filepath.Join(snapDir, "*.snap"))
 	for _, f := range snaps {
 		if _, ok := tools[strings.TrimSuffix(filepath.Base(f), ".snap")]; !ok && !*update {
-			t.Errorf("snapshot %s has no tool any more; regenerate with -update", f)
+			t.Errorf("snapshot %s has no tool any more; regenerate with %s", f, regenerate)
 		}
 	}
 }

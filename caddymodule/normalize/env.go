@@ -112,6 +112,18 @@ func (e *env) newObj(n int, sorted bool) *comp {
 	return c
 }
 
+// newObjKeys is newObj for an object whose keys are a node's constant,
+// sorted keys: shared, not copied (a built object's keys are written only
+// while it is made, never after). Copying them per object was a bulk
+// write barrier per object while the collector runs.
+func (e *env) newObjKeys(keys []string) *comp {
+	c := &e.comps.alloc(1)[0]
+	c.keys = keys
+	c.vals = e.vals.alloc(len(keys))
+	c.sorted = true
+	return c
+}
+
 // arena hands out slices from reusable chunks.
 type arena[T any] struct {
 	chunks [][]T
@@ -155,6 +167,12 @@ type site struct {
 
 func (s *site) slot(key string) int {
 	s.reads++
+	return s.index(key)
+}
+
+// index is key's slot, added uncounted: a key the plan itself reads (the
+// error markers of the root) rather than the program.
+func (s *site) index(key string) int {
 	if i, ok := s.keys[key]; ok {
 		return i
 	}

@@ -24,6 +24,9 @@ func TestErrorItemsAreNeverRecords(t *testing.T) {
 		{`{"name": "Ann", "warning": "partial"}`, false},
 		{`{"name": "Ann", "error": null, "warning_code": null}`, true},
 		{`{"name": "Ann", "details": {"error": "nested, not a marker"}}`, true},
+		{`{"name": "Ann", "\u0065rror": "a marker spelled with an escape"}`, false},
+		{`{"name": "Ann", "warning_code": false}`, false},
+		{`{"name": "Ann", "errors": "not a marker"}`, true},
 	}
 	for engine, src := range programs {
 		p, err := CompileNormalizer(src)
@@ -40,6 +43,13 @@ func TestErrorItemsAreNeverRecords(t *testing.T) {
 					t.Errorf("%s: %s: record %v (%s), error %v; want record %v", engine, it.item, ok, rec, err, it.record)
 				}
 			}
+			if engine == "plan" {
+				// The plan tells an error row itself, without leaving the
+				// item to gojq's path.
+				if rec, ok, err := p.plan.run([]byte(it.item), "", "2026-01-01T00:00:00Z", false); err != nil || ok != it.record {
+					t.Errorf("plan alone: %s: record %v (%s), error %v; want record %v", it.item, ok, rec, err, it.record)
+				}
+			}
 		}
 	}
 }
@@ -51,6 +61,8 @@ func TestIsErrorItem(t *testing.T) {
 		`{"warning_code": "dead_page"}`: true,
 		`{"warning": "partial"}`:        true,
 		`{"error": null}`:               false,
+		`{"\u0065rror": "x"}`:           true,
+		`{"a": "\u00e9", "b": 1}`:       false,
 		`[{"error": "x"}]`:              false,
 		`"error"`:                       false,
 		`{"error": `:                    false,

@@ -215,8 +215,7 @@ func (n *objectOptNode) opt(e *env, in value) (value, bool, error) {
 		e.pushFrame(n.site, in.s)
 		defer e.popFrame()
 	}
-	c := e.newObj(len(n.keys), true)
-	copy(c.keys, n.keys)
+	c := e.newObjKeys(n.keys)
 	for j, x := range n.vals {
 		v, ok, err := x.opt(e, in)
 		if !ok || err != nil {

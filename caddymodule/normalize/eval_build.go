@@ -27,8 +27,7 @@ func (n *objectNode) one(e *env, in value) (value, error) {
 			slots = e.frameSlots(n.inSite, in.s)
 		}
 	}
-	c := e.newObj(len(n.keys), true)
-	copy(c.keys, n.keys)
+	c := e.newObjKeys(n.keys)
 	for j, x := range n.vals {
 		var v value
 		var err error
@@ -92,8 +91,7 @@ func (n *objectsNode) eval(e *env, in value, out []value) ([]value, error) {
 	var gen func(j int) error
 	gen = func(j int) error {
 		if j == len(n.vals) {
-			c := e.newObj(len(n.keys), true)
-			copy(c.keys, n.keys)
+			c := e.newObjKeys(n.keys)
 			copy(c.vals, cur)
 			out = append(out, value{k: kObj, c: c})
 			return nil

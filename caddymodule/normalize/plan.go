@@ -64,8 +64,13 @@ type plan struct {
 	root     node
 	rootOpt  opter // root, when it has at most one output
 	rootSite *site
-	nvars    int
-	envs     sync.Pool
+	// markers are the root site's slots of ErrorMarkers: the root
+	// object's one indexing pass also tells an error row (IsErrorItem),
+	// where a search of the whole item for the markers' names took an
+	// eighth of a normalize (issue 38).
+	markers []int
+	nvars   int
+	envs    sync.Pool
 }
 
 // compilePlan compiles q into a plan, or reports why it cannot.
@@ -86,6 +91,9 @@ func compilePlan(q *gojq.Query) (pl *plan, why string) {
 		return nil, err.Error()
 	}
 	pl = &plan{root: n, rootSite: rootSite, nvars: c.nvars}
+	for _, m := range ErrorMarkers {
+		pl.markers = append(pl.markers, rootSite.index(m))
+	}
 	pl.rootOpt, _ = asOpt(n)
 	pl.envs.New = func() any { return &env{vars: make([]value, pl.nvars)} }
 	return pl, ""
@@ -128,8 +136,11 @@ func (pl *plan) run(item []byte, input, now string, checked bool) (rec []byte, o
 	e.src = src
 	e.vars[0], e.vars[1] = strValue(input), strValue(now)
 	root := rawValue(jsonscan.TrimSpace(src))
-	if root.k == kObj && pl.rootSite.reads >= indexThreshold {
+	if root.k == kObj {
 		e.pushFrame(pl.rootSite, root.s)
+		if pl.errorRow(e) {
+			return nil, false, nil
+		}
 	}
 	var out value
 	if pl.rootOpt != nil {
@@ -161,6 +172,18 @@ func (pl *plan) run(item []byte, input, now string, checked bool) (rec []byte, o
 		return nil, false, err
 	}
 	return append([]byte(nil), w...), true, nil
+}
+
+// errorRow is IsErrorItem of the root object, read from its frame (the
+// last pushed): a marker present with a value other than null.
+func (pl *plan) errorRow(e *env) bool {
+	slots := e.frames[len(e.frames)-1].slots
+	for _, m := range pl.markers {
+		if sp := slots[m]; sp.end != 0 && e.src[sp.start:sp.end] != "null" {
+			return true
+		}
+	}
+	return false
 }
 
 // fastPathPanics counts runs the plan abandoned on a panic (a bug: the

@@ -107,14 +107,16 @@ func (p *Program) NormalizeCheckedItem(ctx context.Context, item []byte, input, 
 
 func (p *Program) normalizeItem(ctx context.Context, item []byte, input, now string, checked bool) (rec []byte, ok bool, err error) {
 	// Every caller (the router, sdr check and try) comes through here, so
-	// an error row is dropped whatever the offer's program makes of it.
-	if IsErrorItem(item) {
-		return nil, false, nil
-	}
+	// an error row is dropped whatever the offer's program makes of it:
+	// the plan tells one while it indexes the root object, gojq's path
+	// asks IsErrorItem first.
 	if p.plan != nil && ctx.Err() == nil {
 		if rec, ok, err := p.plan.normalize(item, input, now, checked); err == nil {
 			return rec, ok, nil
 		}
+	}
+	if IsErrorItem(item) {
+		return nil, false, nil
 	}
 	return p.normalizeGojq(ctx, item, input, now)
 }

@@ -26,8 +26,8 @@ const maxPeek = 1 << 20
 // resource, and an anonymous request calling a tool that needs sign-in
 // (anonymous reports the ones that do not) is refused. Both refusals are
 // HTTP 401 with a WWW-Authenticate challenge naming the resource
-// metadata, which starts a client's sign-in. An API key (<prefix>_live_)
-// passes if it is live (unknown or revoked: the same 401 as an unknown
+// metadata, which starts a client's sign-in. An API key (<prefix>_live_,
+// or a test key <prefix>_test_) passes if it is live (unknown or revoked: the same 401 as an unknown
 // access token); the tool call checks it again as REST does. The grant of
 // a verified access token reaches the tool call as the SDK's TokenInfo
 // (Grant reads it), so the call does not look the token up again.
@@ -54,7 +54,7 @@ func (s *Server) Guard(next http.Handler, anonymous func(tool string) bool) http
 		if hdr := r.Header.Get("Authorization"); hdr != "" {
 			scheme, tok, _ := strings.Cut(hdr, " ")
 			tok = strings.TrimSpace(tok)
-			if strings.EqualFold(scheme, "Bearer") && strings.HasPrefix(tok, s.KeyPrefix+"_live_") {
+			if strings.EqualFold(scheme, "Bearer") && (strings.HasPrefix(tok, s.KeyPrefix+"_live_") || strings.HasPrefix(tok, s.KeyPrefix+"_test_")) {
 				// Looked up here, as an access token is: a key that is
 				// not live gets the challenge that sends its client to
 				// sign in again, at initialize rather than at its first

@@ -3,6 +3,7 @@ package registry
 import (
 	"encoding/json"
 	"reflect"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -338,23 +339,39 @@ func TestServiceWithoutOfferIsNotCallable(t *testing.T) {
 	}
 }
 
+// TestSearchTypes: the search types are exactly the services declared with
+// search: true (SPEC's two among them, whatever an operator adds), and
+// the provider slugs of POST /v1/search are their live offers'.
 func TestSearchTypes(t *testing.T) {
 	reg := declared(t)
-	var got []string
+	got := map[string]bool{}
 	for _, s := range reg.SearchTypes() {
-		got = append(got, s.Key)
+		got[s.Key] = true
 	}
-	want := []string{"video_net/video.search", "maps/place.search"}
-	if len(got) != len(want) {
-		t.Fatalf("search types = %v, want %v", got, want)
-	}
-	for _, k := range want {
-		found := false
-		for _, g := range got {
-			found = found || g == k
+	wantSlugs := map[string]bool{}
+	for _, s := range reg.Services {
+		if got[s.Key] != s.Search {
+			t.Errorf("%s: search: %v, listed as a search type: %v", s.Key, s.Search, got[s.Key])
 		}
-		if !found {
-			t.Errorf("search types %v lack %s", got, k)
+		if !s.Search {
+			continue
+		}
+		for _, o := range s.LiveOffers() {
+			wantSlugs[o.Source.ID+"/"+s.Key] = true
+		}
+	}
+	for _, k := range []string{"video_net/video.search", "maps/place.search"} { // SPEC's
+		if !got[k] {
+			t.Errorf("search types %v lack SPEC's %s", got, k)
+		}
+	}
+	slugs := reg.SearchSlugs()
+	if !sort.StringsAreSorted(slugs) || len(slugs) != len(wantSlugs) {
+		t.Errorf("search slugs %v, want the sorted %v", slugs, wantSlugs)
+	}
+	for _, sl := range slugs {
+		if !wantSlugs[sl] {
+			t.Errorf("search slug %s is no live offer of a search type", sl)
 		}
 	}
 }

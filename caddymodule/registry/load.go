@@ -308,6 +308,12 @@ type offerDecl struct {
 	Implements     []string          `json:"implements"`
 	Status         string            `json:"status"`
 	cacheOfferDecl
+	ErrorRows []errorRowDecl `json:"error_rows"`
+}
+
+type errorRowDecl struct {
+	When  string `json:"when"`
+	Means string `json:"means"`
 }
 
 type serviceDecl struct {
@@ -439,6 +445,13 @@ func (c *compiler) service(r *Registry, key string, v cue.Value, seenOffer map[s
 		optionsByName: map[string]*Option{},
 		pos:           v.Pos().String(),
 	}
+	if !s.Extract && !s.Search {
+		at := v.LookupPath(cue.ParsePath("extract"))
+		if !at.Exists() {
+			at = v.LookupPath(cue.ParsePath("search"))
+		}
+		c.errf(at, "service %s: extract: false and search: false: no endpoint reaches it (set extract: true for POST /v1/extract/%s, or search: true for POST /v1/search)", s.Key, s.Key)
+	}
 	if key != s.Key {
 		c.errf(v.LookupPath(cue.ParsePath("platform")), "field platform/service: service declared under %q must be keyed %q", key, s.Key)
 	}
@@ -527,6 +540,14 @@ func (c *compiler) offer(r *Registry, s *Service, d offerDecl, v cue.Value, seen
 	c.cacheOffer(o, d, v)
 	if o.Request, err = normalize.Compile(d.Request); err != nil {
 		c.programErrf(v.LookupPath(cue.ParsePath("request")), d.Request, err, "service %s: offer %s: request program", s.Key, d.Offer)
+	}
+	for i, e := range d.ErrorRows {
+		p, err := normalize.Compile(e.When)
+		if err != nil {
+			c.programErrf(v.LookupPath(cue.MakePath(cue.Str("error_rows"), cue.Index(i), cue.Str("when"))), e.When, err, "service %s: offer %s: error_rows[%d].when", s.Key, d.Offer, i)
+			continue
+		}
+		o.ErrorRows = append(o.ErrorRows, ErrorRow{When: p, Means: e.Means})
 	}
 	if o.Normalize, err = normalize.CompileNormalizer(d.Normalize); err != nil {
 		c.programErrf(v.LookupPath(cue.ParsePath("normalize")), d.Normalize, err, "service %s: offer %s: normalize program", s.Key, d.Offer)

@@ -139,6 +139,12 @@ func TestLoadErrorsNameFileAndLine(t *testing.T) {
 			message:     "request program",
 		},
 		{
+			name:        "a service no endpoint reaches",
+			marker:      `input_kind:  "url"`,
+			replacement: "\textract:     false\n\tinput_kind:  \"url\"",
+			message:     "extract: false and search: false: no endpoint reaches it (set extract: true",
+		},
+		{
 			name:        "unknown source",
 			marker:      `offer:            "source_a/actor_1"`,
 			replacement: `		offer:            "source_z/actor_1"`,

@@ -105,6 +105,7 @@ func (b *openapiBuilder) document() (obj, error) {
 	}
 	paths["/v1/search"] = obj{"post": search}
 	b.runsAndAccount(paths)
+	b.ledger(paths)
 	b.catalogue(paths)
 	paths["/mcp"] = mcpPath()
 	tags = append(tags,
@@ -131,7 +132,7 @@ func (b *openapiBuilder) document() (obj, error) {
 			"schemas":         b.schemas,
 			"responses":       errorResponses(),
 			"headers":         headers(),
-			"securitySchemes": obj{"bearer": obj{"type": "http", "scheme": "bearer", "description": "API key of the account: `Authorization: Bearer sdr_live_…`."}},
+			"securitySchemes": obj{"bearer": obj{"type": "http", "scheme": "bearer", "description": "API key of the account: `Authorization: Bearer sdr_live_…`; a test key, `sdr_test_…`, gets the same answers from the offers' example payloads with no upstream call, charged to the account's test balance (`livemode: false` on its runs)."}},
 		},
 	}, nil
 }

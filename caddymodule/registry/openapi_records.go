@@ -249,6 +249,11 @@ func mergeEmbedding(base, outer obj) obj {
 	for k, v := range base {
 		out[k] = v
 	}
+	// The embedded definition's comment describes it, not the record
+	// that embeds it: a record is described by its own comment or not at
+	// all.
+	delete(out, "description")
+	delete(out, "title")
 	for _, k := range []string{"properties", "patternProperties"} {
 		bp, _ := base[k].(obj)
 		op, _ := outer[k].(obj)

@@ -18,6 +18,7 @@ func (b *openapiBuilder) fixedSchemas() {
 		props["completed_at"] = dateTime
 		props["error"] = ref("RunError")
 		props["attempts"] = obj{"type": "array", "items": ref("Attempt")}
+		props["livemode"] = obj{"type": "boolean", "description": "`false` for a run of a test key (`<prefix>_test_…`: records from the offers' example payloads, no upstream, the test balance; docs/testmode.md), `true` for a live run. Absent only on runs stored before test mode existed, which are live."}
 		props["cached_records"] = obj{"type": "integer", "minimum": 1,
 			"description": "Present when records came from the freshness cache or another call's live work (Cache-Control: max-age): how many of `data`, billed at their offer's `cached_price_per_record`. The answer's `Age` header is the age in seconds of the oldest record served."}
 		props["capped_by"] = obj{"type": "string", "enum": []any{"balance", "credit_limit"},
@@ -182,7 +183,7 @@ func (b *openapiBuilder) fixedSchemas() {
 		"allOf": []any{ref("Source"), object("", []any{"supported_platforms", "supported_types", "pricing"}, obj{
 			"supported_platforms":    platformList,
 			"supported_types":        stringArray(""),
-			"supported_search_types": stringArray("Omitted when the source has no search coverage."),
+			"supported_search_types": stringArray("Search types as <platform>/<type> (POST /v1/search takes the provider slug <id>/<platform>/<type>); omitted when the source has no search coverage."),
 			"pricing":                obj{"type": "array", "items": ref("PricingRow")},
 			"search_pricing":         obj{"type": "array", "items": ref("PricingRow"), "description": "Omitted when the source has no search coverage."},
 		})},

@@ -60,6 +60,8 @@ hosts: {
 
 #OATimestamp: =~"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?Z$"
 
+// #OACommon: the fields every record shares (a comment no record that
+// embeds it may take as its own description).
 #OACommon: {
 	name?:         string
 	profile_url?:  string
@@ -83,6 +85,7 @@ hosts: {
 	investors?: [...]
 }
 
+// A post with its author.
 #OAPost: {
 	#OACommon
 	post_id?: string
@@ -91,6 +94,8 @@ hosts: {
 	tags?: [...string]
 }
 
+// A place on the map (a comment #OARankedPlace, which embeds it, must not
+// take).
 #OAPlace: {
 	#OACommon
 	lat?:  number
@@ -388,7 +393,7 @@ func TestOpenAPIOperations(t *testing.T) {
 
 		// Every other path is one of the fixed endpoints.
 		fixed := map[string]string{
-			"/v1/search": "post", "/v1/extractions/{id}": "get", "/v1/account/usage": "get",
+			"/v1/search": "post", "/v1/extractions/{id}": "get", "/v1/account/usage": "get", "/v1/account/transactions": "get",
 			"/v1/account/balance": "get", "/v1/services": "get", "/v1/services/{platform}": "get",
 			"/v1/services/{platform}/{service}": "get", "/v1/providers": "get",
 			"/v1/providers/{id}": "get", "/v1/openapi.json": "get",
@@ -877,7 +882,7 @@ func TestOpenAPIGolden(t *testing.T) {
 	}
 	want, err := os.ReadFile(golden)
 	if err != nil {
-		t.Fatalf("reading the golden file (regenerate with go test ./caddymodule/registry -run TestOpenAPIGolden -update): %v", err)
+		t.Fatalf("reading the golden file (regenerate with make snapshots): %v", err)
 	}
 	if !bytes.Equal(pretty.Bytes(), want) {
 		got, wantLines := strings.Split(pretty.String(), "\n"), strings.Split(string(want), "\n")
@@ -890,8 +895,29 @@ func TestOpenAPIGolden(t *testing.T) {
 				w = wantLines[i]
 			}
 			if g != w {
-				t.Fatalf("the document differs from %s at line %d:\n got: %s\nwant: %s\n(regenerate with go test ./caddymodule/registry -run TestOpenAPIGolden -update and review the diff)", golden, i+1, g, w)
+				t.Fatalf("the document differs from %s at line %d:\n got: %s\nwant: %s\n(regenerate with make snapshots and review the diff)", golden, i+1, g, w)
 			}
+		}
+	}
+}
+
+// TestOpenAPIRecordDescriptionsAreTheirOwn: a record component is described
+// by the comment above its own definition, never by the comment of a
+// definition it embeds (#OACommon, #OAPlace), and has no description when
+// it has no comment.
+func TestOpenAPIRecordDescriptionsAreTheirOwn(t *testing.T) {
+	m := decodeDoc(t, inlineRegistry(t).OpenAPIJSON())
+	for name, want := range map[string]any{
+		"OAPost":        "A post with its author.",
+		"OACompany":     nil,
+		"OARankedPlace": nil,
+	} {
+		schema, ok := get(m, "components", "schemas", name).(map[string]any)
+		if !ok {
+			t.Fatalf("no component %s", name)
+		}
+		if got := schema["description"]; got != want {
+			t.Errorf("%s: description %q, want %v", name, got, want)
 		}
 	}
 }

@@ -154,6 +154,8 @@ type Offer struct {
 	Implements map[string]bool
 	Status     string
 	Service    *Service
+	// ErrorRows are the declared meanings of its error rows (errorrows.go).
+	ErrorRows []ErrorRow
 	// CachedPrice is the price of one record served from the cache;
 	// CacheInput, if set, is where the offer's upstream items name their
 	// input (cache.go).

@@ -96,10 +96,10 @@ func TestVariantPayloads(t *testing.T) {
 			}
 			want, err := os.ReadFile(golden)
 			if err != nil {
-				t.Fatalf("no golden (run with -update-variants, then read it): %v", err)
+				t.Fatalf("no golden (run make snapshots, then read it): %v", err)
 			}
 			if !bytes.Equal(want, out.Bytes()) {
-				t.Errorf("records differ from %s (run with -update-variants and read the diff):\n%s", golden, out.String())
+				t.Errorf("records differ from %s (run make snapshots and read the diff):\n%s", golden, out.String())
 			}
 		})
 	}

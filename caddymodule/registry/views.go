@@ -267,7 +267,10 @@ func (r *Registry) Provider(src *Source, status SourceStatusFunc) ProviderDetail
 				pricing[k] = appendUnique(pricing[k], s.Platform)
 			}
 			if s.Search {
-				searchTypes[s.Name] = true
+				// <platform>/<type>: a type name such as video.search
+				// is declared per platform, and the provider slug of
+				// POST /v1/search is <source>/<platform>/<type>.
+				searchTypes[s.Key] = true
 				k := pk{s.Name, o.Price}
 				searchPricing[k] = appendUnique(searchPricing[k], s.Platform)
 			}

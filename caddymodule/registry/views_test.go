@@ -29,3 +29,28 @@ func TestProviderPlatformsFollowStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestProviderSearchTypesNameTheirPlatform: supported_search_types lists a
+// source's search types as <platform>/<type>, so each joined to the source
+// id is a provider slug POST /v1/search takes, and a source without search
+// coverage omits it.
+func TestProviderSearchTypesNameTheirPlatform(t *testing.T) {
+	reg := declared(t)
+	slugs := reg.SearchSlugs()
+	listed := 0
+	for _, src := range reg.Sources {
+		d := reg.Provider(src, func(string) string { return "active" })
+		for _, st := range d.SupportedSearchTypes {
+			if !slices.Contains(slugs, src.ID+"/"+st) {
+				t.Errorf("%s: search type %s is no provider slug (%v)", src.ID, st, slugs)
+			}
+		}
+		listed += len(d.SupportedSearchTypes)
+		if d.SupportedSearchTypes != nil && len(d.SupportedSearchTypes) == 0 {
+			t.Errorf("%s: an empty supported_search_types is not omitted", src.ID)
+		}
+	}
+	if listed != len(slugs) {
+		t.Errorf("providers list %d search types, the slugs are %v", listed, slugs)
+	}
+}

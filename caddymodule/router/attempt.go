@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,6 +14,12 @@ import (
 	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/sources"
 )
+
+// One attempt: an offer over all the call's inputs, split into batches of
+// its max_inputs (batch.go) run concurrently under the attempt deadline
+// and the soft-timeout watchdog (watchdog.go), then assembled into
+// records with the limit applied, or a failure, or a partial outcome
+// whose failed batches' inputs fail over.
 
 // abandonGrace is how long an attempt whose context ended still waits for
 // its calls to return (they should return at once; this bounds a client
@@ -35,7 +40,7 @@ type attempt struct {
 	// perInput holds the records of each input of the attempt before the
 	// limit, nil for an input of a failed batch; failed lists those inputs
 	// (indexes into the attempt's inputs) when the attempt served only
-	// some batches (chunks.go): they fail over, the others are kept.
+	// some batches (Chunks, walk.go): they fail over, the others are kept.
 	perInput [][]json.RawMessage
 	failed   []int
 	// retryable: the walk may move on. A failure that is not retryable
@@ -48,188 +53,6 @@ type attempt struct {
 	// canceled is the caller's context error when the caller went away.
 	canceled error
 	verdict  verdict
-}
-
-// batchFailure is a failed upstream call of one batch.
-type batchFailure struct {
-	outcome    string
-	status     int
-	retryable  bool
-	retryAfter time.Duration
-	message    string
-	verdict    verdict
-}
-
-// batchOut is what one successful batch produced.
-type batchOut struct {
-	done bool
-	// perInput holds the records of each of the batch's inputs, in item order.
-	perInput   [][]json.RawMessage
-	items      int
-	errorItems int
-	// deadItems are the error items saying the input's page is gone.
-	deadItems int
-	status    int
-	// skipped counts items the normalize program failed on; skipErr is the
-	// first such error.
-	skipped int
-	skipErr error
-	// invalid counts records off the record schema (recordcheck.go);
-	// invalidMsg describes the first.
-	invalid    int
-	invalidMsg string
-	// dropped counts data items (not error rows) the normalize program
-	// made no record of.
-	dropped int
-}
-
-// run is the shared state of one attempt's batches.
-type run struct {
-	actx   context.Context
-	cancel context.CancelCauseFunc
-
-	mu     sync.Mutex
-	closed bool // the attempt has been assembled; late batches are ignored
-	// failure is a final failure (the upstream rejected the input): it
-	// ends the attempt and cancels the other batches.
-	failure *batchFailure
-	// failed holds, per batch, a failure the next offer may cure: the
-	// other batches run on and are kept, only this batch's inputs fail
-	// over.
-	failed  []*batchFailure
-	handles []string
-	outs    []batchOut
-}
-
-// started records the handle of upstream work as soon as a client reports
-// it (sources.Call.OnHandle), so a failed, cancelled or abandoned attempt
-// still names the work it paid for.
-func (rn *run) started(h sources.Handle) {
-	rn.mu.Lock()
-	rn.handles = sources.MergeHandles(rn.handles, h.String())
-	rn.mu.Unlock()
-}
-
-// fail records the failure of batch i. A final failure (not retryable:
-// another offer would fail the same way) is the attempt's and cancels the
-// siblings; a retryable one is the batch's alone: the siblings run on and
-// what they serve is kept while this batch's inputs fail over. A failure
-// seen after the attempt's context ended is a consequence of that
-// (deadline, soft timeout, final failure, caller gone) and the cause
-// decides instead.
-func (rn *run) fail(i int, f *batchFailure, handles []string) {
-	rn.mu.Lock()
-	final := !f.retryable
-	if !rn.closed {
-		rn.handles = sources.MergeHandles(rn.handles, handles...)
-		switch {
-		case rn.actx.Err() != nil:
-		case final && rn.failure == nil:
-			rn.failure = f
-		case !final && rn.failed[i] == nil:
-			rn.failed[i] = f
-		}
-	}
-	rn.mu.Unlock()
-	if final {
-		rn.cancel(errBatchFailed)
-	}
-}
-
-// succeed stores a batch's output.
-func (rn *run) succeed(i int, out batchOut, handles []string) {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	if rn.closed {
-		return
-	}
-	rn.handles = sources.MergeHandles(rn.handles, handles...)
-	out.done = true
-	rn.outs[i] = out
-}
-
-// watchdog cancels an attempt when the upstream shows no activity for the
-// soft timeout. Times are monotonic nanoseconds since start. Silence is
-// measured between upstream answers: a wait the upstream documents (a sync
-// wait, waitForFinish, the pause between polls) is announced by the batch's
-// client and does not count until that batch hears from the upstream again.
-type watchdog struct {
-	start time.Time
-	last  atomic.Int64
-	// quiet holds, per batch, the end of the documented wait it announced:
-	// silence before it is expected. A batch's own activity ends it (the
-	// answer it waited for began); another batch's does not.
-	quiet []atomic.Int64
-	soft  time.Duration
-}
-
-func newWatchdog(soft time.Duration, batches int) *watchdog {
-	return &watchdog{start: time.Now(), soft: soft, quiet: make([]atomic.Int64, batches)}
-}
-
-func (w *watchdog) now() int64 { return int64(time.Since(w.start)) }
-
-// touch records upstream activity; called concurrently by the clients.
-func (w *watchdog) touch() { w.last.Store(w.now()) }
-
-// batch returns the activity and waiting callbacks of batch i
-// (sources.Call.Activity and Waiting).
-func (w *watchdog) batch(i int) (activity func(), waiting func(time.Duration)) {
-	q := &w.quiet[i]
-	activity = func() {
-		now := w.now()
-		w.last.Store(now)
-		if q.Load() > now {
-			q.Store(now)
-		}
-	}
-	waiting = func(d time.Duration) {
-		now := w.now()
-		w.last.Store(now)
-		q.Store(now + int64(d))
-	}
-	return activity, waiting
-}
-
-// idle is how long the upstream has been silent beyond what was announced.
-func (w *watchdog) idle() time.Duration {
-	until := w.last.Load()
-	for i := range w.quiet {
-		until = max(until, w.quiet[i].Load())
-	}
-	return time.Duration(w.now() - until)
-}
-
-// watch cancels with errSoftTimeout once idle for the soft timeout, until
-// stop is called. It runs on a timer, not a goroutine of its own: a call
-// held in flight by a slow upstream costs no stack for its watchdog.
-func (w *watchdog) watch(cancel context.CancelCauseFunc) (stop func()) {
-	var (
-		mu      sync.Mutex
-		stopped bool
-		t       *time.Timer
-	)
-	mu.Lock()
-	defer mu.Unlock()
-	t = time.AfterFunc(w.soft, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped {
-			return
-		}
-		idle := w.idle()
-		if idle >= w.soft {
-			cancel(errSoftTimeout)
-			return
-		}
-		t.Reset(w.soft - idle)
-	})
-	return func() {
-		mu.Lock()
-		stopped = true
-		mu.Unlock()
-		t.Stop()
-	}
 }
 
 // attempt runs one offer over all the call's inputs.
@@ -252,10 +75,10 @@ func (r *Router) attempt(ctx context.Context, o *registry.Offer, req *Request, n
 	defer cancelDeadline()
 	actx, cancel := context.WithCancelCause(dctx)
 	defer cancel(nil)
-	rn := &run{actx: actx, cancel: cancel, outs: make([]batchOut, len(batches)), failed: make([]*batchFailure, len(batches))}
+	bs := &batchSet{actx: actx, cancel: cancel, outs: make([]batchOut, len(batches)), failed: make([]*batchFailure, len(batches))}
 
-	wd := newWatchdog(r.cfg.SoftTimeout, len(batches))
-	defer wd.watch(cancel)()
+	wd := newWatchdog(r.cfg.SoftTimeout, len(batches), cancel)
+	defer wd.stop()
 
 	sem := make(chan struct{}, r.cfg.MaxParallelBatches)
 	// all closes when the last batch is done; the dispatch loop holds one
@@ -271,8 +94,8 @@ func (r *Router) attempt(ctx context.Context, o *registry.Offer, req *Request, n
 	runBatch := func(i int, in []string) {
 		defer done()
 		defer func() { <-sem }()
-		defer r.recoverBatch(rn, o, i)
-		r.batch(rn, wd, client, o, req, in, limits[i], opts, nowISO, i)
+		defer r.recoverBatch(bs, o, i)
+		r.batch(bs, &wd.pulses[i], client, o, req, in, limits[i], opts, nowISO, i)
 	}
 	_, inline := client.(sources.ReturnsOnCancel)
 	inline = inline && len(batches) == 1
@@ -307,20 +130,92 @@ dispatch:
 		grace.Stop()
 	}
 
-	r.conclude(ctx, a, rn, req, batches)
+	r.conclude(ctx, a, bs, req, batches)
 	return a
+}
+
+// recoverBatch, deferred by each batch, turns a panic in it (a client, a
+// program) into the attempt's failure instead of the process's end.
+func (r *Router) recoverBatch(bs *batchSet, o *registry.Offer, i int) {
+	if e := sources.Recovered(recover()); e != nil {
+		r.logger.Error("panic in an upstream batch", zap.String("offer", o.ID), zap.String("panic", e.Message), zap.Stack("stack"))
+		bs.fail(i, &batchFailure{outcome: e.Outcome, retryable: true, verdict: failure, message: e.Message}, nil)
+	}
+}
+
+// split cuts inputs into batches of at most size (one empty batch when
+// there are no inputs, so the upstream is still called once).
+func split(inputs []string, size int) [][]string {
+	if size <= 0 {
+		size = len(inputs)
+	}
+	if len(inputs) == 0 {
+		return [][]string{nil}
+	}
+	var out [][]string
+	for len(inputs) > size {
+		out = append(out, inputs[:size:size])
+		inputs = inputs[size:]
+	}
+	return append(out, inputs)
+}
+
+// batchLimits is the limit each batch asks its upstream for. Per input it
+// is the window of every input; per call the call's window is shared out
+// in proportion to the batches' inputs (each at least one record when
+// there are no more inputs than records), so that the batches together
+// never ask for more than the call may return.
+func batchLimits(batches [][]string, window int, scope string) []int {
+	out := make([]int, len(batches))
+	if window <= 0 || scope == registry.ScopePerInput || len(batches) == 1 {
+		for i := range out {
+			out[i] = window
+		}
+		return out
+	}
+	total := 0
+	for _, b := range batches {
+		total += len(b)
+	}
+	given := 0
+	for i, b := range batches {
+		out[i] = window * len(b) / max(1, total)
+		given += out[i]
+	}
+	for i := 0; given < window; i = (i + 1) % len(out) {
+		out[i]++
+		given++
+	}
+	return out
+}
+
+// offerOptions keeps the call's options that offer o implements.
+func offerOptions(o *registry.Offer, options map[string]any) map[string]any {
+	opts := make(map[string]any, len(options))
+	for k, v := range options {
+		if o.Implements[k] {
+			opts[k] = v
+		}
+	}
+	return opts
+}
+
+// noClient fails an attempt whose source has no client on this gateway.
+func noClient(a *attempt, o *registry.Offer) {
+	a.rec.Outcome, a.retryable, a.verdict = OutcomeNoClient, true, failure
+	a.rec.Message = fmt.Sprintf("source %s has no client configured on this gateway", o.Source.ID)
 }
 
 // conclude closes the attempt's run once its batches are done or
 // abandoned, and sets its outcome. It is apart from attempt so that the
 // frame a held call keeps on its stack while it waits stays small (see
 // attempt).
-func (r *Router) conclude(ctx context.Context, a *attempt, rn *run, req *Request, batches [][]string) {
-	rn.mu.Lock()
-	rn.closed = true
-	failed, outs, lost := rn.failure, rn.outs, rn.failed
-	a.rec.Handles = rn.handles
-	rn.mu.Unlock()
+func (r *Router) conclude(ctx context.Context, a *attempt, bs *batchSet, req *Request, batches [][]string) {
+	bs.mu.Lock()
+	bs.closed = true
+	failed, outs, lost := bs.failure, bs.outs, bs.failed
+	a.rec.Handles = bs.handles
+	bs.mu.Unlock()
 
 	complete, served := true, 0
 	for i, out := range outs {
@@ -342,7 +237,7 @@ func (r *Router) conclude(ctx context.Context, a *attempt, rn *run, req *Request
 		a.retryable, a.retryAfter, a.upstreamMsg, a.verdict = failed.retryable, failed.retryAfter, failed.message, failed.verdict
 	case !complete:
 		a.retryable, a.verdict = true, failure
-		switch context.Cause(rn.actx) {
+		switch context.Cause(bs.actx) {
 		case errSoftTimeout:
 			a.rec.Outcome = sources.OutcomeSoftTimeout
 			a.rec.Message = fmt.Sprintf("no upstream activity for %s", r.cfg.SoftTimeout)
@@ -358,37 +253,11 @@ func (r *Router) conclude(ctx context.Context, a *attempt, rn *run, req *Request
 	}
 }
 
-// noClient fails an attempt whose source has no client on this gateway.
-func noClient(a *attempt, o *registry.Offer) {
-	a.rec.Outcome, a.retryable, a.verdict = OutcomeNoClient, true, failure
-	a.rec.Message = fmt.Sprintf("source %s has no client configured on this gateway", o.Source.ID)
-}
-
-// recoverBatch, deferred by each batch, turns a panic in it (a client, a
-// program) into the attempt's failure instead of the process's end.
-func (r *Router) recoverBatch(rn *run, o *registry.Offer, i int) {
-	if e := sources.Recovered(recover()); e != nil {
-		r.logger.Error("panic in an upstream batch", zap.String("offer", o.ID), zap.String("panic", e.Message), zap.Stack("stack"))
-		rn.fail(i, &batchFailure{outcome: e.Outcome, retryable: true, verdict: failure, message: e.Message}, nil)
-	}
-}
-
-// offerOptions keeps the call's options that offer o implements.
-func offerOptions(o *registry.Offer, options map[string]any) map[string]any {
-	opts := make(map[string]any, len(options))
-	for k, v := range options {
-		if o.Implements[k] {
-			opts[k] = v
-		}
-	}
-	return opts
-}
-
 // assemble turns the batches' outputs into the attempt's records, or an
 // error_records failure when every item was an error record. A batch that
 // failed (not done) contributes no records: its inputs get none.
 func (r *Router) assemble(a *attempt, outs []batchOut, req *Request, batches [][]string) {
-	var items, errItems, dead, skipped, invalid, dropped, records int
+	var items, errItems, dead, deadInputs, skipped, invalid, dropped, records int
 	var skipErr error
 	var invalidMsg string
 	var perInput [][]json.RawMessage
@@ -400,6 +269,7 @@ func (r *Router) assemble(a *attempt, outs []batchOut, req *Request, batches [][
 		items += out.items
 		errItems += out.errorItems
 		dead += out.deadItems
+		deadInputs += out.deadInputs
 		skipped += out.skipped
 		if skipErr == nil {
 			skipErr = out.skipErr
@@ -438,7 +308,11 @@ func (r *Router) assemble(a *attempt, outs []batchOut, req *Request, batches [][
 	if dead > 0 {
 		// A page that is gone is an answer, not a failure: no record for
 		// that input, no charge, nothing against the breaker.
-		notes = append(notes, fmt.Sprintf("%d inputs name pages that are gone (dead_page)", dead))
+		if deadInputs == 1 {
+			notes = append(notes, "1 input names a page that is gone")
+		} else {
+			notes = append(notes, fmt.Sprintf("%d inputs name pages that are gone", deadInputs))
+		}
 		errItems -= dead
 	}
 	if errItems > 0 {
@@ -451,4 +325,125 @@ func (r *Router) assemble(a *attempt, outs []batchOut, req *Request, batches [][
 		notes = append(notes, fmt.Sprintf("%d records off the record schema dropped: %s", invalid, invalidMsg))
 	}
 	a.rec.Message = strings.Join(notes, "; ")
+}
+
+// OutcomeNoValidRecords is an attempt whose items gave no record on the
+// service's declared shape: every item failed its normalizer, or produced a
+// record off the record schema, or was dropped by it, or was an error record. It is retryable:
+// the walk moves on to the next offer.
+const OutcomeNoValidRecords = "no_valid_records"
+
+// noneSurvived is the message of an attempt none of whose items survived.
+func noneSurvived(items, errItems, skipped, invalid, dropped int, skipErr error, invalidMsg string) string {
+	msg := fmt.Sprintf("no record survived of %d items", items)
+	if errItems > 0 {
+		msg += fmt.Sprintf("; %d error records", errItems)
+	}
+	if skipped > 0 {
+		msg += fmt.Sprintf("; %d failed normalize: %v", skipped, skipErr)
+	}
+	if invalid > 0 {
+		msg += fmt.Sprintf("; %d off the record schema: %s", invalid, invalidMsg)
+	}
+	if dropped > 0 {
+		msg += fmt.Sprintf("; %d dropped by the normalizer", dropped)
+	}
+	return msg
+}
+
+// applyLimit flattens per-input records in input order, drops the skip
+// records of earlier pages and applies the limit by scope: per_call keeps
+// records [skip, skip+limit) overall, per_input the same range of each
+// input. total is the count before skip and limit; more reports that a
+// window was full, so a next page may exist. It is generic so that the
+// offer of each record of a call served by two offers (Chunks, walk.go) is cut
+// exactly as the records are.
+func applyLimit[T any](perInput [][]T, limit, skip int, scope string) (records []T, total int, more bool) {
+	for _, recs := range perInput {
+		total += len(recs)
+	}
+	window := func(recs []T) []T {
+		if limit > 0 && len(recs) >= skip+limit {
+			more = true
+		}
+		if skip >= len(recs) {
+			return nil
+		}
+		recs = recs[skip:]
+		if limit > 0 && len(recs) > limit {
+			recs = recs[:limit]
+		}
+		return recs
+	}
+	records = make([]T, 0, total)
+	if scope == registry.ScopePerInput {
+		for _, recs := range perInput {
+			records = append(records, window(recs)...)
+		}
+		return records, total, more
+	}
+	for _, recs := range perInput {
+		records = append(records, recs...)
+	}
+	return window(records), total, more
+}
+
+// OutcomePartial is an attempt that served some of its batches: their
+// records are kept, the failed batches' inputs move on.
+const OutcomePartial = "partial"
+
+// firstFailure is the failure of an attempt whose every batch failed: the
+// first batch's, waiting for the longest Retry-After any of them asked.
+func firstFailure(lost []*batchFailure) *batchFailure {
+	var first *batchFailure
+	for _, f := range lost {
+		if f == nil {
+			continue
+		}
+		if first == nil {
+			c := *f
+			first = &c
+		}
+		first.retryAfter = max(first.retryAfter, f.retryAfter)
+	}
+	return first
+}
+
+// partial turns a served attempt some of whose batches failed (lost) into
+// a partial one: the inputs of those batches are its failed inputs, and
+// its outcome, status and verdict are the first failure's.
+func partial(a *attempt, lost []*batchFailure, batches [][]string) {
+	f := firstFailure(lost)
+	var inputs []string
+	off, failedBatches := 0, 0
+	for i, b := range batches {
+		if lost[i] != nil {
+			failedBatches++
+			for j := range b {
+				a.failed = append(a.failed, off+j)
+			}
+			inputs = append(inputs, b...)
+		}
+		off += len(b)
+	}
+	a.retryable, a.retryAfter, a.upstreamMsg, a.verdict = true, f.retryAfter, f.message, f.verdict
+	a.rec.Outcome, a.rec.Status = OutcomePartial, f.status
+	why := f.outcome
+	if f.status != 0 {
+		why += fmt.Sprintf(", HTTP %d", f.status)
+	}
+	if f.message != "" {
+		why += ": " + f.message
+	}
+	a.rec.Message = joinMsg(fmt.Sprintf("%d of %d batches served and kept; %d failed (%s), so this offer did not serve their %d inputs: %s",
+		len(batches)-failedBatches, len(batches), failedBatches, why, len(inputs), listInputs(inputs)), a.rec.Message)
+}
+
+// listInputs names inputs for a message, at most ten of them.
+func listInputs(in []string) string {
+	const most = 10
+	if len(in) <= most {
+		return strings.Join(in, ", ")
+	}
+	return strings.Join(in[:most], ", ") + fmt.Sprintf(" and %d more", len(in)-most)
 }

@@ -5,126 +5,214 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
+
+	"go.uber.org/zap"
 
 	"socialrouter/caddymodule/normalize"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/sources"
+	"socialrouter/internal/jsonscan"
 )
 
+// One batch: its upstream request built, sent as one upstream job
+// (job.go), and its items matched to their inputs, normalized and checked
+// against the record schema; the batch's outcome goes to the batchSet its
+// attempt assembles.
+
+// batchSet is what one attempt's batches share: the attempt's context,
+// and each batch's output or failure and the upstream work it started.
+type batchSet struct {
+	actx   context.Context
+	cancel context.CancelCauseFunc
+
+	mu     sync.Mutex
+	closed bool // the attempt has been assembled; late batches are ignored
+	// failure is a final failure (the upstream rejected the input): it
+	// ends the attempt and cancels the other batches.
+	failure *batchFailure
+	// failed holds, per batch, a failure the next offer may cure: the
+	// other batches run on and are kept, only this batch's inputs fail
+	// over.
+	failed  []*batchFailure
+	handles []string
+	outs    []batchOut
+}
+
+// started records the handle of upstream work as soon as a client reports
+// it (sources.Call.OnHandle), so a failed, cancelled or abandoned attempt
+// still names the work it paid for.
+func (bs *batchSet) started(h sources.Handle) {
+	bs.mu.Lock()
+	bs.handles = sources.MergeHandles(bs.handles, h.String())
+	bs.mu.Unlock()
+}
+
+// fail records the failure of batch i. A final failure (not retryable:
+// another offer would fail the same way) is the attempt's and cancels the
+// siblings; a retryable one is the batch's alone: the siblings run on and
+// what they serve is kept while this batch's inputs fail over. A failure
+// seen after the attempt's context ended is a consequence of that
+// (deadline, soft timeout, final failure, caller gone) and the cause
+// decides instead.
+func (bs *batchSet) fail(i int, f *batchFailure, handles []string) {
+	bs.mu.Lock()
+	final := !f.retryable
+	if !bs.closed {
+		bs.handles = sources.MergeHandles(bs.handles, handles...)
+		switch {
+		case bs.actx.Err() != nil:
+		case final && bs.failure == nil:
+			bs.failure = f
+		case !final && bs.failed[i] == nil:
+			bs.failed[i] = f
+		}
+	}
+	bs.mu.Unlock()
+	if final {
+		bs.cancel(errBatchFailed)
+	}
+}
+
+// succeed stores a batch's output.
+func (bs *batchSet) succeed(i int, out batchOut, handles []string) {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	if bs.closed {
+		return
+	}
+	bs.handles = sources.MergeHandles(bs.handles, handles...)
+	out.done = true
+	bs.outs[i] = out
+}
+
+// batchFailure is a failed upstream call of one batch.
+type batchFailure struct {
+	outcome    string
+	status     int
+	retryable  bool
+	retryAfter time.Duration
+	message    string
+	verdict    verdict
+}
+
+// batchOut is what one successful batch produced.
+type batchOut struct {
+	done bool
+	// perInput holds the records of each of the batch's inputs, in item order.
+	perInput   [][]json.RawMessage
+	items      int
+	errorItems int
+	// deadItems are the error items saying the input's page is gone.
+	deadItems int
+	// deadInputs counts the inputs they answer.
+	deadInputs int
+	status     int
+	// skipped counts items the normalize program failed on; skipErr is the
+	// first such error.
+	skipped int
+	skipErr error
+	// invalid counts records off the record schema (keepRecord);
+	// invalidMsg describes the first.
+	invalid    int
+	invalidMsg string
+	// dropped counts data items (not error rows) the normalize program
+	// made no record of.
+	dropped int
+}
+
 // batch runs one upstream call and normalizes its items.
-func (r *Router) batch(rn *run, wd *watchdog, client sources.Client, o *registry.Offer, req *Request,
+func (r *Router) batch(bs *batchSet, p *pulse, client sources.Client, o *registry.Offer, req *Request,
 	inputs []string, limit int, opts map[string]any, nowISO string, i int) {
-	res := r.call(rn, wd, client, o, req, inputs, limit, opts, nowISO, i)
+	res := r.call(bs, p, client, o, req, inputs, limit, opts, nowISO, i)
 	if res != nil {
-		r.collect(rn, o, inputs, nowISO, i, res)
+		r.collect(bs, o, inputs, nowISO, i, res)
 	}
 }
 
 // call sends one batch's upstream request and returns its answer, or nil
-// when it failed (recorded in rn). A held call waits in here: its frame,
+// when it failed (recorded in bs). A held call waits in here: its frame,
 // and those of its callers, stay on the goroutine's stack for the whole
 // wait, so what runs before and after the wait is in functions of its own
 // (buildBody, failCall, collect), and a call held by a slow upstream fits
 // the stack size that Caddy's own reverse_proxy needs.
-func (r *Router) call(rn *run, wd *watchdog, client sources.Client, o *registry.Offer, req *Request,
+func (r *Router) call(bs *batchSet, p *pulse, client sources.Client, o *registry.Offer, req *Request,
 	inputs []string, limit int, opts map[string]any, nowISO string, i int) *sources.Result {
-	ctx := rn.actx
-	wd.touch()
+	ctx := bs.actx
+	p.activity() // the batch begins: silence counts from here
 	body, err := buildBody(ctx, o, inputs, opts, limit, nowISO)
 	if err != nil {
-		failRequest(rn, i, err)
+		failRequest(bs, i, err)
 		return nil
 	}
 	callLimit := limit
 	if callLimit > 0 && req.scope() == registry.ScopePerInput {
 		callLimit *= max(1, len(inputs))
 	}
-	c := sources.Call{Target: o.Target, Params: o.Params, Body: body, Limit: callLimit, PerInput: limit, OnHandle: rn.started}
+	c := sources.Call{Target: o.Target, Params: o.Params, Body: body, Limit: callLimit, PerInput: limit, OnHandle: bs.started}
 	if req.OnHandle != nil {
 		c.OnHandle = func(h sources.Handle) {
-			rn.started(h)
+			bs.started(h)
 			req.OnHandle(o, Started{Offer: o.ID, Batch: i, Inputs: inputs, Limit: limit, Handle: h.String()})
 		}
 	}
-	c.Activity, c.Waiting = wd.batch(i)
+	c.Activity, c.Waiting = p.activity, p.waiting
 	if dl, ok := ctx.Deadline(); ok {
 		c.Timeout = time.Until(dl)
 	}
-	res, err := r.resumeOrDo(ctx, client, c, req, o, inputs, i)
+	res, err := r.job(ctx, client, c, req, o, inputs, i)
 	if err != nil || res == nil {
-		failCall(rn, i, err)
+		failCall(bs, i, err)
 		return nil
 	}
-	wd.touch()
+	p.activity()
 	return res
 }
 
+// buildBody runs the offer's request program over one batch; without a
+// program the body is {"inputs": [...]}.
+func buildBody(ctx context.Context, o *registry.Offer, inputs []string, opts map[string]any, limit int, nowISO string) (any, error) {
+	ins := make([]any, len(inputs)) // gojq takes []any, not []string
+	for i, s := range inputs {
+		ins[i] = s
+	}
+	if o.Request == nil {
+		return map[string]any{"inputs": ins}, nil
+	}
+	// $input is meaningless for a request (it sees every input of the batch).
+	outs, err := o.Request.Run(ctx, map[string]any{"inputs": ins, "options": opts, "limit": limit}, "", nowISO)
+	if err != nil {
+		return nil, fmt.Errorf("running the request program of %s: %w", o.ID, err)
+	}
+	if len(outs) == 0 {
+		return nil, fmt.Errorf("the request program of %s yielded nothing", o.ID)
+	}
+	if body, ok := outs[0].(map[string]any); ok {
+		// A top-level null is not sent (an option the caller left out):
+		// declarations need no with_entries(select(.value != null)), which
+		// cost gojq 4 KiB per call, for what a record's nulls get too.
+		return normalize.WithoutNulls(body), nil
+	}
+	return outs[0], nil
+}
+
 // failRequest records batch i whose request program failed.
-func failRequest(rn *run, i int, err error) {
-	rn.fail(i, &batchFailure{outcome: OutcomeRequestError, retryable: true, verdict: neutral,
+func failRequest(bs *batchSet, i int, err error) {
+	bs.fail(i, &batchFailure{outcome: OutcomeRequestError, retryable: true, verdict: neutral,
 		message: fmt.Sprintf("building the upstream request: %v", err)}, nil)
 }
 
 // failCall records batch i's failed client call (err) or a client that returned
 // neither a result nor an error.
-func failCall(rn *run, i int, err error) {
+func failCall(bs *batchSet, i int, err error) {
 	if err != nil {
-		rn.fail(i, callFailure(err), errHandles(err))
+		bs.fail(i, callFailure(err), errHandles(err))
 		return
 	}
-	rn.fail(i, &batchFailure{outcome: sources.OutcomeMalformed, retryable: true, verdict: failure,
+	bs.fail(i, &batchFailure{outcome: sources.OutcomeMalformed, retryable: true, verdict: failure,
 		message: "the source client returned no result"}, nil)
-}
-
-// collect normalizes the items of a batch's answer into records per input.
-func (r *Router) collect(rn *run, o *registry.Offer, inputs []string, nowISO string, i int, res *sources.Result) {
-	ctx := rn.actx
-	out := batchOut{items: len(res.Items), errorItems: res.ErrorItems, deadItems: res.DeadItems, status: res.Status,
-		perInput: make([][]json.RawMessage, max(1, len(inputs)))}
-	m := newInputMatcher(inputs)
-	normalizeItem := o.Normalize.NormalizeItem
-	if res.Checked { // the splitter checked the body: no second check of each item
-		normalizeItem = o.Normalize.NormalizeCheckedItem
-	}
-	for _, item := range res.Items {
-		k := m.match(item)
-		if o.Normalize == nil {
-			out.perInput[k] = append(out.perInput[k], item)
-			continue
-		}
-		in := ""
-		if len(inputs) > 0 {
-			in = inputs[k]
-		}
-		rec, ok, err := normalizeItem(ctx, item, in, nowISO)
-		if err != nil {
-			if ctx.Err() != nil {
-				return // the attempt is ending; its cause decides
-			}
-			out.skipped++
-			if out.skipErr == nil {
-				out.skipErr = err
-			}
-			continue
-		}
-		switch {
-		case !ok:
-			if !normalize.IsErrorItem(item) { // error rows are counted by the source
-				out.dropped++
-			}
-		case r.keepRecord(o, rec, &out):
-			out.perInput[k] = append(out.perInput[k], rec)
-		}
-	}
-	if o.Normalize != nil {
-		// The records are fresh bytes; the raw items are read no more.
-		res.Release()
-	}
-	if ctx.Err() != nil {
-		return
-	}
-	rn.succeed(i, out, res.Handles)
 }
 
 // callFailure classifies a failed client call.
@@ -155,57 +243,152 @@ func errHandles(err error) []string {
 	return nil
 }
 
-// buildBody runs the offer's request program over one batch; without a
-// program the body is {"inputs": [...]}.
-func buildBody(ctx context.Context, o *registry.Offer, inputs []string, opts map[string]any, limit int, nowISO string) (any, error) {
-	ins := make([]any, len(inputs)) // gojq takes []any, not []string
-	for i, s := range inputs {
-		ins[i] = s
+// collect normalizes the items of a batch's answer into records per input.
+func (r *Router) collect(bs *batchSet, o *registry.Offer, inputs []string, nowISO string, i int, res *sources.Result) {
+	ctx := bs.actx
+	out := batchOut{items: len(res.Items), errorItems: res.ErrorItems, deadItems: res.DeadItems, status: res.Status,
+		perInput: make([][]json.RawMessage, max(1, len(inputs)))}
+	m := newInputMatcher(inputs)
+	normalizeItem := o.Normalize.NormalizeItem
+	if res.Checked { // the splitter checked the body: no second check of each item
+		normalizeItem = o.Normalize.NormalizeCheckedItem
 	}
-	if o.Request == nil {
-		return map[string]any{"inputs": ins}, nil
+	gone := map[int]bool{}
+	for _, item := range res.Items {
+		k := m.match(item)
+		if o.Normalize == nil {
+			out.perInput[k] = append(out.perInput[k], item)
+			continue
+		}
+		in := ""
+		if len(inputs) > 0 {
+			in = inputs[k]
+		}
+		rec, ok, err := normalizeItem(ctx, item, in, nowISO)
+		if err != nil {
+			if ctx.Err() != nil {
+				return // the attempt is ending; its cause decides
+			}
+			out.skipped++
+			if out.skipErr == nil {
+				out.skipErr = err
+			}
+			continue
+		}
+		switch {
+		case !ok:
+			if !normalize.IsErrorItem(item) { // error rows are counted by the source
+				out.dropped++
+			} else if dead := sources.DeadRow(item); dead || o.GoneRow(item) {
+				// A page gone (dead_page, or a row the offer's
+				// error_rows declares gone or private): counted per
+				// input, for the attempt's message.
+				if !dead {
+					out.deadItems++ // the source counted its dead_page rows
+				}
+				gone[k] = true
+			}
+		case r.keepRecord(o, rec, &out):
+			out.perInput[k] = append(out.perInput[k], rec)
+		}
 	}
-	// $input is meaningless for a request (it sees every input of the batch).
-	outs, err := o.Request.Run(ctx, map[string]any{"inputs": ins, "options": opts, "limit": limit}, "", nowISO)
-	if err != nil {
-		return nil, fmt.Errorf("running the request program of %s: %w", o.ID, err)
+	out.deadInputs = len(gone)
+	if o.Normalize != nil {
+		// The records are fresh bytes; the raw items are read no more.
+		res.Release()
 	}
-	if len(outs) == 0 {
-		return nil, fmt.Errorf("the request program of %s yielded nothing", o.ID)
+	if ctx.Err() != nil {
+		return
 	}
-	if body, ok := outs[0].(map[string]any); ok {
-		// A top-level null is not sent (an option the caller left out):
-		// declarations need no with_entries(select(.value != null)), which
-		// cost gojq 4 KiB per call, for what a record's nulls get too.
-		return normalize.WithoutNulls(body), nil
-	}
-	return outs[0], nil
+	bs.succeed(i, out, res.Handles)
 }
 
-// split cuts inputs into batches of at most size (one empty batch when
-// there are no inputs, so the upstream is still called once).
-func split(inputs []string, size int) [][]string {
-	if size <= 0 {
-		size = len(inputs)
-	}
-	if len(inputs) == 0 {
-		return [][]string{nil}
-	}
-	var out [][]string
-	for len(inputs) > size {
-		out = append(out, inputs[:size:size])
-		inputs = inputs[size:]
-	}
-	return append(out, inputs)
+// inputMatcher finds which input of a batch an upstream item answers, so
+// records come back in input order and $input is the right one. Upstreams
+// answer a batch in their own order; they echo the input in an `input`
+// object (dataset_scrape) or carry it in a top-level field (url, query…).
+type inputMatcher struct {
+	n     int
+	index map[string]int // matchKey(input) → first position in the batch
 }
 
-// joinMsg joins two message parts with "; ", skipping empty ones.
-func joinMsg(a, b string) string {
-	switch {
-	case a == "":
-		return b
-	case b == "":
-		return a
+// newInputMatcher indexes a batch's inputs.
+func newInputMatcher(inputs []string) *inputMatcher {
+	m := &inputMatcher{n: len(inputs)}
+	if len(inputs) > 1 {
+		m.index = make(map[string]int, len(inputs))
+		for i, in := range inputs {
+			k := matchKey(in)
+			if _, dup := m.index[k]; !dup {
+				m.index[k] = i
+			}
+		}
 	}
-	return a + "; " + b
+	return m
+}
+
+// matchKey is the form inputs and item fields are compared in: case and a
+// trailing slash do not matter.
+func matchKey(s string) string {
+	return strings.ToLower(strings.TrimSuffix(strings.TrimSpace(s), "/"))
+}
+
+// match returns the position in the batch of the input item answers: the
+// only input; else one equal to a string field of the item's `input` object,
+// then to a top-level string field; else the first input. The raw item
+// (valid JSON: the splitter checked the body) is scanned in place rather
+// than decoded again.
+func (m *inputMatcher) match(item json.RawMessage) int {
+	if m.n <= 1 {
+		return 0
+	}
+	doc := jsonscan.TrimSpace(jsonscan.Bytes(item))
+	if doc == "" || doc[0] != '{' {
+		return 0
+	}
+	if in, ok := jsonscan.Lookup(doc, "input"); ok && in[0] == '{' {
+		if i := m.lookup(in); i >= 0 {
+			return i
+		}
+	}
+	return max(0, m.lookup(doc))
+}
+
+// lookup returns the position of the input equal to the first string
+// member of object obj that is one, or -1.
+func (m *inputMatcher) lookup(obj string) int {
+	for i := 1; ; {
+		_, v, next, ok := jsonscan.NextMember(obj, i)
+		if !ok {
+			return -1
+		}
+		if v[0] == '"' {
+			if p, ok := m.index[matchKey(jsonscan.Text(v))]; ok {
+				return p
+			}
+		}
+		i = next
+	}
+}
+
+// keepRecord reports whether rec, produced by o's normalizer, is on its
+// service's record schema. A record off it is never served nor billed: it
+// is logged with the offer, field and reason, and counted in out as a
+// failed item of the attempt, as an upstream error record is.
+func (r *Router) keepRecord(o *registry.Offer, rec []byte, out *batchOut) bool {
+	v := o.Service.CheckRecord(rec)
+	if v == nil {
+		return true
+	}
+	out.invalid++
+	if r.cfg.Observer != nil {
+		r.cfg.Observer.RecordRefused(o.ID)
+	}
+	if out.invalidMsg == "" {
+		out.invalidMsg = v.Error()
+	}
+	r.logger.Warn("record off its declared schema dropped",
+		zap.String("service", o.Service.Key), zap.String("offer", o.ID),
+		zap.String("field", v.Field), zap.String("reason", v.Reason))
+	return false
 }

@@ -25,7 +25,7 @@ type Budget interface {
 	// attempt's message; an error ends the call.
 	Reserve(ctx context.Context, o *registry.Offer, records, least int) (covered int, note string, err error)
 	// Keep tells that the call keeps records records served by offer o
-	// while the inputs of its failed batches move on (chunks.go): every
+	// while the inputs of its failed batches move on (Chunks, walk.go): every
 	// later Reserve must hold their price too, on top of its own offer's
 	// records, so the call's hold still pays for everything it serves.
 	Keep(o *registry.Offer, records int)
@@ -42,6 +42,11 @@ const OutcomeUnpayable = "unpayable"
 // ErrNoBudget is the failure of a call every offer of which was unpayable
 // when its Budget gives no Refusal.
 var ErrNoBudget = errors.New("not one record of any offer can be paid")
+
+// MaxRecords is the most records a call's attempt may ask the upstream
+// for, what its Budget is asked to cover: an async submit reserves it
+// before answering 202, so an unpayable run is refused as a sync call is.
+func (req Request) MaxRecords() int { return req.records() }
 
 // records is the most records the attempt may ask the upstream for, what
 // a Budget is asked to cover: the window (a later search page's upstream
@@ -63,6 +68,9 @@ func (req Request) records() int {
 	}
 	return window
 }
+
+// LeastRecords is the fewest records worth a hold (see Budget.Reserve).
+func (req Request) LeastRecords() int { return req.least() }
 
 // least is the fewest records worth a hold: one past the records of the
 // earlier pages, which the upstream produces again and the call drops.
@@ -100,65 +108,37 @@ func (req Request) capped(covered int) Request {
 	return req
 }
 
-// batchLimits is the limit each batch asks its upstream for. Per input it
-// is the window of every input; per call the call's window is shared out
-// in proportion to the batches' inputs (each at least one record when
-// there are no more inputs than records), so that the batches together
-// never ask for more than the call may return.
-func batchLimits(batches [][]string, window int, scope string) []int {
-	out := make([]int, len(batches))
-	if window <= 0 || scope == registry.ScopePerInput || len(batches) == 1 {
-		for i := range out {
-			out[i] = window
-		}
-		return out
-	}
-	total := 0
-	for _, b := range batches {
-		total += len(b)
-	}
-	given := 0
-	for i, b := range batches {
-		out[i] = window * len(b) / max(1, total)
-		given += out[i]
-	}
-	for i := 0; given < window; i = (i + 1) % len(out) {
-		out[i]++
-		given++
-	}
-	return out
-}
-
 // reserve asks the call's Budget for offer o before it is called and
-// returns the request the attempt runs, cut to what the money covers; nil
-// (and no failure) when the offer is skipped as unpayable.
-func (w *walk) reserve(ctx context.Context, o *registry.Offer, trial bool) (*Request, *Failure) {
+// returns the request the attempt runs, cut to what the money covers, and
+// the records covered; nil (and no failure) when the offer is skipped as
+// unpayable, note saying why.
+func (w *walk) reserve(ctx context.Context, o *registry.Offer, trial bool) (_ *Request, covered int, note string, _ *Failure) {
 	req := w.request()
-	covered := req.records()
+	covered = req.records()
 	if b := req.Budget; b != nil {
-		n, note, err := b.Reserve(ctx, o, covered, req.least())
+		n, why, err := b.Reserve(ctx, o, covered, req.least())
 		if err != nil || n < req.least() {
 			w.r.breakers.report(o, neutral, trial) // the offer was not called
 		}
 		if err != nil {
 			w.r.logger.Error("reserving credits", zap.String("offer", o.ID), zap.Error(err))
-			return nil, &Failure{Kind: errkind.StoreUnavailable,
+			return nil, 0, "", &Failure{Kind: errkind.StoreUnavailable,
 				Message:  "the account store is unavailable, so no upstream was called and nothing was charged; retry shortly",
 				Attempts: w.attempts, cause: err}
 		}
 		if n < req.least() {
-			n = 0 // a Budget that covered too few for this page
-			if note == "" {
-				note = fmt.Sprintf("skipped: not one record at %s credits can be paid", o.Price)
+			// A Budget that covered too few for this page.
+			if why == "" {
+				why = fmt.Sprintf("skipped: not one record at %s credits can be paid", o.Price)
 			}
 			w.unpayable++
-			w.attempts = append(w.attempts, runs.Attempt{Offer: o.ID, Outcome: OutcomeUnpayable, Message: note})
-			return nil, nil
+			w.attempts = append(w.attempts, runs.Attempt{Offer: o.ID, Outcome: OutcomeUnpayable, Message: why})
+			return nil, 0, why, nil
 		}
 		covered = min(covered, n)
 	}
 	req = req.capped(covered)
-	return &req, nil
+	return &req, covered, "", nil
 }
 
 // refusal is the failure of a walk that called no offer because none

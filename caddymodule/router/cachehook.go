@@ -3,8 +3,6 @@ package router
 import (
 	"context"
 	"encoding/json"
-
-	"socialrouter/caddymodule/registry"
 )
 
 // What the freshness cache (caddymodule/cache, used by the API around
@@ -21,13 +19,9 @@ func (r *Router) RunInputs(ctx context.Context, req Request) (res *Result, input
 		res, err = r.Run(ctx, req) // the failures Run answers
 		return res, nil, err
 	}
-	now := req.Now
-	if now.IsZero() {
-		now = r.cfg.Now()
-	}
-	w := &walk{r: r, req: req, nowISO: now.UTC().Format(isoLayout)}
+	var w walk
+	w.prepare(r, &req, nil)
 	if req.Pin != nil {
-		w.pinned = true
 		res, err = w.finish(w.try(ctx, req.Pin, r.breakers.force(req.Pin), ""))
 	} else {
 		res, err = w.over(ctx, req.Chain())
@@ -79,18 +73,6 @@ func (w *walk) inputsOf(res *Result) []int {
 // applyLimit), for callers that merge records around Run.
 func ApplyLimit[T any](perInput [][]T, limit, skip int, scope string) (records []T, total int, more bool) {
 	return applyLimit(perInput, limit, skip, scope)
-}
-
-// Chain is the offers that may serve the request: the pinned one, or the
-// chain to walk (Offers, else the service's live offers).
-func (req *Request) Chain() []*registry.Offer {
-	switch {
-	case req.Pin != nil:
-		return []*registry.Offer{req.Pin}
-	case req.Offers != nil:
-		return req.Offers
-	}
-	return req.Service.LiveOffers()
 }
 
 // Scope is the limit scope in force for the request.

@@ -63,6 +63,15 @@ func (w *walk) canceled(o *registry.Offer, err error) *Failure {
 	return f
 }
 
+// stopped is the failure of a walk its caller stopped before offer o was
+// called (Request.Proceed or OnAttempt answered err: the call was
+// cancelled, or handed to another worker).
+func (w *walk) stopped(o *registry.Offer, trial bool, err error) *Failure {
+	w.r.breakers.report(o, neutral, trial) // the offer was not called
+	return &Failure{Kind: errkind.ClientClosed, Attempts: w.attempts, cause: err,
+		Message: fmt.Sprintf("the call was stopped before %s was called: %v", o.ID, err)}
+}
+
 // rejected is the failure of an input the upstream reports invalid: another
 // offer would reject it too, so the walk stops.
 func (w *walk) rejected(o *registry.Offer, a *attempt) *Failure {
@@ -217,4 +226,15 @@ func describe(a *attempt, cfg Config) string {
 		return "rejected the input" + status
 	}
 	return "failed (" + a.rec.Outcome + ")" + status
+}
+
+// joinMsg joins two message parts with "; ", skipping empty ones.
+func joinMsg(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
 }

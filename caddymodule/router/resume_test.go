@@ -86,7 +86,7 @@ func TestResume(t *testing.T) {
 	}, {
 		// The resumed attempt served its recorded batch; the other failed:
 		// the batch served stays kept, only the failed batch's input
-		// fails over (chunks.go), in the same walk.
+		// fails over (Chunks, walk.go), in the same walk.
 		name:   "resumed batch kept, the failed batch's input fails over",
 		inputs: []string{in1, in2, in3}, resume: served,
 		doA:      failBatchOf(in3, &sources.Error{Outcome: sources.OutcomeUpstream4xx, Status: 404, Retryable: true}),

@@ -7,7 +7,40 @@
 // give each source its computed status.
 //
 // The router knows nothing of HTTP handlers, billing or storage: the caller
-// validates the request before and settles the run after.
+// validates the request before and settles the run after. Money is asked
+// through Request.Budget; progress and cancel through Request.Proceed and
+// OnAttempt; upstream work started is told through OnHandle.
+//
+// The files follow a call's phases, each read top to bottom:
+//
+//   - router.go: the entry points, Run and Resume, and Request.Chain, the
+//     offers a call may try;
+//   - walk.go: the walk over those offers (skip, try, record, finish), and
+//     the records it keeps of partly served attempts (chunks);
+//   - attempt.go: one offer attempt: its inputs split into batches, run
+//     concurrently, then assembled, limited, or failed;
+//   - batch.go: one batch: its request built, its items matched to their
+//     inputs, normalized and checked against the record schema;
+//   - job.go: one upstream job: started (and retried) or resumed, or
+//     aborted when nobody will wait for it;
+//   - watchdog.go: the soft timeout, armed by each attempt;
+//   - budget.go, breaker.go, failure.go, observer.go: the money asked
+//     before each attempt, the breakers, the failures' classification and
+//     the metrics hook.
+//
+// One attempt's path to the upstream and back crosses 4 files and goes
+// down through each once (Request's accessors aside): walk.try calls
+// Router.attempt (attempt.go), which arms the soft-timeout watchdog
+// (watchdog.go: newWatchdog, which makes each batch's pulse) and runs each
+// batch: Router.batch and call (batch.go) build the request and hand it
+// to Router.job (job.go: do, or resumeJob), which
+// calls the source's client (sources: Do or Resume) and returns its
+// answer; call records a failure, or collect normalizes the items into the
+// attempt's batchSet, and Router.batch returns to the attempt, whose
+// conclude and assemble (attempt.go) make its outcome for walk.record
+// once the watchdog is disarmed. The batch's pulse (watchdog.go) is a
+// callback beside the path: call and the client call it to tell the
+// watchdog of upstream activity.
 package router
 
 import (
@@ -15,10 +48,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"socialrouter/caddymodule/errkind"
 	"socialrouter/caddymodule/registry"
@@ -161,6 +194,18 @@ type Request struct {
 	// Budget, if set, holds the call's money before each offer attempt
 	// and caps the records the attempt asks for (see Budget).
 	Budget Budget
+	// Proceed, if set, is asked before each offer attempt's money is held
+	// whether the call goes on: an error (the caller cancelled the call
+	// meanwhile) ends the walk there, with nothing held for the offer and
+	// nothing called; the call fails with the error as its cause.
+	Proceed func(ctx context.Context, o *registry.Offer) error
+	// OnAttempt, if set, is told of each offer attempt as it begins: its
+	// money held, before its upstream is called (a durable caller writes
+	// its progress). An error (the call was cancelled or handed to another
+	// worker meanwhile) ends the walk as Proceed's does, the offer not
+	// called. Progress and cancel travel here, not through the Budget,
+	// which is money alone.
+	OnAttempt func(ctx context.Context, b Begun) error
 	// OnHandle, if set, is called as soon as an upstream has started paid
 	// work for a batch of an attempt of offer o (s.Handle is what the
 	// attempt's handles record), before the work ends: a durable caller
@@ -206,11 +251,25 @@ type Result struct {
 	// so a next page may exist.
 	More bool
 	// Served, set when more than one offer served the call (a failed
-	// batch's inputs failed over, chunks.go), lists them in serving order,
+	// batch's inputs failed over, Chunks in walk.go), lists them in serving order,
 	// Offer last; From[i] is the index in Served of the offer of
 	// Records[i], billed at that offer's price. Nil: Offer served all.
 	Served []*registry.Offer
 	From   []int
+}
+
+// Chain is the offers a call may try, in failover order: the pinned
+// offer alone, else Offers, else the service's live offers. Run, Resume
+// and an async submit's hold ahead (api) read it, so all three try the
+// same offers.
+func (req *Request) Chain() []*registry.Offer {
+	switch {
+	case req.Pin != nil:
+		return []*registry.Offer{req.Pin}
+	case req.Offers != nil:
+		return req.Offers
+	}
+	return req.Service.LiveOffers()
 }
 
 // Run walks the offers until one serves the call. A failure is always a
@@ -220,22 +279,13 @@ func (r *Router) Run(ctx context.Context, req Request) (*Result, error) {
 		return nil, &Failure{Kind: errkind.Internal,
 			Message: "routing a call: no service given"}
 	}
-	now := req.Now
-	if now.IsZero() {
-		now = r.cfg.Now()
-	}
-	w := &walk{r: r, req: req, nowISO: now.UTC().Format(isoLayout)}
-
+	var w walk
+	w.prepare(r, &req, nil)
 	if req.Pin != nil {
-		w.pinned = true
 		trial := r.breakers.force(req.Pin)
 		return w.finish(w.try(ctx, req.Pin, trial, ""))
 	}
-
-	offers := req.Offers
-	if offers == nil {
-		offers = req.Service.LiveOffers()
-	}
+	offers := req.Chain()
 	if len(offers) == 0 {
 		return nil, &Failure{Kind: errkind.ServiceNotAvailable,
 			Message: fmt.Sprintf("%s has no live offer yet; see the catalogue for callable services.", req.Service.Key)}
@@ -243,174 +293,106 @@ func (r *Router) Run(ctx context.Context, req Request) (*Result, error) {
 	return w.over(ctx, offers)
 }
 
-// over walks offers in failover order until one serves the call (or the
-// walk ends otherwise). Run walks a call's whole chain; Resume goes on
-// with the offers after a resumed attempt, in the same walk, so the
-// batches that attempt served stay kept (chunks.go).
-func (w *walk) over(ctx context.Context, offers []*registry.Offer) (*Result, error) {
-	r := w.r
-	allRefused := true
-	for _, o := range offers {
-		if !r.breakers.refuses(o) {
-			allRefused = false
-			break
+// Resume finishes a call an earlier process began: the attempt of
+// from.Offer runs again as it ran then (the same batches, capped to the
+// same records, normalized, checked, limited and reported as any
+// attempt), except that a batch whose upstream work was started waits
+// for that work (sources.Resumer.Resume) instead of starting it again;
+// batches with no recorded work start now. If the attempt fails, the walk
+// fails over to the offers after from.Offer, as Run would have. An offer
+// no longer in the call's chain cannot be resumed: its recorded work is
+// aborted and the call runs afresh.
+func (r *Router) Resume(ctx context.Context, req Request, from Resumed) (*Result, error) {
+	if req.Service == nil {
+		return r.Run(ctx, req)
+	}
+	offers := req.Chain()
+	at := slices.IndexFunc(offers, func(o *registry.Offer) bool { return o.ID == from.Offer })
+	if at < 0 {
+		r.logger.Warn("resuming a call: its offer is no longer in the chain; its upstream work is aborted and the call runs again",
+			zap.String("service", req.Service.Key), zap.String("offer", from.Offer))
+		r.Abort(ctx, req.Service, from)
+		return withBefore(from.Before)(r.Run(ctx, req))
+	}
+	o := offers[at]
+	var w walk
+	w.prepare(r, &req, slices.Clone(from.Before))
+	res, fail, done := w.tryResumed(ctx, o, r.breakers.force(o), from)
+	rest := offers[at+1:]
+	if done || w.pinned || len(rest) == 0 {
+		return w.finish(res, fail, done)
+	}
+	// The resumed attempt failed, or served only some of its batches: the
+	// same walk goes on with the offers after it (those before it failed
+	// in the earlier process), keeping what it served.
+	return w.over(ctx, rest)
+}
+
+// withBefore puts the attempts before ahead of a walk's own.
+func withBefore(before []runs.Attempt) func(*Result, error) (*Result, error) {
+	return func(res *Result, err error) (*Result, error) {
+		if len(before) == 0 {
+			return res, err
+		}
+		var f *Failure
+		switch {
+		case res != nil:
+			res.Attempts = append(slices.Clip(before), res.Attempts...)
+		case errors.As(err, &f):
+			f.Attempts = append(slices.Clip(before), f.Attempts...)
+		}
+		return res, err
+	}
+}
+
+// Started is paid upstream work one batch of an attempt started, as
+// Request.OnHandle reports it: the offer, the batch (its index in the
+// attempt, its inputs and limit) and the work's handle
+// (sources.Handle.String). A durable caller stores it and gives it back
+// to Resume after a restart.
+type Started struct {
+	Offer  string   `json:"offer"`
+	Batch  int      `json:"batch"`
+	Inputs []string `json:"inputs,omitempty"`
+	Limit  int      `json:"limit,omitempty"`
+	Handle string   `json:"handle"`
+}
+
+// Begun is an offer attempt as it begins, as Request.OnAttempt is told
+// of it: the offer and the records its money holds (the Budget's covered;
+// without a Budget, the most it may ask for, 0 for no limit), or that the
+// money pays not one record of it (Unpayable: the offer is passed over,
+// Note says why).
+type Begun struct {
+	Offer     *registry.Offer
+	Records   int
+	Unpayable bool
+	Note      string
+}
+
+// Resumed is an attempt an earlier process began and did not finish
+// (it died): its offer, the records its money covered when it began,
+// the attempts made before it, and the upstream work its batches
+// started.
+type Resumed struct {
+	Offer   string
+	Records int
+	Before  []runs.Attempt
+	Started []Started
+}
+
+// work returns the work batch i of offer started (the last one, should a
+// batch have reported twice); nil-safe.
+func (rs *Resumed) work(offer string, i int) (Started, bool) {
+	if rs == nil {
+		return Started{}, false
+	}
+	for k := len(rs.Started) - 1; k >= 0; k-- {
+		if s := rs.Started[k]; s.Offer == offer && s.Batch == i {
+			return s, true
 		}
 	}
-	if !allRefused {
-		for _, o := range offers {
-			ok, trial := r.breakers.acquire(o)
-			if !ok {
-				w.skip(o)
-				continue
-			}
-			if res, fail, done := w.try(ctx, o, trial, ""); done {
-				return w.finish(res, fail, done)
-			}
-		}
-		if len(w.tried) > 0 {
-			return w.finish(nil, nil, false)
-		}
-		if w.unpayable > 0 {
-			return nil, w.refusal()
-		}
-	}
-	// Every offer is refused: failing without trying would keep the
-	// service down until a cooldown ends, so try the first offer refused
-	// by its breaker anyway. An offer whose source an operator marked down
-	// is never called: that is what the override is for.
-	for _, o := range offers {
-		if r.breakers.operatorOff(o) {
-			continue
-		}
-		trial := r.breakers.force(o)
-		return w.finish(w.try(ctx, o, trial, "every offer's circuit breaker was open; tried this one anyway"))
-	}
-	return nil, w.sourcesDown(offers)
-}
-
-// sourcesDown is the failure of a walk whose every offer is on a source an
-// operator marked down (or coming_soon): nothing was called, nothing is
-// charged.
-func (w *walk) sourcesDown(offers []*registry.Offer) *Failure {
-	for _, o := range offers {
-		w.skip(o)
-	}
-	return &Failure{Kind: errkind.ProviderError, Offer: offers[len(offers)-1], Attempts: w.attempts,
-		Message: fmt.Sprintf("every offer of %s is on a source an operator marked down or coming_soon; nothing was called or charged. Retry later.", w.req.Service.Key)}
-}
-
-// walk is the state of one Run.
-type walk struct {
-	r        *Router
-	req      Request
-	nowISO   string
-	pinned   bool
-	attempts []runs.Attempt
-	tried    []*attempt
-	skipped  int
-	// unpayable counts offers skipped because the Budget covered nothing.
-	unpayable int
-	// keep holds the records of batches served while others failed over
-	// (chunks.go); nil until an attempt serves only some of its batches.
-	keep *kept
-	// gone: the caller went away (or its deadline passed).
-	gone bool
-}
-
-// skip records an offer the walk passed over.
-func (w *walk) skip(o *registry.Offer) {
-	msg := "skipped: circuit breaker open after repeated failures"
-	if s, _ := w.r.breakers.Override(o.Source.ID); offRoute(s) {
-		msg = "skipped: source marked " + s + " by an operator"
-	}
-	w.skipped++
-	w.attempts = append(w.attempts, runs.Attempt{Offer: o.ID, Outcome: OutcomeCircuitOpen, Message: msg})
-	w.r.observe(o, OutcomeCircuitOpen, 0, true)
-	w.r.logger.Debug("offer skipped", zap.String("service", w.req.Service.Key), zap.String("offer", o.ID))
-}
-
-// try runs one attempt and reports it to the offer's breaker. done is true
-// when the walk ends here: with res on success, or with fail when the
-// client went away or the upstream rejected the input.
-func (w *walk) try(ctx context.Context, o *registry.Offer, trial bool, note string) (res *Result, fail *Failure, done bool) {
-	req, fail := w.reserve(ctx, o, trial)
-	if fail != nil || req == nil {
-		return nil, fail, fail != nil
-	}
-	a := w.r.attempt(ctx, o, req, w.nowISO)
-	return w.record(o, a, trial, note)
-}
-
-// record reports an attempt to the offer's breaker, the observer and the
-// log, and decides whether the walk ends with it. It is apart from try so
-// that the frame a held call keeps while it waits stays small.
-func (w *walk) record(o *registry.Offer, a *attempt, trial bool, note string) (res *Result, fail *Failure, done bool) {
-	if note != "" {
-		a.rec.Message = joinMsg(note, a.rec.Message)
-	}
-	if w.r.breakers.report(o, a.verdict, trial) {
-		w.r.logger.Info("circuit breaker opened", zap.String("offer", o.ID),
-			zap.Int("failures", w.r.cfg.BreakerFailures), zap.Duration("cooldown", w.r.cfg.BreakerCooldown))
-	}
-	w.attempts = append(w.attempts, a.rec)
-	w.tried = append(w.tried, a)
-	w.r.observe(o, a.rec.Outcome, a.rec.DurationMS, false)
-	switch {
-	case a.ok && w.keep == nil && len(a.failed) == 0:
-		w.logAttempt(zap.DebugLevel, "offer attempt served", o, a)
-		return &Result{Offer: o, Records: a.records, Total: a.total, Attempts: w.attempts, More: a.more}, nil, true
-	case a.ok:
-		// Some batches served (now or before): keep them, go on with
-		// the inputs of the failed ones.
-		if w.absorb(o, a) {
-			return w.keptResult(), nil, true
-		}
-		return nil, nil, false
-	case a.canceled != nil:
-		w.gone = true
-		return nil, w.canceled(o, a.canceled), true
-	case !a.retryable:
-		w.logAttempt(zap.InfoLevel, "offer attempt rejected the input", o, a)
-		return nil, w.rejected(o, a), true
-	}
-	w.logAttempt(zap.InfoLevel, "offer attempt failed", o, a)
-	return nil, nil, false
-}
-
-// logAttempt logs an attempt at lvl; the fields are built only when that
-// level is enabled (a served attempt logs at debug, off in production, and
-// building its fields cost an allocation on every call).
-func (w *walk) logAttempt(lvl zapcore.Level, msg string, o *registry.Offer, a *attempt) {
-	ce := w.r.logger.Check(lvl, msg)
-	if ce == nil {
-		return
-	}
-	fields := []zap.Field{zap.String("service", w.req.Service.Key), zap.String("offer", o.ID),
-		zap.String("outcome", a.rec.Outcome), zap.Int("status", a.rec.Status),
-		zap.Int64("duration_ms", a.rec.DurationMS), zap.Int("inputs", len(w.req.Inputs))}
-	if a.ok {
-		fields = append(fields, zap.Int("records", a.total))
-	}
-	ce.Write(fields...)
-}
-
-// finish ends the walk after the last try: a result, the records kept of
-// partly served attempts, a failure, or (the attempt failed retryably) the
-// classified failure of all attempts.
-func (w *walk) finish(res *Result, fail *Failure, done bool) (*Result, error) {
-	switch {
-	case res != nil:
-		return res, nil
-	case w.keep != nil && !w.gone:
-		// Batches served before are paid upstream: serve them; the
-		// attempts say which inputs no offer served.
-		return w.keptResult(), nil
-	case fail != nil:
-		return nil, fail
-	case len(w.tried) == 0:
-		return nil, w.refusal()
-	}
-	return nil, w.classify()
+	return Started{}, false
 }
 
 // Outcomes the router adds to the sources' ones in attempt records.

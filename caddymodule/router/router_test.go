@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"socialrouter/caddymodule/errkind"
+	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/sources"
 )
 
@@ -610,4 +612,40 @@ func TestRunConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestChain: the offers a call tries are the pinned one alone, else the
+// caller's Offers, else the service's live offers; Run, Resume and the
+// api's hold ahead all read it.
+func TestChain(t *testing.T) {
+	reg := testRegistry(t)
+	svc := service(t, reg, "pro_net/profile.info")
+	live := svc.LiveOffers()
+	if len(live) < 2 {
+		t.Fatalf("test registry: %s has %d live offers, want 2 or more", svc.Key, len(live))
+	}
+	second := live[1]
+	tests := []struct {
+		name string
+		req  Request
+		want []*registry.Offer
+	}{
+		{"live offers", Request{Service: svc}, live},
+		{"pinned", Request{Service: svc, Pin: second}, []*registry.Offer{second}},
+		{"caller's chain", Request{Service: svc, Offers: []*registry.Offer{second, live[0]}}, []*registry.Offer{second, live[0]}},
+		{"pin wins over a chain", Request{Service: svc, Pin: live[0], Offers: []*registry.Offer{second}}, []*registry.Offer{live[0]}},
+	}
+	for _, tt := range tests {
+		if got := tt.req.Chain(); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: Chain() = %v, want %v", tt.name, ids(got), ids(tt.want))
+		}
+	}
+}
+
+func ids(os []*registry.Offer) []string {
+	out := make([]string, len(os))
+	for i, o := range os {
+		out[i] = o.ID
+	}
+	return out
 }

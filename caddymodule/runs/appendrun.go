@@ -17,6 +17,11 @@ import (
 // ok is false, and dst untouched, for what it leaves to encoding/json: a
 // pagination cursor (search runs; encoding/json compacts it) or a time
 // encoding/json refuses.
+//
+// Adding a member to Run: one append here at the member's place in the
+// struct (appendOpt for an omitempty string; `,"name":` then the value
+// otherwise, behind an `if` for omitempty). TestAppendRunCoversEveryField
+// fails, naming the member, until its bytes are encoding/json's.
 func AppendRun(dst []byte, run *Run, records []json.RawMessage, scoped bool, accountID, keyID string) (out []byte, ok bool) {
 	if len(run.Pagination.NextCursor) > 0 {
 		return dst, false
@@ -91,6 +96,8 @@ func AppendRun(dst []byte, run *Run, records []json.RawMessage, scoped bool, acc
 		}
 		b = append(append(b, `,"expired_at":`...), at...)
 	}
+	b = append(b, `,"livemode":`...)
+	b = strconv.AppendBool(b, run.Livemode)
 	if run.CachedRecords != 0 {
 		b = append(b, `,"cached_records":`...)
 		b = strconv.AppendInt(b, int64(run.CachedRecords), 10)

@@ -3,6 +3,7 @@ package runs
 import (
 	"encoding/json"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
 
@@ -128,4 +129,65 @@ func BenchmarkAppendRun(b *testing.B) {
 			buf, _ = AppendJSON(buf[:0], scopedRun{Run: head, AccountID: "acct", KeyID: "key_1"}, records)
 		}
 	})
+}
+
+// TestAppendRunCoversEveryField: each member of Run set on its own to a
+// value that encoding/json writes comes out as encoding/json writes it. A
+// member added to Run (a boolean livemode, a count, …) and not to
+// AppendRun fails here by name, whatever its tag.
+func TestAppendRunCoversEveryField(t *testing.T) {
+	at := time.Date(2026, 11, 22, 1, 2, 3, 0, time.UTC)
+	sample := func(f reflect.StructField) (reflect.Value, bool) {
+		switch f.Type {
+		case reflect.TypeFor[time.Time]():
+			return reflect.ValueOf(at), true
+		case reflect.TypeFor[*time.Time]():
+			return reflect.ValueOf(&at), true
+		case reflect.TypeFor[Pagination]():
+			return reflect.ValueOf(Pagination{Total: 3, Returned: 2}), true
+		case reflect.TypeFor[*RunError]():
+			return reflect.ValueOf(&RunError{Code: "c", Type: "t", Message: "m"}), true
+		case reflect.TypeFor[[]Attempt]():
+			return reflect.ValueOf([]Attempt{{Offer: "o", Outcome: "ok", Status: 200, DurationMS: 1, Handles: []string{"h"}, Message: "m", Records: 1}}), true
+		case reflect.TypeFor[[]json.RawMessage](): // Data: the records, passed apart
+			return reflect.Value{}, false
+		}
+		v := reflect.New(f.Type).Elem()
+		switch f.Type.Kind() {
+		case reflect.String:
+			v.SetString("v")
+		case reflect.Bool:
+			v.SetBool(true)
+		case reflect.Int, reflect.Int32, reflect.Int64:
+			v.SetInt(7)
+		case reflect.Slice:
+			if f.Type.Elem().Kind() != reflect.String {
+				t.Fatalf("Run.%s: no sample of %s: add one to this test", f.Name, f.Type)
+			}
+			v.Set(reflect.ValueOf([]string{"v"}))
+		default:
+			t.Fatalf("Run.%s: no sample of %s: add one to this test", f.Name, f.Type)
+		}
+		return v, true
+	}
+	rt := reflect.TypeFor[Run]()
+	for i := range rt.NumField() {
+		f := rt.Field(i)
+		if f.Tag.Get("json") == "-" {
+			continue
+		}
+		v, ok := sample(f)
+		if !ok {
+			continue
+		}
+		var run Run
+		reflect.ValueOf(&run).Elem().Field(i).Set(v)
+		for _, scoped := range []bool{false, true} {
+			want := reference(t, &run, nil, scoped, "acct", "key")
+			got, handled := AppendRun(nil, &run, nil, scoped, "acct", "key")
+			if !handled || string(got) != string(want) {
+				t.Errorf("Run.%s set (scoped %v): AppendRun wrote\n  %s\nencoding/json\n  %s", f.Name, scoped, got, want)
+			}
+		}
+	}
 }

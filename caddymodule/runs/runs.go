@@ -83,6 +83,9 @@ type Run struct {
 	// billing facts, stay as settled. ExpiredAt is when they were deleted.
 	RecordsExpired bool       `json:"records_expired,omitempty"`
 	ExpiredAt      *time.Time `json:"expired_at,omitempty"`
+	// Livemode is false for a run of a test key (test mode: no upstream,
+	// no live money), true for every other.
+	Livemode bool `json:"livemode"`
 	// CachedRecords counts the records of Data served from the freshness
 	// cache or from another call's live work (billed at the cached
 	// price); CachedSince, when the cache took part, is when the oldest

@@ -120,10 +120,16 @@ type Problem struct {
 	File  string
 	Offer string
 	Msg   string
+	// Note marks what the check reports without failing (sdr try prints
+	// the same note): a record that vanishes when a field has another type.
+	Note bool
 }
 
 func (p Problem) String() string {
 	s := fmt.Sprintf("%s: offer %s: %s", p.File, p.Offer, p.Msg)
+	if p.Note {
+		s = "note: " + s
+	}
 	if p.At != "" {
 		s = p.At + ": " + s
 	}
@@ -139,14 +145,25 @@ const exampleNow = "2026-01-02T03:04:05.000Z"
 // gives one, a record off the schema, a normalizer error and any item the
 // two engines disagree on.
 func CheckExamples(ctx context.Context, reg *registry.Registry, fsys fs.FS) []Problem {
-	return check(ctx, reg, fsys, false)
+	return problemsOnly(check(ctx, reg, fsys, false))
 }
 
 // Check is CheckExamples plus the robustness check (robustness) of every
 // live offer over its example: what `sdr check` runs and what a reload
 // refuses a registry for.
 func Check(ctx context.Context, reg *registry.Registry, fsys fs.FS) []Problem {
-	return check(ctx, reg, fsys, true)
+	return problemsOnly(check(ctx, reg, fsys, true))
+}
+
+// problemsOnly leaves the notes out of ps.
+func problemsOnly(ps []Problem) []Problem {
+	out := ps[:0:0]
+	for _, p := range ps {
+		if !p.Note {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func check(ctx context.Context, reg *registry.Registry, fsys fs.FS, robust bool) []Problem {
@@ -191,49 +208,107 @@ func checkOffer(ctx context.Context, reg *registry.Registry, fsys fs.FS, o *regi
 		bad(o.At(), "the offer declares no normalize program")
 		return probs
 	}
-	for _, p := range itemProblems(ctx, o, items, Input(s), exampleNow) {
-		bad(p.at, "%s", p.msg)
+	_, verdicts := judgeItems(ctx, o, items, Input(s), exampleNow)
+	for _, p := range verdicts {
+		if !p.info {
+			bad(p.at, "%s", p.msg)
+		}
 	}
 	if robust {
 		for _, p := range robustness(ctx, reg, o, items, Input(s)) {
 			bad(p.at, "%s", p.msg)
+			probs[len(probs)-1].Note = p.info
 		}
 	}
 	return probs
 }
 
-// itemProblem is one problem of one item, with its CUE position.
-type itemProblem struct{ at, msg string }
+// itemProblem is one verdict of the checks on an item (or, with index -1,
+// on the whole example), with its CUE position. sdr check and sdr try print
+// the same verdicts: a problem (info false) fails both, a note (info true)
+// fails neither.
+type itemProblem struct {
+	at, msg string
+	info    bool
+}
 
-// itemProblems runs o over items and lists what is wrong: an item that
-// fails, a record off the schema, an error row that gives a record, a data
-// item that gives none, a disagreement of the engines, no record at all.
-func itemProblems(ctx context.Context, o *registry.Offer, items []json.RawMessage, input, now string) []itemProblem {
+// judgeItems runs o over items as the gateway does and gives every verdict
+// of the checks: an item that fails, a record off the schema, an error row
+// that gives a record, a data item that gives none, a disagreement of the
+// engines, no record at all (problems); an error row, an item with no data
+// (notes). It returns the results too, for sdr try to print the records.
+func judgeItems(ctx context.Context, o *registry.Offer, items []json.RawMessage, input, now string) ([]Result, []itemProblem) {
 	var out []itemProblem
+	results := Run(ctx, o, items, input, now)
 	records := 0
-	for _, r := range Run(ctx, o, items, input, now) {
+	for _, r := range results {
 		errRow := normalize.IsErrorItem(items[r.Index])
 		switch {
 		case r.Err != nil:
-			out = append(out, itemProblem{o.NormalizeAt(), fmt.Sprintf("item %d: normalize: %v", r.Index, r.Err)})
+			out = append(out, itemProblem{at: o.NormalizeAt(), msg: fmt.Sprintf("item %d: normalize error: %v (guard the field with str, toint, tonum, iso8601 or .a?.b?)", r.Index, r.Err)})
 		case r.Record != nil && errRow:
-			out = append(out, itemProblem{o.NormalizeAt(), fmt.Sprintf("item %d: an error row (it carries %s) gave a record", r.Index, strings.Join(normalize.ErrorMarkers, ", "))})
+			out = append(out, itemProblem{at: o.NormalizeAt(), msg: fmt.Sprintf("item %d: an error row (it carries %s) gave a record", r.Index, strings.Join(normalize.ErrorMarkers, ", "))})
+		case r.Record != nil && !hasData(items[r.Index]):
+			out = append(out, itemProblem{at: o.NormalizeAt(), msg: fmt.Sprintf("item %d: an item with no data gave a record (billed for nothing): drop it (if type != \"object\" or (.id == null and .url == null) then empty else … end)", r.Index)})
 		case r.Violation != nil:
-			out = append(out, itemProblem{o.FieldAt(r.Violation.Field), fmt.Sprintf("item %d: record off %s: %v", r.Index, o.Service.Record, r.Violation)})
+			out = append(out, itemProblem{at: o.FieldAt(r.Violation.Field), msg: fmt.Sprintf("item %d: record off %s: %v (never served nor billed: fix the program's key or the record definition)", r.Index, o.Service.Record, r.Violation)})
 		case r.Record != nil:
 			records++
-		case !errRow:
-			at, why := DropReason(o)
-			out = append(out, itemProblem{at, fmt.Sprintf("item %d: a data item gave no record: %s", r.Index, why)})
+		case errRow:
+			out = append(out, itemProblem{at: o.NormalizeAt(), msg: fmt.Sprintf("item %d: error row (never a record)", r.Index), info: true})
+		case !hasData(items[r.Index]):
+			out = append(out, itemProblem{at: o.NormalizeAt(), msg: fmt.Sprintf("item %d: no data (every field is null or empty): no record, as it should", r.Index), info: true})
+		default:
+			at, why, _ := DropReason(ctx, o, items[r.Index], input, now)
+			out = append(out, itemProblem{at: at, msg: fmt.Sprintf("item %d: a data item gave no record: %s (keep it there, or, if it is no entity, make it an error row or take it out of the example)", r.Index, why)})
 		}
 		if r.Disagree != "" {
-			out = append(out, itemProblem{o.NormalizeAt(), fmt.Sprintf("item %d: the engines disagree: %s", r.Index, r.Disagree)})
+			out = append(out, itemProblem{at: o.NormalizeAt(), msg: fmt.Sprintf("item %d: the engines disagree: %s", r.Index, r.Disagree)})
 		}
 	}
 	if records == 0 {
-		out = append(out, itemProblem{o.NormalizeAt(), fmt.Sprintf("no record from %d items", len(items))})
+		out = append(out, itemProblem{at: o.NormalizeAt(), msg: fmt.Sprintf("no record from %d items: nothing the gateway would serve (add an item of data to the example)", len(items))})
 	}
-	return out
+	return results, out
+}
+
+// hasData reports whether an upstream item carries a value: an object or
+// array with some non-null, non-empty leaf. An item without (null, {},
+// an object of nulls) must give no record.
+func hasData(item json.RawMessage) bool {
+	var v any
+	if json.Unmarshal(item, &v) != nil {
+		return false
+	}
+	var leaf func(v any) bool
+	leaf = func(v any) bool {
+		switch x := v.(type) {
+		case nil:
+			return false
+		case string:
+			return x != ""
+		case map[string]any:
+			for _, c := range x {
+				if leaf(c) {
+					return true
+				}
+			}
+			return false
+		case []any:
+			for _, c := range x {
+				if leaf(c) {
+					return true
+				}
+			}
+			return false
+		}
+		return true
+	}
+	switch v.(type) {
+	case map[string]any, []any:
+		return leaf(v)
+	}
+	return false
 }
 
 // SlowOffers names the offers whose normalizer the compiled plan cannot run,

@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"socialrouter/caddymodule/normalize"
 	"socialrouter/caddymodule/registry"
 )
 
@@ -28,9 +27,9 @@ unless --offer names another) over an upstream payload (a JSON array of
 items, or one item), as the gateway does, and checks every record against
 the service's record schema, then runs the robustness mutations (each
 field of each item replaced by a value of another JSON type). No gateway,
-simulator or key is needed. Exits 1 when an item fails its normalizer, a
-record is off the schema, the gateway's engine and gojq disagree, every
-item is dropped, or a mutation breaks the normalizer or its record.`,
+simulator or key is needed. It prints the same verdicts as sdr check, each
+led by the file:line:column to fix, and exits 1 on exactly the problems
+sdr check refuses (notes, such as an error row, do not fail).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			dir, _ := c.Flags().GetString("services")
@@ -83,46 +82,41 @@ func Try(w io.Writer, reg *registry.Registry, key, offerID, payloadFile, input s
 	}
 	fmt.Fprintf(w, "%s, offer %s on %s, $input %q, %d items\n", s.Key, o.ID, engine, input, len(items))
 	now := time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
-	var records, off, failed, disagree, dropped int
-	for _, r := range Run(context.Background(), o, items, input, now) {
+	results, verdicts := judgeItems(context.Background(), o, items, input, now)
+	for _, r := range results {
 		switch {
-		case r.Err != nil:
-			failed++
-			fmt.Fprintf(w, "%s: item %d: normalize error: %v\n", o.NormalizeAt(), r.Index, r.Err)
-		case r.Record == nil && normalize.IsErrorItem(items[r.Index]):
-			fmt.Fprintf(w, "item %d: error row (never a record)\n", r.Index)
-		case r.Record == nil:
-			dropped++
-			at, why := DropReason(o)
-			fmt.Fprintf(w, "%s: item %d: dropped (no record): %s\n", at, r.Index, why)
-		case r.Violation != nil:
-			off++
-			fmt.Fprintf(w, "%s: item %d: VIOLATION %s: %s (never served nor billed)\n%s\n", o.FieldAt(r.Violation.Field), r.Index, orRecord(r.Violation.Field), r.Violation.Reason, indent(r.Record))
-		default:
-			records++
+		case r.Record != nil && r.Violation != nil:
+			fmt.Fprintf(w, "item %d: record off its schema (never served nor billed)\n%s\n", r.Index, indent(r.Record))
+		case r.Record != nil:
 			fmt.Fprintf(w, "item %d: record\n%s\n", r.Index, indent(r.Record))
-		}
-		if r.Disagree != "" {
-			disagree++
-			fmt.Fprintf(w, "item %d: ENGINES DISAGREE: %s\n", r.Index, r.Disagree)
 		}
 	}
 	robust := robustness(context.Background(), reg, o, items, input)
-	for _, p := range robust {
+	problems := 0
+	for _, p := range append(verdicts, robust...) {
+		if p.info {
+			fmt.Fprintf(w, "%s: note: %s\n", p.at, p.msg)
+			continue
+		}
+		problems++
 		fmt.Fprintf(w, "%s: %s\n", p.at, p.msg)
 	}
-	fmt.Fprintf(w, "%d records, %d off the schema, %d failed, %d disagreements, %d dropped, %d robustness problems\n", records, off, failed, disagree, dropped, len(robust))
-	if off+failed+disagree > 0 {
-		return fmt.Errorf("%d of %d items are not served as records", off+failed+disagree, len(items))
-	}
-	if records == 0 && dropped > 0 {
-		_, why := DropReason(o)
-		return fmt.Errorf("every item was dropped: no record, nothing the gateway would serve (%s)", why)
-	}
-	if len(robust) > 0 {
-		return fmt.Errorf("%d robustness problem(s): a field of another type breaks the normalizer or the record", len(robust))
+	fmt.Fprintf(w, "%d items, %d records, %d problems (sdr check refuses exactly these)\n", len(items), countRecords(results), problems)
+	if problems > 0 {
+		return fmt.Errorf("%d problem(s): the gateway would refuse this example on sdr check and on a reload", problems)
 	}
 	return nil
+}
+
+// countRecords counts the records served (on their schema).
+func countRecords(results []Result) int {
+	n := 0
+	for _, r := range results {
+		if r.Record != nil && r.Violation == nil {
+			n++
+		}
+	}
+	return n
 }
 
 func pickOffer(s *registry.Service, id string) (*registry.Offer, error) {
@@ -164,11 +158,12 @@ func CheckDir(w io.Writer, reg *registry.Registry, dir string) error {
 	for _, s := range SlowOffers(reg) {
 		fmt.Fprintf(w, "note: %s\n", s)
 	}
-	probs := Check(context.Background(), reg, os.DirFS(dir))
-	for _, p := range probs {
+	all := check(context.Background(), reg, os.DirFS(dir), true)
+	for _, p := range all {
 		p.File = filepath.Join(dir, p.File)
 		fmt.Fprintln(w, p)
 	}
+	probs := problemsOnly(all)
 	if len(probs) > 0 {
 		return fmt.Errorf("%d problem(s) in the examples of %s", len(probs), dir)
 	}

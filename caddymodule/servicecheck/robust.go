@@ -47,17 +47,23 @@ func robustness(ctx context.Context, reg *registry.Registry, o *registry.Offer, 
 	var out []itemProblem
 	for _, f := range found.([]robustFinding) {
 		at := o.NormalizeAt()
-		if f.field != "" {
+		switch {
+		case f.field != "":
 			at = o.FieldAt(f.field)
+		case f.word != "":
+			at = o.WordAt(f.word)
 		}
-		out = append(out, itemProblem{at, f.msg})
+		out = append(out, itemProblem{at: at, msg: f.msg, info: f.info})
 	}
 	return out
 }
 
 // robustFinding is one robustness problem: field is the record field
 // off the schema, "" for a normalizer failure.
-type robustFinding struct{ field, msg string }
+type robustFinding struct {
+	field, word, msg string
+	info             bool // a note: the record vanished, nothing wrong was made
+}
 
 // emptyItems carry no data: a normalizer must neither fail on one nor make
 // a record of it (a record of just source and extracted_at would be billed
@@ -70,9 +76,9 @@ func robustFindings(ctx context.Context, o *registry.Offer, items []json.RawMess
 		rec, ok, err := o.Normalize.NormalizeItem(ctx, []byte(item), input, exampleNow)
 		switch {
 		case err != nil:
-			out = append(out, robustFinding{"", fmt.Sprintf("robustness: the item %s (no data): normalize: %v (drop what is not an object: if type != \"object\" then empty else … end)", item, err)})
+			out = append(out, robustFinding{msg: fmt.Sprintf("robustness: the item %s (no data): normalize: %v (drop what is not an object: if type != \"object\" then empty else … end)", item, err)})
 		case ok:
-			out = append(out, robustFinding{"", fmt.Sprintf("robustness: the item %s (no data) gave the record %s: drop an item without the fields that identify it (if .id == null then empty else … end)", item, rec)})
+			out = append(out, robustFinding{msg: fmt.Sprintf("robustness: the item %s (no data) gave the record %s: drop an item without the fields that identify it (if .id == null then empty else … end)", item, rec)})
 		}
 	}
 	seen := map[string]bool{} // fields (or "error") already reported
@@ -90,13 +96,15 @@ func robustFindings(ctx context.Context, o *registry.Offer, items []json.RawMess
 			}
 		}
 	}
+	bound := boundPaths(o)
+	drops := newDropper(o) // one per run: its compiled variants go with it
 	for i, item := range items {
 		var v any
 		if json.Unmarshal(item, &v) != nil {
 			continue
 		}
 		for _, repl := range jsonmutate.OddValues {
-			jsonmutate.Paths(v, repl, func(path string, m any) {
+			jsonmutate.PathsWith(v, repl, bound, func(path string, m any) {
 				if ctx.Err() != nil {
 					return
 				}
@@ -107,13 +115,22 @@ func robustFindings(ctx context.Context, o *registry.Offer, items []json.RawMess
 				case err != nil:
 					if !seen["error"] {
 						seen["error"] = true
-						out = append(out, robustFinding{"", fmt.Sprintf("robustness: %s: normalize: %v", what, err)})
+						out = append(out, robustFinding{msg: fmt.Sprintf("robustness: %s: normalize: %v", what, err)})
+					}
+				case !ok && !seen["drop "+path] && hasData(b):
+					// A guard (if … then empty, select) drops on purpose;
+					// an `as` source or an object value that yields
+					// nothing makes the whole record vanish: a note (a
+					// record lost, nothing wrong served or billed).
+					if word, why, accidental := drops.reason(ctx, b, input, exampleNow); accidental {
+						seen["drop "+path] = true
+						out = append(out, robustFinding{word: word, info: true, msg: fmt.Sprintf("robustness: %s: the record vanished, %s (a record lost, never billed: guard the field, e.g. ((.a | objects) // {}) as $a, or (.a?.b? // null))", what, why)})
 					}
 				case ok && !records[string(rec)]:
 					records[string(rec)] = true
 					if vio := o.Service.CheckRecord(rec); vio != nil && !seen[vio.Field] {
 						seen[vio.Field] = true
-						out = append(out, robustFinding{vio.Field, fmt.Sprintf("robustness: %s: record off %s: %v", what, o.Service.Record, vio)})
+						out = append(out, robustFinding{field: vio.Field, msg: fmt.Sprintf("robustness: %s: record off %s: %v", what, o.Service.Record, vio)})
 					}
 				}
 			})
@@ -160,7 +177,7 @@ func readCached(key [sha256.Size]byte) ([]robustFinding, bool) {
 	}
 	fs := make([]robustFinding, len(out))
 	for i, c := range out {
-		fs[i] = robustFinding{c.Field, c.Msg}
+		fs[i] = robustFinding{c.Field, c.Word, c.Msg, c.Info}
 	}
 	return fs, true
 }
@@ -174,7 +191,7 @@ func writeCached(key [sha256.Size]byte, fs []robustFinding) {
 	}
 	out := make([]cachedFinding, len(fs))
 	for i, f := range fs {
-		out[i] = cachedFinding{f.field, f.msg}
+		out[i] = cachedFinding{f.field, f.word, f.msg, f.info}
 	}
 	b, _ := json.Marshal(out)
 	tmp := p + ".tmp" + strconv.Itoa(os.Getpid())
@@ -185,13 +202,15 @@ func writeCached(key [sha256.Size]byte, fs []robustFinding) {
 
 type cachedFinding struct {
 	Field string `json:"field"`
+	Word  string `json:"word,omitempty"`
 	Msg   string `json:"msg"`
+	Info  bool   `json:"info,omitempty"`
 }
 
 func robustKey(reg *registry.Registry, o *registry.Offer, items []json.RawMessage, input string) [sha256.Size]byte {
 	h := sha256.New()
 	schema, _ := json.Marshal(reg.RecordSchema(o.Service))
-	fmt.Fprintf(h, "robustness v3\x00%d\x00%s\x00%d\x00%s\x00%d\x00%s\x00", len(o.Normalize.Source), o.Normalize.Source, len(schema), schema, len(input), input)
+	fmt.Fprintf(h, "robustness v5\x00%d\x00%s\x00%d\x00%s\x00%d\x00%s\x00", len(o.Normalize.Source), o.Normalize.Source, len(schema), schema, len(input), input)
 	for _, it := range items {
 		fmt.Fprintf(h, "%d\x00", len(it))
 		h.Write(it)

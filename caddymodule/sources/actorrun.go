@@ -131,7 +131,7 @@ func (a *ActorRun) Resume(ctx context.Context, c Call, h Handle) (*Result, error
 	if err != nil {
 		var e *Error
 		if !errors.As(err, &e) || e.Outcome != OutcomeRunFailed {
-			a.abortDetached(ctx, h, a.Abort)
+			AbortDetached(ctx, h, a.Abort, a.log)
 		}
 		return nil, withHandles(err, []string{h.String()})
 	}

@@ -165,7 +165,7 @@ func (d *DatasetScrape) Resume(ctx context.Context, c Call, h Handle) (*Result, 
 	if err != nil {
 		var e *Error
 		if !errors.As(err, &e) || e.Outcome != OutcomeSnapshot {
-			d.abortDetached(ctx, h, d.Abort)
+			AbortDetached(ctx, h, d.Abort, d.log)
 		}
 		return nil, withHandles(err, []string{h.String()})
 	}

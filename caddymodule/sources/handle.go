@@ -50,21 +50,24 @@ func ParseHandle(s string) (Handle, error) {
 // worker stops or lost its lease to another node), who resumes it.
 var ErrLeftRunning = errors.New("the upstream work is left running for another waiter")
 
-// abortDetached stops h after its call gave up waiting: from a context
-// detached from the call's (which has usually ended), bounded by
-// AbortTimeout. A failed abort is logged; the work then ends by its own
-// timeout upstream. Work whose wait ended with ErrLeftRunning is left.
-func (b *base) abortDetached(ctx context.Context, h Handle, abort func(context.Context, Handle) error) {
+// AbortDetached stops upstream work h that nobody waits for any more (its
+// call gave up waiting, or the router abandons it): from a context
+// detached from ctx (which has usually ended), bounded by AbortTimeout. A
+// failed abort is logged; the work then ends by its own timeout upstream.
+// Work whose wait ended with ErrLeftRunning is left for the waiter it was
+// handed to. It is the one way work is stopped, by the clients and the
+// router alike.
+func AbortDetached(ctx context.Context, h Handle, abort func(context.Context, Handle) error, log *zap.Logger) {
 	if errors.Is(context.Cause(ctx), ErrLeftRunning) {
-		b.log.Debug("upstream work left running for another waiter", zap.String("handle", h.String()))
+		log.Debug("upstream work left running for another waiter", zap.String("handle", h.String()))
 		return
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), AbortTimeout)
 	defer cancel()
 	if err := abort(actx, h); err != nil {
-		b.log.Warn("could not stop upstream work; it runs until its own timeout",
+		log.Warn("could not stop upstream work; it runs until its own timeout",
 			zap.String("handle", h.String()), zap.Error(err))
 		return
 	}
-	b.log.Debug("stopped upstream work", zap.String("handle", h.String()))
+	log.Debug("stopped upstream work", zap.String("handle", h.String()))
 }

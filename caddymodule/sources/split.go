@@ -122,6 +122,18 @@ func splitLenient(body []byte) ([]json.RawMessage, int, int, error) {
 	}
 }
 
+// DeadRow reports whether item (one split item, valid JSON) is an error row
+// saying its input's page is gone: error_code or warning_code "dead_page".
+func DeadRow(item []byte) bool {
+	s := jsonscan.Bytes(item)
+	i := jsonscan.SkipSpace(s, 0)
+	if i >= len(s) {
+		return false
+	}
+	_, _, isDead := scanItem(s, i)
+	return isDead
+}
+
 // scanItem returns the index after the item starting at s[i], and whether
 // it is a per-input error or warning record: an object whose top level
 // has a non-null error, error_code or warning_code. The item is read once.

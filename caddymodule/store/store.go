@@ -130,13 +130,16 @@ type Store interface {
 	// Webhooks: webhook endpoints and their delivery queue.
 	Webhooks
 
+	Ledger // money in: ledger rows, provider events, billing settings (ledger.go)
+
 	Async // asynchronous runs in flight and idempotency keys (async.go)
 	// CreateAccount creates an account; ErrExists if the id is taken.
 	CreateAccount(ctx context.Context, id string, balance credits.Micros, now time.Time) (Account, error)
 	// GetAccount returns an account; ErrNotFound if absent.
 	GetAccount(ctx context.Context, id string) (Account, error)
 	// AddCredits adds amount (which may be negative, never below zero
-	// balance: ErrInsufficient) and returns the account.
+	// balance: ErrInsufficient) and returns the account; the ledger gets an
+	// adjustment row with no reason (Move records one with a reason).
 	AddCredits(ctx context.Context, id string, amount credits.Micros) (Account, error)
 
 	// CreateKey stores a new key (ErrNotFound if its account is absent,

@@ -36,10 +36,15 @@ const (
 	EventRunFailed    = "run.failed"
 	EventRunCancelled = "run.cancelled"
 	EventTest         = "webhook.test"
+	// Money events (package payments): the balance fell under the
+	// account's threshold; an automatic recharge failed or needs the
+	// customer.
+	EventBalanceLow     = "balance.low"
+	EventRechargeFailed = "billing.recharge_failed"
 )
 
 // Events lists the event types an endpoint can subscribe to.
-var Events = []string{EventRunCompleted, EventRunFailed, EventRunCancelled}
+var Events = []string{EventRunCompleted, EventRunFailed, EventRunCancelled, EventBalanceLow, EventRechargeFailed}
 
 // ErrInvalidEvents is a subscription that is empty, repeats an event or
 // names one that is not in Events.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 )
 
 // OddValues are the replacements tried: one of each JSON type.
@@ -49,4 +50,55 @@ func Paths(v any, repl any, f func(path string, mutated any)) {
 		}
 	}
 	walk(v, "", func(nv any) any { return nv })
+}
+
+// PathsWith is Paths, and also, for each of extra (object paths such as
+// ".author" or ".a.b", the fields a normalizer binds) that v does not
+// hold, a copy of v with that field set to repl when repl is null, a
+// string or a number: the wrong types an upstream sends for an object or
+// array the example happens to lack.
+func PathsWith(v any, repl any, extra []string, f func(path string, mutated any)) {
+	Paths(v, repl, f)
+	switch repl.(type) {
+	case nil, string, float64:
+	default:
+		return
+	}
+	for _, p := range extra {
+		keys := strings.Split(strings.TrimPrefix(p, "."), ".")
+		if m, ok := setMissing(v, keys, repl); ok {
+			f(p, m)
+		}
+	}
+}
+
+// setMissing is a copy of v with the object path keys set to repl, ok
+// false when v already holds it or a step is not an object.
+func setMissing(v any, keys []string, repl any) (any, bool) {
+	obj, isObj := v.(map[string]any)
+	if !isObj {
+		if v != nil {
+			return nil, false
+		}
+		obj = map[string]any{}
+	}
+	child, has := obj[keys[0]]
+	var nv any
+	if len(keys) == 1 {
+		if has {
+			return nil, false
+		}
+		nv = repl
+	} else {
+		var ok bool
+		if nv, ok = setMissing(child, keys[1:], repl); !ok {
+			return nil, false
+		}
+	}
+	m := make(map[string]any, len(obj)+1)
+	for k, x := range obj {
+		m[k] = x
+	}
+	m[keys[0]] = nv
+	return m, true
 }

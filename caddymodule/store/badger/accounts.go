@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"math"
 	"time"
 
 	bdb "github.com/dgraph-io/badger/v4"
@@ -62,7 +61,10 @@ func (s *Store) CreateAccount(ctx context.Context, id string, balance credits.Mi
 			}
 			return nil, err
 		}
-		return nil, b.setAccount(a)
+		if err := b.setAccount(a); err != nil || balance == 0 {
+			return nil, err
+		}
+		return nil, b.openingRow(a)
 	}})
 	if err != nil {
 		return store.Account{}, fmt.Errorf("creating account %s: %w", id, err)
@@ -91,22 +93,17 @@ func (s *Store) GetAccount(ctx context.Context, id string) (store.Account, error
 // AddCredits adds amount (which may be negative, never below zero
 // balance: ErrInsufficient) and returns the account.
 func (s *Store) AddCredits(ctx context.Context, id string, amount credits.Micros) (store.Account, error) {
+	e, err := store.LedgerEntry{AccountID: id, Kind: store.LedgerAdjustment, Amount: amount}.Prepared(time.Now())
+	if err != nil {
+		return store.Account{}, err
+	}
 	var out store.Account
-	err := s.write(ctx, &writeReq{account: id, apply: func(b *batch) (refused, err error) {
-		a, ok, err := b.account(id)
-		switch {
-		case err != nil:
-			return nil, err
-		case !ok:
-			return store.ErrNotFound, nil
-		case amount > 0 && a.Balance > math.MaxInt64-amount:
-			return store.ErrOverflow, nil
-		case a.Balance+amount < 0:
-			return store.ErrInsufficient, nil
+	err = s.write(ctx, &writeReq{account: id, apply: func(b *batch) (refused, err error) {
+		if _, refused, err = b.move(e); refused != nil || err != nil {
+			return refused, err
 		}
-		a.Balance += amount
-		out = a
-		return nil, b.setAccount(a)
+		out, _, err = b.account(id)
+		return nil, err
 	}})
 	if err != nil {
 		return store.Account{}, fmt.Errorf("adding %s credits to account %s: %w", amount, id, err)

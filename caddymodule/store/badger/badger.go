@@ -159,6 +159,10 @@ func open(dir string, opts Options, bo bdb.Options) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("holding the money of async runs in flight: %v", err)
 	}
+	if err := s.backfillLedger(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("opening the ledger of accounts created before it: %v", err)
+	}
 	if err := s.releaseDeliveryLeases(); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("releasing the webhook delivery leases of a previous process: %v", err)

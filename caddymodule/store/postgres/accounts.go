@@ -37,13 +37,24 @@ func (s *Store) CreateAccount(ctx context.Context, id string, balance credits.Mi
 	if balance < 0 {
 		return store.Account{}, fmt.Errorf("creating account %s: negative balance %s", id, balance)
 	}
-	a, err := scanAccount(s.pool.QueryRow(ctx, `
+	var a store.Account
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
+		a, err = scanAccount(tx.QueryRow(ctx, `
 INSERT INTO accounts (id, balance, created_at) VALUES ($1, $2, $3)
 ON CONFLICT (id) DO NOTHING
 RETURNING id, balance, created_at`, id, int64(balance), settle.Time(now)))
-	if errors.Is(err, store.ErrNotFound) {
-		err = store.ErrExists // nothing inserted: the id is taken
-	}
+		if errors.Is(err, store.ErrNotFound) {
+			return store.ErrExists // nothing inserted: the id is taken
+		}
+		if err != nil || balance == 0 || s.noLedger {
+			return err
+		}
+		e, err := store.LedgerEntry{AccountID: id, Kind: store.LedgerOpening, Amount: balance, CreatedAt: a.CreatedAt}.Prepared(a.CreatedAt)
+		if err == nil {
+			_, err = tx.Exec(ctx, openingRowSQL, e.ID, id, int64(balance), e.CreatedAt)
+		}
+		return err
+	})
 	if err != nil {
 		return store.Account{}, fmt.Errorf("creating account %s: %w", id, err)
 	}
@@ -62,27 +73,16 @@ func (s *Store) GetAccount(ctx context.Context, id string) (store.Account, error
 // AddCredits adds amount (which may be negative, never below zero
 // balance: ErrInsufficient) and returns the account.
 func (s *Store) AddCredits(ctx context.Context, id string, amount credits.Micros) (store.Account, error) {
-	// One conditional UPDATE: the row lock it takes orders it with any
-	// concurrent Settle on any node.
-	a, err := scanAccount(s.pool.QueryRow(ctx, `
-UPDATE accounts SET balance = balance + $2
-WHERE id = $1 AND balance + $2 >= 0
-RETURNING id, balance, created_at`, id, int64(amount)))
-	if pgCode(err) == codeNumericOutOfRange {
-		err = store.ErrOverflow // bigint out of range: nothing was written
+	if s.noLedger {
+		return scanAccount(s.pool.QueryRow(ctx, `UPDATE accounts SET balance = balance + $2 WHERE id = $1 RETURNING id, balance, created_at`, id, int64(amount)))
 	}
-	if errors.Is(err, store.ErrNotFound) {
-		// Either the account is absent or the amount would overdraw it.
-		var exists bool
-		if err = s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM accounts WHERE id = $1)`, id).Scan(&exists); err == nil {
-			err = store.ErrNotFound
-			if exists {
-				err = store.ErrInsufficient
-			}
+	// A Move: the balance and its adjustment row in one transaction, under
+	// the account's row lock, which orders it with any concurrent Settle.
+	if _, err := s.Move(ctx, store.LedgerEntry{AccountID: id, Kind: store.LedgerAdjustment, Amount: amount}); err != nil {
+		if pgCode(err) == codeNumericOutOfRange {
+			err = store.ErrOverflow
 		}
-	}
-	if err != nil {
 		return store.Account{}, fmt.Errorf("adding %s credits to account %s: %w", amount, id, err)
 	}
-	return a, nil
+	return s.GetAccount(ctx, id)
 }

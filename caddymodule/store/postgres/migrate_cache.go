@@ -5,7 +5,7 @@ package postgres
 // order), and the claims of live work in progress, so a node joins
 // another's upstream job instead of starting it again. Both are
 // rebuildable: export and retention leave them alone.
-var cacheMigration = migration{16, "freshness cache entries and claims of live work", `
+var cacheMigration = migration{17, "freshness cache entries and claims of live work", `
 CREATE TABLE cache_entries (
 	key        TEXT COLLATE "C" PRIMARY KEY,
 	service    TEXT NOT NULL,

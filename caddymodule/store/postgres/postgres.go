@@ -35,6 +35,9 @@ type Store struct {
 	// expiredSinceVacuum counts runs expired since Reclaim last vacuumed.
 	expiredSinceVacuum expiredCounter
 	ws                 writeState // whether the database can write (writable.go)
+	// noLedger: opened on a schema older than the ledger (the migration
+	// tests' WithMigrationsUpTo), so balances move without ledger rows.
+	noLedger bool
 	// cacheEvicted is when this node last evicted cache entries, and
 	// cacheSince the bytes it put since (cache.go).
 	cacheEvicted, cacheSince atomic.Int64
@@ -88,7 +91,8 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("migrating postgres schema: %v", err)
 	}
 	rctx, stop := context.WithCancel(context.Background())
-	s := &Store{pool: pool, holdTimeout: c.holdTimeout, stopReaper: stop}
+	s := &Store{pool: pool, holdTimeout: c.holdTimeout, stopReaper: stop,
+		noLedger: c.upTo != 0 && c.upTo < ledgerMigration.version}
 	s.reaper.Add(1)
 	go func() {
 		defer s.reaper.Done()

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"socialrouter/internal/upstreamitem"
 )
 
 // MaxSyncRunWait is how long the actor platform's synchronous endpoint
@@ -82,9 +84,12 @@ func (s *Sim) jobDuration(f Fault) time.Duration {
 	return s.scaled(d)
 }
 
-// actorItems are the rows a run collects: the fixture's items (repeated
-// to the item count), capped at maxItems unless the fault makes the actor
-// ignore it, plus a dead-page row per unknown input.
+// actorItems are the rows a run collects: the fixture's data items
+// (repeated to the item count), capped at maxItems unless the fault makes
+// the actor ignore it, then the fixture's own error rows (an actor's
+// {"error", "errorDescription"} items: served as the example has them),
+// plus a dead-page row per unknown input. Under all_errors or
+// error_records the error rows are the fixture's (actorError without one).
 func (s *Sim) actorItems(fx *fixture, f Fault, body []byte, maxItems int) ([][]byte, int) {
 	inputs := arrayStrings(gjson.ParseBytes(body))
 	var dead [][]byte
@@ -103,51 +108,52 @@ func (s *Sim) actorItems(fx *fixture, f Fault, body []byte, maxItems int) ([][]b
 	} else if s.opts.Items > 0 {
 		n = s.opts.Items
 	}
-	if !alive {
+	if !alive || len(fx.data) == 0 {
 		n = 0
 	}
-	items := make([][]byte, 0, n+len(dead)+1)
+	errRow := func(i int) []byte {
+		if len(fx.errs) > 0 {
+			return fx.errs[i%len(fx.errs)]
+		}
+		return actorError
+	}
+	items := make([][]byte, 0, n+len(dead)+len(fx.errs)+1)
 	for i := range n {
 		if f.AllErrors {
-			items = append(items, errorRecord(nil, body))
+			items = append(items, errRow(i))
 		} else {
 			items = append(items, fx.data[i%len(fx.data)])
 		}
 	}
+	errs := 0
+	if f.AllErrors {
+		errs = len(items)
+	}
 	if f.ErrorRecords && !f.AllErrors {
-		items = append(items, errorRecord(nil, body))
+		items = append(items, errRow(0))
+		errs++
 	}
 	if maxItems > 0 && maxItems < len(items) && !f.IgnoreMaxItems {
 		items = items[:maxItems]
+		errs = min(errs, maxItems)
+	}
+	if alive && !f.AllErrors {
+		items = append(items, fx.errs...)
+		errs += len(fx.errs)
 	}
 	items = append(items, dead...)
-	errs := len(dead)
-	if f.AllErrors {
-		errs = len(items)
-	} else if f.ErrorRecords {
-		errs++
-	}
-	return items, min(errs, len(items))
+	return items, errs + len(dead)
 }
+
+// actorError is an actor's own error row, for a fault on an actor whose
+// example has none: no error_code, as actors send.
+var actorError = []byte(`{"error":"` + actorErrorText + `","errorDescription":"simulated fault"}`)
+
+const actorErrorText = "simulated: the actor could not collect this page"
 
 // arrayStrings returns the string values inside arrays of an actor input
 // (profileUrls, startUrls[].url, usernames…): the inputs the run is about.
-func arrayStrings(v gjson.Result) []string {
-	var out []string
-	var walk func(v gjson.Result, inArray bool)
-	walk = func(v gjson.Result, inArray bool) {
-		switch {
-		case v.IsArray():
-			v.ForEach(func(_, e gjson.Result) bool { walk(e, true); return true })
-		case v.IsObject():
-			v.ForEach(func(_, e gjson.Result) bool { walk(e, inArray); return true })
-		case v.Type == gjson.String && inArray:
-			out = append(out, v.Str)
-		}
-	}
-	walk(v, false)
-	return out
-}
+var arrayStrings = upstreamitem.ArrayStrings
 
 // runSync is the synchronous endpoint: it starts a run and holds the
 // connection, silent, until the run ends or MaxSyncRunWait passes; then

@@ -94,12 +94,13 @@ func (s *Sim) newSnapshot(r *http.Request, target string, body []byte, sync bool
 	return s.startJob(j, s.jobDuration(f), 0), f, answer{}
 }
 
-// scrapeRows are a snapshot's rows: per input, its records (a discovery
-// collects many, capped by limit_per_input), an error row for every second
+// scrapeRows are a snapshot's rows: per input, the example's rows that
+// answer it (rowsFor; a set item count or a discovery repeats the data
+// rows instead, capped by limit_per_input), an error row for every second
 // input under error_records, a dead-page row for an unknown input; the
 // data rows capped at limit_multiple_results.
 func (s *Sim) scrapeRows(fx *fixture, f Fault, inputs []gjson.Result, discover bool, q map[string][]string) ([][]byte, int) {
-	per := 1
+	per := 0 // every row of the example that answers the input
 	switch {
 	case f.Items > 0:
 		per = f.Items
@@ -108,14 +109,15 @@ func (s *Sim) scrapeRows(fx *fixture, f Fault, inputs []gjson.Result, discover b
 	case discover:
 		per = DefaultDiscoverItems
 	}
-	if lp, err := strconv.Atoi(first(q["limit_per_input"])); err == nil && lp > 0 && lp < per {
+	lp, _ := strconv.Atoi(first(q["limit_per_input"]))
+	if lp > 0 && per > 0 && lp < per {
 		per = lp
 	}
 	total := -1
 	if lm, err := strconv.Atoi(first(q["limit_multiple_results"])); err == nil && lm > 0 {
 		total = lm
 	}
-	rows := make([][]byte, 0, len(inputs)*per)
+	rows := make([][]byte, 0, len(inputs)*max(per, 1))
 	errs := 0
 	for i, input := range inputs {
 		raw := []byte(input.Raw)
@@ -133,11 +135,27 @@ func (s *Sim) scrapeRows(fx *fixture, f Fault, inputs []gjson.Result, discover b
 			errs++
 			continue
 		}
-		for j := range per {
+		var data [][]byte
+		if per > 0 && len(fx.data) > 0 {
+			for j := range per {
+				data = append(data, fx.data[(i*per+j)%len(fx.data)])
+			}
+		} else {
+			var errRows [][]byte
+			data, errRows = fx.rowsFor(inputText(input), i)
+			for _, e := range errRows {
+				rows = append(rows, setInput(e, raw))
+				errs++
+			}
+			if lp > 0 && lp < len(data) {
+				data = data[:lp]
+			}
+		}
+		for _, d := range data {
 			if total == 0 {
 				break
 			}
-			rows = append(rows, setInput(fx.data[(i*per+j)%len(fx.data)], raw))
+			rows = append(rows, setInput(d, raw))
 			total--
 		}
 	}

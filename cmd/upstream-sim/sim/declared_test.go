@@ -5,15 +5,18 @@ import (
 	"testing"
 
 	"socialrouter/caddymodule/registry"
+	"socialrouter/internal/testservices"
 	"socialrouter/services"
 )
 
 // TestDeclaredRoutesCoverEveryOffer: every live offer of the embedded
-// declarations has its target routed to an example of its source, and the
-// routes are exactly those targets: no Go list to keep in step.
+// declarations (or of the directory testservices.DirEnv names) has its
+// target routed to an example of its source, and the routes are exactly
+// those targets: no Go list to keep in step.
 func TestDeclaredRoutesCoverEveryOffer(t *testing.T) {
-	s := New(Options{})
-	reg, err := registry.LoadFS(services.FS)
+	svc := testservices.ServicesFS(services.FS)
+	s := New(Options{Services: svc})
+	reg, err := registry.LoadFS(svc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"socialrouter/internal/upstreamitem"
 )
 
 // fixture is one fixture file split into compact data and error items.
@@ -49,13 +51,56 @@ func (s *Sim) fixture(path string) (*fixture, error) {
 	if cerr != nil {
 		return nil, fmt.Errorf("compacting fixture %s: %w", path, cerr)
 	}
-	if len(f.data) == 0 {
-		return nil, fmt.Errorf("fixture %s has no data items", path)
+	if len(f.data) == 0 && len(f.errs) == 0 {
+		return nil, fmt.Errorf("fixture %s has no items", path)
 	}
 	s.mu.Lock()
 	s.cache[path] = f
 	s.mu.Unlock()
 	return f, nil
+}
+
+// rowsFor are the rows of a dataset example that answer input, the i-th
+// of a request: the data and error rows whose own input names it, if any
+// does; else every data row when the example's rows answer one input (the
+// comments of one post); else, the rows answering different inputs, one
+// data row in turn (an input the example does not know gets one record).
+// An example of error rows only answers every input with them.
+func (f *fixture) rowsFor(input string, i int) (data, errs [][]byte) {
+	for _, d := range f.data {
+		if rowInput(d) == input {
+			data = append(data, d)
+		}
+	}
+	for _, e := range f.errs {
+		if rowInput(e) == input {
+			errs = append(errs, e)
+		}
+	}
+	switch {
+	case len(data)+len(errs) > 0:
+		return data, errs
+	case len(f.data) == 0:
+		return nil, f.errs
+	}
+	one := map[string]bool{}
+	for _, d := range f.data {
+		one[rowInput(d)] = true
+	}
+	if len(one) == 1 {
+		return f.data, nil
+	}
+	return [][]byte{f.data[i%len(f.data)]}, nil
+}
+
+// rowInput is the input an upstream row answers: its input's url (or the
+// input itself, a string), "" when it names none.
+func rowInput(row []byte) string {
+	in := gjson.GetBytes(row, "input")
+	if !in.Exists() {
+		return ""
+	}
+	return inputText(in)
 }
 
 // isErrorItem mirrors the client's rule: a top-level non-null error,
@@ -90,22 +135,7 @@ func joinArray(items [][]byte) []byte {
 
 // setInput returns a copy of item whose top-level "input" is input, so a
 // record can be matched to the input it answers.
-func setInput(item, input []byte) []byte {
-	v := gjson.GetBytes(item, "input")
-	out := make([]byte, 0, len(item)+len(input)+10)
-	if v.Exists() && v.Index > 0 {
-		out = append(out, item[:v.Index]...)
-		out = append(out, input...)
-		return append(out, item[v.Index+len(v.Raw):]...)
-	}
-	out = append(out, `{"input":`...)
-	out = append(out, input...)
-	rest := bytes.TrimSpace(item[1:])
-	if len(rest) > 0 && rest[0] != '}' {
-		out = append(out, ',')
-	}
-	return append(out, rest...)
-}
+var setInput = upstreamitem.SetInput
 
 // errorRecord is a per-input error record for input: the fixture's own
 // template when it has one, else a dead_page record.

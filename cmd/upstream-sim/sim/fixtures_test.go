@@ -32,8 +32,8 @@ func TestCustomFixturesAndRoutes(t *testing.T) {
 	s, srv := start(t, Options{Fixtures: fsys, Routes: map[string]string{"other~actor": "mine.json"}})
 	for _, target := range []string{"my~actor", "other~actor"} {
 		st, body := post(t, srv.URL+"/v2/acts/"+target+"/run-sync-get-dataset-items", `{}`)
-		if st != 201 || body != `[{"id":1},{"id":3}]` {
-			t.Errorf("%s: %d %s, want the data items only", target, st, body)
+		if st != 201 || body != `[{"id":1},{"id":3},{"id":2,"error":"x"}]` {
+			t.Errorf("%s: %d %s, want the data items, then the example's error row", target, st, body)
 		}
 	}
 	// The directory adds to the examples: the declared routes still answer.
@@ -43,9 +43,13 @@ func TestCustomFixturesAndRoutes(t *testing.T) {
 	if st, body := post(t, srv.URL+"/v2/acts/"+actorTarget+"/run-sync-get-dataset-items", `{}`); st != 201 || !strings.HasPrefix(body, "[{") {
 		t.Errorf("declared route %s: %d %s", actorTarget, st, body)
 	}
-	for _, path := range []string{"bad.json", "errsonly.json", "missing.json"} {
+	for _, path := range []string{"bad.json", "missing.json"} {
 		if _, err := s.fixture(path); err == nil {
 			t.Errorf("fixture(%s) loaded", path)
 		}
+	}
+	// An example of error rows only is served: its rows are the answer.
+	if fx, err := s.fixture("errsonly.json"); err != nil || len(fx.errs) != 1 {
+		t.Errorf("fixture(errsonly.json): %v", err)
 	}
 }

@@ -95,12 +95,18 @@ func TestEveryDefaultRouteAnswers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := len(fx.data)
+			// An actor answers the example's data items, then its error
+			// rows; a scrape each input's rows of the example (rowsFor).
+			want, wantErrs := len(fx.data)+len(fx.errs), len(fx.errs)
 			if strings.HasPrefix(path, "source_b/") {
-				want = 3
+				want, wantErrs = 0, 0
+				for i, in := range scrapeBody(3)["input"].([]any) {
+					data, errs := fx.rowsFor(in.(map[string]any)["url"].(string), i)
+					want, wantErrs = want+len(data)+len(errs), wantErrs+len(errs)
+				}
 			}
-			if len(res.Items) != want || res.ErrorItems != 0 {
-				t.Errorf("%d items (%d errors), want %d data items", len(res.Items), res.ErrorItems, want)
+			if len(res.Items) != want || res.ErrorItems != wantErrs {
+				t.Errorf("%d items (%d errors), want %d (%d errors)", len(res.Items), res.ErrorItems, want, wantErrs)
 			}
 		})
 	}

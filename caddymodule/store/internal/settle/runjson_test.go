@@ -87,7 +87,7 @@ func TestRunAPIJSONFallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"id":"ext_1","status":"completed","url":"u","credits_used":0,"data":[{"b":1,"a":2}],"pagination":{"total":1,"returned":1},"created_at":"2025-03-12T10:00:00Z","completed_at":"2025-03-12T10:00:00Z"}`
+	want := `{"id":"ext_1","status":"completed","url":"u","credits_used":0,"data":[{"b":1,"a":2}],"pagination":{"total":1,"returned":1},"created_at":"2025-03-12T10:00:00Z","completed_at":"2025-03-12T10:00:00Z","livemode":true}` // stored before test mode: a live run
 	if string(got) != want {
 		t.Errorf("RunAPIJSON =\n %s\nwant\n %s", got, want)
 	}

@@ -247,7 +247,9 @@ func kept(data []json.RawMessage, records int) []json.RawMessage {
 
 // DecodeRun reads a stored run back, scope fields included.
 func DecodeRun(b []byte) (runs.Run, error) {
-	var sr storedRun
+	// A document without "livemode" was stored before test mode existed,
+	// so it is a live run; every later one carries the member.
+	sr := storedRun{Run: runs.Run{Livemode: true}}
 	if err := json.Unmarshal(b, &sr); err != nil {
 		return runs.Run{}, fmt.Errorf("decoding run: %v", err)
 	}

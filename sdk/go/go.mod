@@ -1,0 +1,3 @@
+module socialrouter/sdk/go
+
+go 1.23
