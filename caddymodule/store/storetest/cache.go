@@ -17,11 +17,15 @@ var cacheSuites = []suite{
 	{"cache_claims", testCacheClaims},
 }
 
-func cacheOf(t *testing.T, s store.Store) store.Cache {
+func cacheOf(t *testing.T, s store.Store) store.Cache { return implements[store.Cache](t, s) }
+
+// implements returns s as the concern T a suite tests, or fails.
+func implements[T any](t *testing.T, s store.Store) T {
 	t.Helper()
-	c, ok := s.(store.Cache)
+	c, ok := s.(T)
 	if !ok {
-		t.Fatalf("%T does not implement store.Cache", s)
+		var zero *T
+		t.Fatalf("%T does not implement %T", s, zero)
 	}
 	return c
 }
