@@ -15,9 +15,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"socialrouter/caddymodule/testmode"
 )
 
 // The client libraries' own suites (sdk/go, sdk/typescript) run against
@@ -25,35 +29,65 @@ import (
 // drops a POST's first connection, and runs each suite with where to find
 // them in the environment:
 //
-//	SDR_BASE_URL   the gateway
-//	SDR_ADMIN_URL  its admin endpoint (accounts, keys, webhooks)
-//	SDR_FLAKY_URL  the dropping proxy in front of the gateway; GET /_flaky/log lists its POSTs
-//	SDR_SIM_URL    the simulator's control endpoint
-//	SDR_SIM_FAULTS the faults (JSON array) that make pro_net/profile.info fail at every offer
-//	SDR_KEY_KIND   the kind of key the suites create (live until test mode lands)
+//	SDR_BASE_URL          the gateway
+//	SDR_ADMIN_URL         its admin endpoint (accounts, keys, webhooks)
+//	SDR_FLAKY_URL         the dropping proxy in front of the gateway; GET /_flaky/log lists its POSTs
+//	SDR_TEST_RETRY_AFTER  the Retry-After (seconds) of the magic input sdr-test-rate-limited
 //
-// Each suite creates its own accounts through the admin API.
+// Each suite creates its own accounts through the admin API. Its cases run
+// on test keys (docs/testmode.md), the upstream failures forced by magic
+// inputs; then the simulator must have seen no call and have no ledger
+// entry. Last comes the suites' live-key part (tests named Live), what test
+// mode cannot show: a call served by an upstream and charged to the live
+// balance; the simulator must have seen it, so the check before could fail.
 
 // sdkEnv starts the simulator, a gateway that accepts loopback webhook
-// endpoints, and the dropping proxy, and returns the suites' environment.
-func sdkEnv(t *testing.T) []string {
+// endpoints, and the dropping proxy, and returns the simulator and the
+// suites' environment.
+func sdkEnv(t *testing.T) (*sim, []string) {
 	t.Helper()
-	s := startSim(t, "-items", "1000")
+	s := startSim(t)
 	c := defaultConfig(t, s)
 	c.AppExtra = "webhooks_allow_private\n\t\twebhooks_retry_schedule 1s 1s 1s"
-	c.AttemptTimeout = "3s" // the suites' request_timeout; async runs have their own deadline
+	// The suites' request_timeout: sdr-test-slow, pinned to one offer,
+	// outlasts it (async runs have their own deadline).
+	c.AttemptTimeout = "3s"
+	if testmode.SlowSeconds <= 3 {
+		t.Fatalf("sdr-test-slow takes %d s, no longer than the 3 s attempt deadline the suites' request_timeout case needs", testmode.SlowSeconds)
+	}
 	g := startGateway(t, c)
 	flaky := newFlakyProxy(t, g.URL)
 	servedDocumentIsTheSDKs(t, g.URL)
-	faults, _ := json.Marshal([]map[string]any{{"target": proB, "status": 500}, {"target": proA, "status": 502}})
-	return append(os.Environ(),
+	s.reset(t)
+	s.clearLedger(t)
+	return s, append(os.Environ(),
 		"SDR_BASE_URL="+g.URL,
 		"SDR_ADMIN_URL=http://"+g.Admin,
 		"SDR_FLAKY_URL="+flaky.URL,
-		"SDR_SIM_URL="+s.A,
-		"SDR_SIM_FAULTS="+string(faults),
-		"SDR_KEY_KIND=live", // "test" once test mode (issue 35) lands
+		"SDR_TEST_RETRY_AFTER="+strconv.Itoa(testmode.RetryAfterSeconds),
 	)
+}
+
+// testKeysReachedNoUpstream fails when the simulator got a call or holds a
+// ledger entry: the suites' test-key part has run, and test keys reach no
+// upstream.
+func testKeysReachedNoUpstream(t *testing.T, s *sim) {
+	t.Helper()
+	if calls := s.calls(t); len(calls) != 0 {
+		t.Errorf("the simulator got %d calls from the suite's test keys, first %s %s", len(calls), calls[0].Protocol, calls[0].Target)
+	}
+	if jobs := s.ledger(t); len(jobs) != 0 {
+		t.Errorf("the simulator's ledger has %d jobs from the suite's test keys", len(jobs))
+	}
+}
+
+// liveKeyReachedTheSimulator fails when the live-key part left no trace at
+// the simulator: then the check of the test-key part could not fail.
+func liveKeyReachedTheSimulator(t *testing.T, s *sim) {
+	t.Helper()
+	if len(s.calls(t))+len(s.ledger(t)) == 0 {
+		t.Error("the suite's live-key part left no trace at the simulator")
+	}
 }
 
 // servedDocumentIsTheSDKs checks that the binary serves the document the
@@ -82,12 +116,17 @@ func servedDocumentIsTheSDKs(t *testing.T, base string) {
 // standard library cost 100 s, which make check pays once for both
 // modules).
 func TestSDKGo(t *testing.T) {
-	runSuite(t, filepath.Join(repoRoot, "sdk", "go"), sdkEnv(t), "go", "test", "-race", "-count=1", "-v", "./...")
+	s, env := sdkEnv(t)
+	dir := filepath.Join(repoRoot, "sdk", "go")
+	runSuite(t, dir, env, "go", "test", "-race", "-count=1", "-v", "-skip", "Live", "./...")
+	testKeysReachedNoUpstream(t, s)
+	runSuite(t, dir, env, "go", "test", "-race", "-count=1", "-v", "-run", "Live", "./...")
+	liveKeyReachedTheSimulator(t, s)
 }
 
 // TestSDKTypeScript runs sdk/typescript's npm test (tsc --strict, then
-// node --test) against the gateway; `make sdk-ts` installs its locked
-// packages.
+// node --test: the test-key files, then live.test.js) against the
+// gateway; `make sdk-ts` installs its locked packages.
 func TestSDKTypeScript(t *testing.T) {
 	if _, err := exec.LookPath("npm"); err != nil {
 		t.Fatalf("npm not found: the TypeScript SDK test needs Node 20 and npm: %v", err)
@@ -96,7 +135,18 @@ func TestSDKTypeScript(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "openapi-fetch", "package.json")); err != nil {
 		t.Fatalf("the TypeScript SDK's packages are not installed in %s: run `make sdk-ts` (%v)", dir, err)
 	}
-	runSuite(t, dir, sdkEnv(t), "npm", "test", "--silent")
+	s, env := sdkEnv(t)
+	runSuite(t, dir, env, "npm", "run", "build", "--silent") // tsc --strict
+	files, _ := filepath.Glob(filepath.Join(dir, "dist", "test", "*.test.js"))
+	live := filepath.Join(dir, "dist", "test", "live.test.js")
+	if !slices.Contains(files, live) || len(files) < 2 {
+		t.Fatalf("test files %v: want the suite's and its live-key part, %s", files, live)
+	}
+	files = slices.DeleteFunc(files, func(f string) bool { return f == live })
+	runSuite(t, dir, env, "node", append([]string{"--test"}, files...)...)
+	testKeysReachedNoUpstream(t, s)
+	runSuite(t, dir, env, "node", "--test", live)
+	liveKeyReachedTheSimulator(t, s)
 }
 
 // runSuite runs a command in dir and fails with its output when it fails;

@@ -11,16 +11,18 @@ import (
 
 // TestErrorsTyped: each documented error a client can meet comes back as
 // an *sdr.APIError with its status, code and type, and nothing is charged.
+// All on test keys: the upstream failures are the magic inputs of
+// docs/testmode.md, and request_timeout is sdr-test-slow (5 s) pinned to
+// one offer under the gateway's 3 s attempt deadline (tests/sdk_test.go).
 func TestErrorsTyped(t *testing.T) {
 	e := gateway(t)
 	ctx := ctxT(t)
-	acct, key := e.account(t, 100, nil)
+	_, key := e.account(t, 100, nil)
 	c := sdr.NewClient(key, sdr.WithBaseURL(e.base), sdr.WithMaxRetries(0))
 	_, poorKey := e.account(t, 0, nil)
 	_, limitedKey := e.account(t, 100, map[string]any{"period": "day", "credits": 0.000001})
-	var revoked struct{ ID, Key string }
-	e.adminJSON(t, "POST", "/sdr/accounts/"+acct+"/keys", map[string]any{"name": "revoked"}, &revoked)
-	e.adminJSON(t, "DELETE", "/sdr/keys/"+revoked.ID, nil, nil)
+	revokedID, revokedKey := e.key(t, e.newAccount(t, 0), "test", nil)
+	e.adminJSON(t, "DELETE", "/sdr/keys/"+revokedID, nil, nil)
 	with := func(k string) *sdr.Client { return sdr.NewClient(k, sdr.WithBaseURL(e.base), sdr.WithMaxRetries(0)) }
 	raw := func(c *sdr.Client, platform, service string, body any) func(context.Context) error {
 		return func(ctx context.Context) error { _, err := c.ExtractRaw(ctx, platform, service, body); return err }
@@ -56,8 +58,8 @@ func TestErrorsTyped(t *testing.T) {
 		{"search provider", "missing_provider", "validation", 400, nil, search(sdr.SearchRequest{Queries: []string{"coffee"}})},
 		{"search cursor", "invalid_cursor", "validation", 400, nil, search(sdr.SearchRequest{Provider: "source_a/maps/place.search", Queries: []string{"coffee"}, Cursor: "not-a-cursor"})},
 		{"no key", "missing_api_key", "authentication", 401, nil, profile(with(""), sdr.ProNetProfileInfoRequest{URL: profileURL})},
-		{"bad key", "invalid_api_key", "authentication", 401, nil, profile(with("sdr_live_nope"), sdr.ProNetProfileInfoRequest{URL: profileURL})},
-		{"revoked key", "revoked_api_key", "authentication", 401, nil, profile(with(revoked.Key), sdr.ProNetProfileInfoRequest{URL: profileURL})},
+		{"bad key", "invalid_api_key", "authentication", 401, nil, profile(with("sdr_test_nope"), sdr.ProNetProfileInfoRequest{URL: profileURL})},
+		{"revoked key", "revoked_api_key", "authentication", 401, nil, profile(with(revokedKey), sdr.ProNetProfileInfoRequest{URL: profileURL})},
 		{"no credits", "insufficient_credits", "billing", 402, nil, profile(with(poorKey), sdr.ProNetProfileInfoRequest{URL: profileURL})},
 		{"credit limit", "credit_limit_exceeded", "rate_limit", 429, nil, profile(with(limitedKey), sdr.ProNetProfileInfoRequest{URL: profileURL})},
 		{"idempotency key", "invalid_idempotency_key", "validation", 400, nil, profile(c, sdr.ProNetProfileInfoRequest{URL: profileURL}, sdr.WithIdempotencyKey(strings.Repeat("k", 300)))},
@@ -66,9 +68,10 @@ func TestErrorsTyped(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, profile(c, sdr.ProNetProfileInfoRequest{URL: profileURL, Limit: 2}, sdr.WithIdempotencyKey(reusedKey))},
-		{"provider", "provider_error", "provider", 502, e.fault(nil), profile(c, sdr.ProNetProfileInfoRequest{URL: profileURL})},
-		{"upstream rate limit", "upstream_rate_limited", "rate_limit", 429, e.fault(map[string]any{"status": 429, "retry_after": 7}), profile(c, sdr.ProNetProfileInfoRequest{URL: profileURL})},
-		{"upstream too slow", "request_timeout", "timeout", 504, e.fault(map[string]any{"status": nil, "latency_ms": 60000}), profile(c, sdr.ProNetProfileInfoRequest{URL: profileURL, Provider: "source_b/pro_net"})},
+		{"provider", "provider_error", "provider", 502, nil, profile(c, sdr.ProNetProfileInfoRequest{URL: magicProviderError})},
+		{"upstream rate limit", "upstream_rate_limited", "rate_limit", 429, nil, profile(c, sdr.ProNetProfileInfoRequest{URL: magicRateLimited})},
+		{"upstream stalled", "request_soft_timeout", "timeout", 504, nil, profile(c, sdr.ProNetProfileInfoRequest{URL: magicSoftTimeout})},
+		{"upstream too slow", "request_timeout", "timeout", 504, nil, profile(c, sdr.ProNetProfileInfoRequest{URL: magicSlow, Provider: "source_b/pro_net"})},
 		{"body too large", "request_too_large", "validation", 413, nil, raw(c, "pro_net", "profile.info", map[string]any{"url": profileURL, "pad": strings.Repeat("x", 2<<20)})},
 		{"search queries", "missing_queries", "validation", 400, nil, search(sdr.SearchRequest{Provider: "source_a/maps/place.search", Queries: []string{}})},
 		{"search endpoint", "wrong_endpoint", "validation", 400, nil, search(sdr.SearchRequest{Provider: "source_b/pro_net/profile.info", Queries: []string{"x"}})},
@@ -87,7 +90,7 @@ func TestErrorsTyped(t *testing.T) {
 			if (tc.status == 502 || tc.status == 504) && (err.RunID == "" || len(err.Details.Attempts) == 0) {
 				t.Errorf("%s without its run id and attempts: %+v", tc.code, err)
 			}
-			if tc.code == "upstream_rate_limited" && (err.RetryAfter != 7*time.Second || !err.IsRateLimit() || err.IsMoney()) {
+			if tc.code == "upstream_rate_limited" && (err.RetryAfter != e.testRetryAfter || !err.IsRateLimit() || err.IsMoney()) {
 				t.Errorf("upstream_rate_limited: Retry-After %v, rate %v, money %v", err.RetryAfter, err.IsRateLimit(), err.IsMoney())
 			}
 			if tc.code == "credit_limit_exceeded" && (err.RetryAfter <= 0 || !err.IsMoney() || err.IsRateLimit()) {

@@ -7,44 +7,49 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// keyKind is the kind of key the end-to-end tests create (SDR_KEY_KIND,
-// set in tests/sdk_test.go): live keys with credits granted through the
-// admin API until test mode (sdr_test_ keys that charge nothing and reach
-// no upstream) lands; then "test", sent as the key's "mode".
-var keyKind = envOr("SDR_KEY_KIND", "live")
+// The end-to-end tests run on test keys (sdr_test_…, docs/testmode.md):
+// records from the offers' example payloads, no upstream, the account's
+// test balance; the magic inputs below force each failure a backend must
+// handle. tests/sdk_test.go runs them, then checks that the simulator saw
+// no call, then runs the live-key part (live_test.go, tests named Live).
 
-// env is where tests/sdk_test.go started the gateway, the simulator and
-// the dropping proxy.
+// Magic inputs of pro_net/profile.info (docs/testmode.md, "Magic inputs").
+const (
+	magicProviderError = "https://www.linkedin.com/in/sdr-test-provider-error"
+	magicSoftTimeout   = "https://www.linkedin.com/in/sdr-test-soft-timeout"
+	magicRateLimited   = "https://www.linkedin.com/in/sdr-test-rate-limited"
+	magicFailover      = "https://www.linkedin.com/in/sdr-test-failover"
+	magicEmpty         = "https://www.linkedin.com/in/sdr-test-empty"
+	magicSlow          = "https://www.linkedin.com/in/sdr-test-slow"
+)
+
+// env is where tests/sdk_test.go started the gateway and the dropping
+// proxy, and what its test mode answers.
 type env struct {
-	base, admin, flaky, sim string
-	faults                  []map[string]any
-}
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
+	base, admin, flaky string
+	// testRetryAfter is the Retry-After of sdr-test-rate-limited.
+	testRetryAfter time.Duration
 }
 
 // gateway is the environment of the end-to-end tests; without it (the
 // suite run on its own, not from tests/sdk_test.go) they are skipped.
 func gateway(t *testing.T) env {
 	t.Helper()
-	e := env{base: os.Getenv("SDR_BASE_URL"), admin: os.Getenv("SDR_ADMIN_URL"), flaky: os.Getenv("SDR_FLAKY_URL"), sim: os.Getenv("SDR_SIM_URL")}
+	e := env{base: os.Getenv("SDR_BASE_URL"), admin: os.Getenv("SDR_ADMIN_URL"), flaky: os.Getenv("SDR_FLAKY_URL")}
 	if e.base == "" || e.admin == "" {
 		t.Skip("SDR_BASE_URL/SDR_ADMIN_URL not set: the end-to-end tests run from tests/sdk_test.go (make test)")
 	}
-	if f := os.Getenv("SDR_SIM_FAULTS"); f != "" {
-		if err := json.Unmarshal([]byte(f), &e.faults); err != nil {
-			t.Fatalf("SDR_SIM_FAULTS: %v", err)
-		}
+	secs, err := strconv.Atoi(os.Getenv("SDR_TEST_RETRY_AFTER"))
+	if err != nil {
+		t.Fatalf("SDR_TEST_RETRY_AFTER: %v", err)
 	}
+	e.testRetryAfter = time.Duration(secs) * time.Second
 	return e
 }
 
@@ -81,21 +86,42 @@ func (e env) call(t *testing.T, method, url string, body, out any) {
 	}
 }
 
-// account creates an account with balance credits and a key for it
-// (keyKind; limit, when not nil, is the key's credit_limit), and returns
-// the account id and the key.
-func (e env) account(t *testing.T, balance float64, limit map[string]any) (string, string) {
+// newAccount creates an account with a live balance and returns its id.
+func (e env) newAccount(t *testing.T, balance float64) string {
 	t.Helper()
 	id := fmt.Sprintf("sdk-go-%d-%d", time.Now().UnixNano(), accounts.Add(1))
 	e.adminJSON(t, "POST", "/sdr/accounts", map[string]any{"id": id, "balance": balance}, nil)
-	body := map[string]any{"name": "sdk-go " + keyKind}
-	if keyKind != "live" {
-		body["mode"] = keyKind // issue 35's POST /sdr/accounts/{id}/keys {"mode": "test"}
-	}
+	return id
+}
+
+// key creates a key of account in mode ("test" or "live"; limit, when not
+// nil, is its credit_limit) and returns it.
+func (e env) key(t *testing.T, account, mode string, limit map[string]any) (id, key string) {
+	t.Helper()
+	body := map[string]any{"name": "sdk-go " + mode, "mode": mode}
 	if limit != nil {
 		body["credit_limit"] = limit
 	}
-	var k struct{ Key string }
-	e.adminJSON(t, "POST", "/sdr/accounts/"+id+"/keys", body, &k)
-	return id, k.Key
+	var k struct{ ID, Key string }
+	e.adminJSON(t, "POST", "/sdr/accounts/"+account+"/keys", body, &k)
+	return k.ID, k.Key
+}
+
+// account creates an account and a test key for it whose test balance is
+// balance (limit, when not nil, is the key's credit_limit), and returns
+// the account's test twin (the account that owns the key's runs, webhook
+// endpoints and test balance) and the key.
+func (e env) account(t *testing.T, balance float64, limit map[string]any) (string, string) {
+	t.Helper()
+	id := e.newAccount(t, 0)
+	_, key := e.key(t, id, "test", limit)
+	twin := id + "~test" // created with the first test key (docs/testmode.md, Isolation)
+	var a struct {
+		TestBalance float64 `json:"test_balance"`
+	}
+	e.adminJSON(t, "GET", "/sdr/accounts/"+id, nil, &a)
+	if d := balance - a.TestBalance; d != 0 {
+		e.adminJSON(t, "POST", "/sdr/accounts/"+twin+"/credits", map[string]any{"amount": d}, nil)
+	}
+	return twin, key
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -97,6 +98,9 @@ func TestEveryServiceTyped(t *testing.T) {
 			if st := run.FieldByName("Status").String(); st != "completed" || data.Len() == 0 {
 				t.Fatalf("status %s with %d records", st, data.Len())
 			}
+			if lm := run.FieldByName("Livemode").Interface().(*bool); lm == nil || *lm {
+				t.Errorf("livemode %v on a test key's run, want false", lm)
+			}
 			// Every field of every record as answered has its typed field.
 			var raw struct{ Data []json.RawMessage }
 			_ = json.Unmarshal(cap.bodies[run.FieldByName("ID").String()], &raw)
@@ -114,18 +118,19 @@ func TestEveryServiceTyped(t *testing.T) {
 	}
 }
 
-// TestSearchCursor pages a search with its cursor.
+// TestSearchCursor pages a search with its cursor (limit 1: test mode
+// answers a query with the example's two records).
 func TestSearchCursor(t *testing.T) {
 	e := gateway(t)
 	ctx := ctxT(t)
 	_, key := e.account(t, 100, nil)
 	c := sdr.NewClient(key, sdr.WithBaseURL(e.base))
-	req := sdr.SearchRequest{Provider: "source_a/maps/place.search", Queries: []string{"coffee in Lisbon"}, Limit: 2}
+	req := sdr.SearchRequest{Provider: "source_a/maps/place.search", Queries: []string{"coffee in Lisbon"}, Limit: 1}
 	first, err := sdr.SearchAs[sdr.PlaceSearchResult](ctx, c, req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first.Status != "completed" || len(first.Data) != 2 || first.Pagination.NextCursor == nil {
+	if first.Status != "completed" || len(first.Data) != 1 || first.Pagination.NextCursor == nil {
 		t.Fatalf("first page: status %s, %d records, cursor %v", first.Status, len(first.Data), first.Pagination.NextCursor)
 	}
 	req.Cursor = *first.Pagination.NextCursor
@@ -134,33 +139,45 @@ func TestSearchCursor(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The next page is a run of its own, billed for its records only.
-	if second.Status != "completed" || len(second.Data) == 0 || second.ID == first.ID || !near(second.CreditsUsed, first.CreditsUsed/2*float64(len(second.Data))) {
-		t.Fatalf("second page: status %s, %d records for %v credits (first: 2 for %v), id %s", second.Status, len(second.Data), second.CreditsUsed, first.CreditsUsed, second.ID)
+	if second.Status != "completed" || len(second.Data) == 0 || second.ID == first.ID || !near(second.CreditsUsed, first.CreditsUsed*float64(len(second.Data))) {
+		t.Fatalf("second page: status %s, %d records for %v credits (first: 1 for %v), id %s", second.Status, len(second.Data), second.CreditsUsed, first.CreditsUsed, second.ID)
+	}
+	if reflect.DeepEqual(first.Data[0], second.Data[0]) {
+		t.Errorf("the second page repeats the first: %+v", second.Data[0])
 	}
 }
 
 // TestAsyncThousand submits a 1,000-record run, waits for it and iterates
-// over its records; the balance goes down by the run's charge.
+// over its records; the balance goes down by the run's charge. Test mode
+// gives photo_net/profile.info one record per input (records_per_input),
+// so the run has 1,000 inputs; its last is sdr-test-slow, which keeps the
+// run running for 5 s, so that Wait polls.
 func TestAsyncThousand(t *testing.T) {
 	e := gateway(t)
 	ctx := ctxT(t)
 	_, key := e.account(t, 100, nil)
 	c := sdr.NewClient(key, sdr.WithBaseURL(e.base))
 	before := balance(t, c)
-	h, err := c.Extract.ForumNet.SubredditPostsAsync(ctx, sdr.ForumNetSubredditPostsRequest{URL: "https://www.reddit.com/r/golang", Limit: 1000})
+	urls := make([]string, 0, 1000)
+	for i := range 999 {
+		urls = append(urls, fmt.Sprintf("https://www.instagram.com/user_%d", i))
+	}
+	urls = append(urls, "https://www.instagram.com/nasa?sdr-test-slow")
+	h, err := c.Extract.PhotoNet.ProfileInfoAsync(ctx, sdr.PhotoNetProfileInfoRequest{URLs: urls, Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(h.ID, "ext_") || h.Run.Status != "running" {
 		t.Fatalf("submitted: id %q status %q", h.ID, h.Run.Status)
 	}
+	submitted := time.Now()
 	h.PollInterval = 100 * time.Millisecond
 	run, err := h.Wait(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Status != "completed" || run.Pagination.Total != 1000 {
-		t.Fatalf("status %s, total %d", run.Status, run.Pagination.Total)
+	if run.Status != "completed" || run.Pagination.Total != 1000 || time.Since(submitted) < 4*time.Second {
+		t.Fatalf("status %s, total %d after %v", run.Status, run.Pagination.Total, time.Since(submitted))
 	}
 	n := 0
 	for rec, err := range h.Records(ctx) {
@@ -168,7 +185,7 @@ func TestAsyncThousand(t *testing.T) {
 			t.Fatal(err)
 		}
 		n++
-		if rec.Source == nil || *rec.Source != sdr.PlatformForumNet {
+		if rec.Source == nil || *rec.Source != sdr.PlatformPhotoNet {
 			t.Fatalf("record %d: source %v", n, rec.Source)
 		}
 	}
@@ -180,17 +197,16 @@ func TestAsyncThousand(t *testing.T) {
 	}
 }
 
-// TestCancel cancels a run its upstream holds, which then charges nothing;
-// cancelling it again is 409 run_finished, and its records are 409
-// run_not_finished while it runs.
+// TestCancel cancels a run sdr-test-slow holds, which then charges
+// nothing; cancelling it again is 409 run_finished, and its records are
+// 409 run_not_finished while it runs.
 func TestCancel(t *testing.T) {
 	e := gateway(t)
 	ctx := ctxT(t)
-	e.fault(map[string]any{"status": nil, "latency_ms": 60000})(t)
 	_, key := e.account(t, 100, nil)
 	c := sdr.NewClient(key, sdr.WithBaseURL(e.base))
 	before := balance(t, c)
-	h, err := c.Extract.ProNet.ProfileInfoAsync(ctx, sdr.ProNetProfileInfoRequest{URL: profileURL})
+	h, err := c.Extract.ProNet.ProfileInfoAsync(ctx, sdr.ProNetProfileInfoRequest{URL: magicSlow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +257,10 @@ func TestDroppedConnectionChargedOnce(t *testing.T) {
 	if !reflect.DeepEqual(tries, []bool{true, false}) {
 		t.Fatalf("attempts with the key (dropped?): %v, want a dropped one and its retry", tries)
 	}
-	after := balance(t, c)
+	after := balance(t, c) // the test balance: the key is a test key
+	if run.Livemode == nil || *run.Livemode {
+		t.Fatalf("livemode %v: the balance checked is not the test balance", run.Livemode)
+	}
 	if run.CreditsUsed <= 0 || !near(before-after, run.CreditsUsed) {
 		t.Errorf("balance %v → %v, the run charged %v: charged more than once?", before, after, run.CreditsUsed)
 	}
@@ -267,26 +286,6 @@ func balance(t *testing.T, c *sdr.Client) float64 {
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 
-// fault sets the faults of pro_net/profile.info's upstreams with patch
-// over them (nil: as SDR_SIM_FAULTS has them, failing), and clears them
-// when the test ends.
-func (e env) fault(patch map[string]any) func(t *testing.T) {
-	return func(t *testing.T) {
-		t.Helper()
-		for _, f := range e.faults {
-			body := map[string]any{}
-			for k, v := range f {
-				body[k] = v
-			}
-			for k, v := range patch {
-				body[k] = v
-			}
-			e.call(t, "POST", e.sim+"/_sim/faults", body, nil)
-		}
-		t.Cleanup(func() { e.call(t, "DELETE", e.sim+"/_sim/faults", nil, nil) })
-	}
-}
-
 // expectCode checks that err is an *sdr.APIError with this status and code.
 func expectCode(t *testing.T, err error, status int, code string) *sdr.APIError {
 	t.Helper()
@@ -300,7 +299,8 @@ func expectCode(t *testing.T, err error, status int, code string) *sdr.APIError 
 	return e
 }
 
-// TestWebhookVerified registers an endpoint, runs an async call and
+// TestWebhookVerified registers an endpoint of the account's test twin
+// (test runs' events go to test endpoints only), runs an async call and
 // verifies the gateway's delivery; a tampered copy is refused.
 func TestWebhookVerified(t *testing.T) {
 	e := gateway(t)
@@ -338,7 +338,7 @@ func TestWebhookVerified(t *testing.T) {
 		t.Fatalf("the gateway's delivery does not verify: %v", err)
 	}
 	run, err := ev.Run()
-	if err != nil || ev.Type != "run.completed" || run.ID != h.ID || ev.ID == "" {
+	if err != nil || ev.Type != "run.completed" || run.ID != h.ID || ev.ID == "" || run.Livemode == nil || *run.Livemode {
 		t.Fatalf("event %s id %q for run %v (%v), want run.completed of %s", ev.Type, ev.ID, run, err, h.ID)
 	}
 	tampered := bytes.Replace(d.body, []byte(`"completed"`), []byte(`"cancelled"`), 1)

@@ -13,16 +13,17 @@ import (
 	sdr "socialrouter/sdk/go"
 )
 
-// The first call (the README's and the dashboard's quick start).
+// The first call, with a test key (the README's and the dashboard's
+// quick start).
 func ExampleClient() {
 	ctx := context.Background()
-	client := sdr.NewClient(os.Getenv("SDR_KEY"), sdr.WithBaseURL(os.Getenv("SDR_BASE_URL")))
+	client := sdr.NewClient(os.Getenv("SDR_TEST_KEY"), sdr.WithBaseURL(os.Getenv("SDR_BASE_URL"))) // sdr_test_…
 	req := sdr.ProNetCompanyInfoRequest{URL: "https://www.linkedin.com/company/the-kraft-heinz-company"}
 	run, err := client.Extract.ProNet.CompanyInfo(ctx, req)
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(*run.Data[0].Company, run.CreditsUsed)
+	fmt.Println(*run.Data[0].Company, run.CreditsUsed, *run.Livemode) // …, false
 }
 
 // An async run of up to 5,000 records: wait, then range over its records.

@@ -3,20 +3,28 @@
 // end-to-end tests are skipped.
 import { SocialDataRouter, type ClientOptions } from "../src/index.js";
 
-/**
- * The kind of key the end-to-end tests create (SDR_KEY_KIND, set in
- * tests/sdk_test.go): live keys with credits granted through the admin API
- * until test mode (sdr_test_ keys that charge nothing and reach no
- * upstream) lands; then "test", sent as the key's "mode".
- */
-export const keyKind = process.env.SDR_KEY_KIND ?? "live";
+// The end-to-end tests run on test keys (sdr_test_…, docs/testmode.md):
+// records from the offers' example payloads, no upstream, the account's
+// test balance; the magic inputs below force each failure a backend must
+// handle. tests/sdk_test.go runs them, checks that the simulator saw no
+// call, then runs the live-key part (live.test.ts).
+
+/** Magic inputs of pro_net/profile.info (docs/testmode.md, "Magic inputs"). */
+export const magic = {
+  providerError: "https://www.linkedin.com/in/sdr-test-provider-error",
+  softTimeout: "https://www.linkedin.com/in/sdr-test-soft-timeout",
+  rateLimited: "https://www.linkedin.com/in/sdr-test-rate-limited",
+  failover: "https://www.linkedin.com/in/sdr-test-failover",
+  empty: "https://www.linkedin.com/in/sdr-test-empty",
+  slow: "https://www.linkedin.com/in/sdr-test-slow",
+};
 
 export const env = {
   base: process.env.SDR_BASE_URL ?? "",
   admin: process.env.SDR_ADMIN_URL ?? "",
   flaky: process.env.SDR_FLAKY_URL ?? "",
-  sim: process.env.SDR_SIM_URL ?? "",
-  faults: JSON.parse(process.env.SDR_SIM_FAULTS ?? "[]") as Array<Record<string, unknown>>,
+  /** The Retry-After (seconds) of sdr-test-rate-limited. */
+  testRetryAfter: Number(process.env.SDR_TEST_RETRY_AFTER),
 };
 
 /** Skips a test when the gateway's environment is not set. */
@@ -38,16 +46,34 @@ export async function call<T = unknown>(method: string, url: string, body?: unkn
 
 let n = 0;
 
-/** Creates an account with a balance and a key (keyKind) for it. */
-export async function account(balance: number, creditLimit?: Record<string, unknown>): Promise<{ id: string; key: string }> {
+/** Creates an account with a live balance and returns its id. */
+export async function newAccount(balance: number): Promise<string> {
   const id = `sdk-ts-${Date.now()}-${++n}`;
   await call("POST", `${env.admin}/sdr/accounts`, { id, balance });
-  const k = await call<{ key: string }>("POST", `${env.admin}/sdr/accounts/${id}/keys`, {
-    name: `sdk-ts ${keyKind}`,
-    ...(keyKind !== "live" ? { mode: keyKind } : {}), // issue 35's {"mode": "test"}
+  return id;
+}
+
+/** Creates a key of an account in a mode ("test" or "live") and returns its id and secret. */
+export async function key(account: string, mode: "test" | "live", creditLimit?: Record<string, unknown>): Promise<{ id: string; key: string }> {
+  return call<{ id: string; key: string }>("POST", `${env.admin}/sdr/accounts/${account}/keys`, {
+    name: `sdk-ts ${mode}`,
+    mode,
     ...(creditLimit ? { credit_limit: creditLimit } : {}),
   });
-  return { id, key: k.key };
+}
+
+/**
+ * Creates an account and a test key whose test balance is `balance`, and
+ * returns the account's test twin (the account that owns the key's runs,
+ * webhook endpoints and test balance) and the key.
+ */
+export async function account(balance: number, creditLimit?: Record<string, unknown>): Promise<{ id: string; key: string }> {
+  const id = await newAccount(0);
+  const k = await key(id, "test", creditLimit);
+  const twin = `${id}~test`; // created with the first test key (docs/testmode.md, Isolation)
+  const { test_balance } = await call<{ test_balance: number }>("GET", `${env.admin}/sdr/accounts/${id}`);
+  if (balance !== test_balance) await call("POST", `${env.admin}/sdr/accounts/${twin}/credits`, { amount: balance - test_balance });
+  return { id: twin, key: k.key };
 }
 
 export const client = (key: string, opts: ClientOptions = {}) => new SocialDataRouter(key, { baseUrl: env.base, ...opts });
@@ -57,11 +83,3 @@ export async function balance(c: SocialDataRouter): Promise<number> {
 }
 
 export const near = (a: number, b: number) => Math.abs(a - b) < 1e-9;
-
-/** Sets the simulator's faults for pro_net/profile.info (patched), and returns their reset. */
-export async function faults(patch: Record<string, unknown> = {}): Promise<() => Promise<void>> {
-  for (const f of env.faults) await call("POST", `${env.sim}/_sim/faults`, { ...f, ...patch });
-  return async () => {
-    await call("DELETE", `${env.sim}/_sim/faults`);
-  };
-}

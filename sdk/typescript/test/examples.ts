@@ -3,9 +3,9 @@
 import { SdrError, SocialDataRouter, verifyWebhook } from "../src/index.js";
 
 export async function firstCall() {
-  const client = new SocialDataRouter(process.env.SDR_KEY!, { baseUrl: process.env.SDR_BASE_URL });
+  const client = new SocialDataRouter(process.env.SDR_TEST_KEY!, { baseUrl: process.env.SDR_BASE_URL }); // sdr_test_…
   const run = await client.extract.pro_net.companyInfo({ url: "https://www.linkedin.com/company/the-kraft-heinz-company" });
-  console.log(run.data[0]?.company, run.credits_used);
+  console.log(run.data[0]?.company, run.credits_used, run.livemode); // …, false
 }
 
 export async function asyncRun(client: SocialDataRouter) {
