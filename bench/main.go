@@ -76,6 +76,8 @@ type config struct {
 	longJobCalls                     int
 	longJobSeconds, longJobScale     float64
 	soak, retentionWindow            time.Duration
+	cacheCalls                       int
+	cacheScale                       float64
 }
 
 var started = time.Now()
@@ -104,7 +106,7 @@ func main() {
 	flag.DurationVar(&cfg.profile, "profile", 5*time.Second, "CPU profile length under load (0: no profile)")
 	flag.IntVar(&cfg.profileItems, "profile-items", 10, "records per answer (N) under the profiled end-to-end load")
 	flag.StringVar(&cfg.profileDir, "profile-dir", "", "keep the raw profiles in this directory (default: deleted)")
-	flag.StringVar(&phases, "phases", "provision,settle,retention,e2e,pg-e2e,lookup,profile,inflight,signin,longjob,webhooks,async", "phases to run, comma-separated (pg-e2e: the N = 1 call through a gateway on PostgreSQL, when SDR_TEST_POSTGRES_URL is set; signin: bad sign-ins and invitation posts while /v1 is measured; longjob: calls each waiting on a minute-long upstream job; retention: stored bytes per run and disk after a soak with retention on; webhooks: deliveries per second to a local receiver; async: async runs in flight and restart-to-resumed)")
+	flag.StringVar(&phases, "phases", "provision,settle,retention,e2e,pg-e2e,lookup,profile,inflight,signin,longjob,webhooks,async,cache", "phases to run, comma-separated (pg-e2e: the N = 1 call through a gateway on PostgreSQL, when SDR_TEST_POSTGRES_URL is set; signin: bad sign-ins and invitation posts while /v1 is measured; longjob: calls each waiting on a minute-long upstream job; retention: stored bytes per run and disk after a soak with retention on; webhooks: deliveries per second to a local receiver; async: async runs in flight and restart-to-resumed; cache: the freshness cache under a Zipf workload)")
 	flag.DurationVar(&cfg.signinAttack, "signin-attack", 20*time.Second, "sign-in phase: length of each attack")
 	flag.DurationVar(&cfg.signinIdle, "signin-idle", 5*time.Second, "sign-in phase: length of the idle /v1 measurement")
 	flag.IntVar(&cfg.signinHashSlots, "signin-hash-slots", 0, "sign-in phase: the gateway's hash_slots (0: its default, one per two cores)")
@@ -119,6 +121,8 @@ func main() {
 	flag.IntVar(&cfg.longJobCalls, "longjob-calls", 10000, "long-job phase: calls held at once, each on its own upstream job")
 	flag.Float64Var(&cfg.longJobSeconds, "longjob-seconds", 60, "long-job phase: each job's length in upstream seconds")
 	flag.Float64Var(&cfg.longJobScale, "longjob-scale", 0.1, "long-job phase: the simulator's -time-scale (0.1: a 60 s job takes 6 s)")
+	flag.IntVar(&cfg.cacheCalls, "cache-calls", 3000, "cache phase: calls of the Zipf workload")
+	flag.Float64Var(&cfg.cacheScale, "cache-scale", 0.02, "cache phase: the simulator's -time-scale (0.02: a 10 s upstream job takes 0.2 s)")
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of this program (the in-process settle and provision phases) to this file")
 	flag.Parse()
 	if cfg.rounds < 3 || cfg.e2eRounds < 3 {
@@ -279,6 +283,11 @@ func run(ctx context.Context, cfg *config) error {
 	if cfg.phases["async"] {
 		if err := rep.asyncRuns(ctx, tmp, cfg); err != nil {
 			return fmt.Errorf("async: %w", err)
+		}
+	}
+	if cfg.phases["cache"] {
+		if err := rep.cachePhase(ctx, tmp, cfg); err != nil {
+			return fmt.Errorf("cache: %w", err)
 		}
 	}
 	rep.summary()

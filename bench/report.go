@@ -38,7 +38,7 @@ type report struct {
 }
 
 // sectionOrder is the printing order of the sections.
-var sectionOrder = []string{"0", "1", "1p", "2", "3", "4", "5a", "5b", "7", "8", "10", "11", "12", "async", "6", "6b", "9"}
+var sectionOrder = []string{"0", "1", "1p", "2", "3", "4", "5a", "5b", "7", "8", "10", "11", "12", "async", "13", "6", "6b", "9"}
 
 // section returns the buffer of one section.
 func (rep *report) section(key string) *bytes.Buffer {

@@ -18,6 +18,7 @@ import (
 
 	"socialrouter/caddymodule/admin"
 	"socialrouter/caddymodule/api"
+	"socialrouter/caddymodule/cache"
 	"socialrouter/caddymodule/mcp"
 	"socialrouter/caddymodule/metrics"
 	"socialrouter/caddymodule/payments"
@@ -37,6 +38,9 @@ func init() {
 // account store, the source clients and the router; handlers reach it with
 // ctx.App("social_router").
 type App struct {
+	// CacheMaxBytes bounds the freshness cache's entries (app_cache.go);
+	// 0: unbounded (entries still expire).
+	CacheMaxBytes int64 `json:"cache_max_bytes,omitempty"`
 	// Services is the directory of CUE service declarations. Default:
 	// "./services".
 	Services string `json:"services,omitempty"`
@@ -113,6 +117,7 @@ type App struct {
 	webhooks *webhooks.Service
 	async    asyncState
 	payments *payments.Service // without a payments block: notices only
+	cache    *cache.Cache      // nil: the store keeps no cache
 }
 
 // SourceConfig is where a source lives and how to authenticate to it.
@@ -206,6 +211,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := a.openStore(); err != nil {
 		return err
 	}
+	a.provisionCache()
 	a.provisionWebhooks()
 	if err := a.provisionPayments(); err != nil {
 		return err
@@ -365,6 +371,7 @@ func (a *App) apiFor(c *compiled, logger *zap.Logger) *api.API {
 		TestAsyncRouter:    c.testAsyncRouter,
 		AsyncDeadline:      cmp.Or(time.Duration(a.AsyncDeadline), api.DefaultAsyncDeadline),
 		AsyncMaxPerAccount: a.AsyncMaxPerAccount,
+		Cache:              a.cache,
 	})
 }
 
@@ -377,6 +384,7 @@ func (a *App) admin() *admin.Handler {
 		SetSourceOverride: a.shared.breakers.SetOverride,
 		SourceStatus:      a.sourceStatus,
 		Webhooks:          a.webhooks,
+		Cache:             a.cache,
 	})
 }
 

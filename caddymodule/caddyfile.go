@@ -57,6 +57,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //		soft_timeout <duration>
 //		poll_interval <duration>
 //		max_concurrent_runs <n>
+//		cache_max_bytes <size>    # bounds the freshness cache (app_cache.go)
 //		mcp_origins <origin>...   # web origins allowed to call /mcp from a browser
 //		run_retention <duration>   # e.g. 30d; records deleted, billing facts kept
 //		hsts off | [<max_age>] [include_subdomains] [preload]
@@ -176,6 +177,10 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 		case "async_deadline", "async_lease", "async_workers", "async_max_per_account":
 			if err := a.unmarshalAsync(d); err != nil {
+				return err
+			}
+		case "cache_max_bytes":
+			if err := a.unmarshalCacheMaxBytes(d); err != nil {
 				return err
 			}
 		case "max_concurrent_runs":

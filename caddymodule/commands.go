@@ -21,7 +21,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "sdr",
-		Usage: "account|key|member|services|webhook|check|try|openapi|export|import|backup|restore …",
+		Usage: "account|key|member|services|webhook|cache|check|try|openapi|export|import|backup|restore …",
 		Short: "Manages Social Data Router accounts, keys and service declarations",
 		Long: `
 Account and key commands talk to a running gateway through Caddy's admin
@@ -41,6 +41,7 @@ check, try and openapi work offline on a services directory.
   caddy sdr webhook create <account> <url> [--events run.completed,run.failed,...]
   caddy sdr webhook list <account> | deliveries <webhook_id> [--limit n]
   caddy sdr webhook test|rotate|delete <webhook_id> | resend <delivery_id>
+  caddy sdr cache stats | purge [<platform>/<service>]
   caddy sdr check [dir]
   caddy sdr try <platform>/<service> --payload FILE [--offer ID] [--input URL] [--services DIR]
   caddy sdr openapi [dir]
@@ -169,7 +170,7 @@ func buildSDRCommand(cmd *cobra.Command) {
 	try := servicecheck.TryCommand(func(dir string) (*registry.Registry, error) { return loadDir([]string{dir}) })
 	cmd.AddCommand(account, key, check, openapi, try, memberCommand(), servicesCommand())
 	cmd.AddCommand(backupCommands()...)
-	cmd.AddCommand(webhookCommand(), paymentsCommand())
+	cmd.AddCommand(webhookCommand(), paymentsCommand(), cacheCommand())
 	transfer.AddCommands(cmd)
 	refuseUnknownSubcommands(cmd)
 }

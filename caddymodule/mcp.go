@@ -161,6 +161,10 @@ func (b toolBackend) Extract(ctx context.Context, c mcp.Caller, platform, servic
 	if e != nil {
 		return nil, toolError(e)
 	}
+	cc, e := api.TakeMaxAge(m)
+	if e != nil {
+		return nil, toolError(e)
+	}
 	if b.api.ExceedsSync(false, m) {
 		// More than a synchronous call serves: an async run, followed
 		// with get_run.
@@ -170,7 +174,7 @@ func (b toolBackend) Extract(ctx context.Context, c mcp.Caller, platform, servic
 		}
 		return doc, nil
 	}
-	return runAnswer(b.api.Extract(ctx, c.(store.Key), svc, m))
+	return runAnswer(b.api.ExtractWith(ctx, c.(store.Key), svc, m, cc))
 }
 
 func (b toolBackend) Search(ctx context.Context, c mcp.Caller, args []byte) ([]byte, *mcp.Error) {

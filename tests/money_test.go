@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -57,17 +56,7 @@ func moneyGateway(t *testing.T, s *sim) *gateway {
 
 // concurrently sends n extract calls at once and returns the answers.
 func concurrently(g *gateway, n int, key string, body any) []*response {
-	out := make([]*response, n)
-	var wg sync.WaitGroup
-	for i := range out {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out[i] = g.do("POST", "/v1/extract/pro_net/profile.info", key, body)
-		}()
-	}
-	wg.Wait()
-	return out
+	return together(n, func(int) *response { return g.do("POST", "/v1/extract/pro_net/profile.info", key, body) })
 }
 
 // TestMoneyHalfBalance is the first case: 64 concurrent calls on

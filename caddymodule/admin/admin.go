@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"socialrouter/caddymodule/api/errwire"
+	"socialrouter/caddymodule/cache"
 	"socialrouter/caddymodule/credits"
 	"socialrouter/caddymodule/errkind"
 	"socialrouter/caddymodule/registry"
@@ -41,6 +42,8 @@ type Config struct {
 	SourceStatus func(sourceID string) string
 	// Webhooks registers endpoints and queues test events (webhooks.go).
 	Webhooks *webhooks.Service
+	// Cache is the freshness cache (cache.go); nil: the store keeps none.
+	Cache *cache.Cache
 }
 
 // Error is an admin answer other than success: an HTTP status and what
@@ -83,6 +86,7 @@ func New(c Config) *Handler {
 	h.route("/sdr/accounts/{id}/transactions", h.transactions, http.MethodGet)
 	h.route("/sdr/payments/orphans", h.orphans, http.MethodGet)
 	h.webhookRoutes()
+	h.cacheRoutes()
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		errOf(r).err = apiErr(http.StatusNotFound, "no admin route %s %s", r.Method, pathOf(r))
 	})

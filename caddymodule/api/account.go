@@ -6,11 +6,13 @@ import (
 	"net/http"
 	"socialrouter/caddymodule/limits"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
 
 	"socialrouter/caddymodule/credits"
+	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/store"
 )
 
@@ -44,6 +46,10 @@ type usageTotals struct {
 	Requests int64          `json:"requests"`
 	Records  int64          `json:"records"`
 	Credits  credits.Micros `json:"credits"`
+	// CachedRecords and CachedCredits are the part of Records and Credits
+	// served from the freshness cache (docs/cache.md), when there is one.
+	CachedRecords int64          `json:"cached_records,omitempty"`
+	CachedCredits credits.Micros `json:"cached_credits,omitempty"`
 }
 
 // usage serves GET /v1/account/usage?days=N from the daily rollups.
@@ -84,7 +90,7 @@ func (a *API) Usage(ctx context.Context, key store.Key, daysText string, given b
 	var total usageTotals
 	byProvider := map[string]*usageTotals{}
 	byPlatform := map[string]*usageTotals{}
-	add := func(m map[string]*usageTotals, k string, req, rec int64, cr credits.Micros) {
+	add := func(m map[string]*usageTotals, k string, row store.UsageRow, cached bool) {
 		if k == "" {
 			return
 		}
@@ -93,23 +99,38 @@ func (a *API) Usage(ctx context.Context, key store.Key, daysText string, given b
 			t = &usageTotals{}
 			m[k] = t
 		}
-		t.Requests += req
-		t.Records += rec
-		t.Credits += cr
+		t.add(row, cached)
 	}
 	for _, row := range rows {
-		total.Requests += row.Requests
-		total.Records += row.Records
-		total.Credits += row.Credits
-		add(byProvider, row.Offer, row.Requests, row.Records, row.Credits)
-		add(byPlatform, row.Platform, row.Requests, row.Records, row.Credits)
+		// Records served from the cache are counted under their offer,
+		// and apart as its cached part.
+		offer, cached := strings.CutSuffix(row.Offer, registry.CachedSuffix)
+		total.add(row, cached)
+		add(byProvider, offer, row, cached)
+		add(byPlatform, row.Platform, row, cached)
 	}
-	return map[string]any{
+	doc := map[string]any{
 		"period":         fmt.Sprintf("%dd", days),
 		"total_requests": total.Requests,
 		"total_records":  total.Records,
 		"total_credits":  total.Credits,
 		"by_provider":    byProvider,
 		"by_platform":    byPlatform,
-	}, nil
+	}
+	if total.CachedRecords > 0 {
+		doc["total_cached_records"] = total.CachedRecords
+		doc["total_cached_credits"] = total.CachedCredits
+	}
+	return doc, nil
+}
+
+// add counts a usage row, and as cached when it is the cached part.
+func (t *usageTotals) add(row store.UsageRow, cached bool) {
+	t.Requests += row.Requests
+	t.Records += row.Records
+	t.Credits += row.Credits
+	if cached {
+		t.CachedRecords += row.Records
+		t.CachedCredits += row.Credits
+	}
 }

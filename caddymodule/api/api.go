@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"socialrouter/caddymodule/async"
+	"socialrouter/caddymodule/cache"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/router"
 	"socialrouter/caddymodule/store"
@@ -52,6 +53,9 @@ type Config struct {
 	// AsyncRouter: built over testmode.Clients, with no upstream client.
 	// Nil: test keys are refused (401 test_mode_off).
 	TestRouter, TestAsyncRouter *router.Router
+	// Cache, if set, is the freshness cache of records bought once
+	// (cached.go); nil: every call is live work.
+	Cache *cache.Cache
 	// AsyncMaxPerAccount bounds an account's async runs in flight (429
 	// too_many_async_runs past it); 0: DefaultAsyncMaxPerAccount.
 	AsyncMaxPerAccount int

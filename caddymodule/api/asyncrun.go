@@ -103,11 +103,12 @@ func (ar *AsyncRunner) run(ctx context.Context, r store.AsyncRun, p async.Progre
 	defer stop()
 	var res *router.Result
 	var rerr error
+	var note *cacheNote
 	if from != nil {
 		prog.resumeFrom(*from)
 		res, rerr = rtr.Resume(rctx, req, *from)
 	} else {
-		res, rerr = rtr.Run(rctx, req)
+		res, note, rerr = a.routeCached(rctx, rtr, c, req)
 	}
 	if rerr != nil {
 		switch cause := context.Cause(ctx); {
@@ -125,6 +126,9 @@ func (ar *AsyncRunner) run(ctx context.Context, r store.AsyncRun, p async.Progre
 	if c.finish != nil {
 		c.finish(run, res, rerr)
 	}
+	if res != nil {
+		note.apply(run, len(res.Records))
+	}
 	_, _ = a.settle(bg, bill, run, res, rerr, c.platform)
 	return a.settledOutcome(bg, run)
 }
@@ -136,6 +140,15 @@ func (a *API) prepareStored(b []byte) (*prepared, *Error) {
 	if err := json.Unmarshal(b, &req); err != nil {
 		return nil, kindError(errkind.Internal, "the stored async request is unreadable: "+err.Error())
 	}
+	c, apiErr := a.prepareStoredCall(req)
+	if c != nil {
+		c.cc = parseCacheControl(http.Header{"Cache-Control": {req.CacheControl}})
+	}
+	return c, apiErr
+}
+
+// prepareStoredCall prepares the call of a stored async request.
+func (a *API) prepareStoredCall(req asyncRequest) (*prepared, *Error) {
 	if req.Kind == KindSearch {
 		return a.prepareSearch(req.Body, limits.AsyncLimitMax)
 	}

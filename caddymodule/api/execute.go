@@ -41,14 +41,21 @@ func (a *API) execute(ctx context.Context, key store.Key, c *prepared, id string
 	defer bill.Release(context.WithoutCancel(ctx)) // a no-op once settled
 	req := c.req
 	req.Now, req.Budget = now, bill
-	res, err := a.routerFor(key.AccountID).Run(ctx, req)
+	res, note, err := a.routeCached(ctx, a.routerFor(key.AccountID), c, req)
 	if apiErr := a.refusedForMoney(ctx, bill, run, res, err); apiErr != nil {
 		return nil, apiErr
 	}
 	if c.finish != nil {
 		c.finish(run, res, err)
 	}
-	return a.settle(ctx, bill, run, res, err, c.platform)
+	if res != nil {
+		note.apply(run, len(res.Records))
+	}
+	run, apiErr = a.settle(ctx, bill, run, res, err, c.platform)
+	if run != nil {
+		note.apply(run, len(run.Data)) // over the records the settle kept
+	}
+	return run, apiErr
 }
 
 // settle stores a routed run (success or failure) and returns it, or the
@@ -115,7 +122,7 @@ func servedSettlement(run *runs.Run, res *router.Result, platform string) store.
 		st.Lines = make([]store.Line, len(res.From))
 		for i, k := range res.From {
 			o := res.Served[k]
-			st.Lines[i] = store.Line{Offer: o.ID, Price: o.Price}
+			st.Lines[i] = store.Line{Offer: o.UsageID(), Price: o.Price}
 		}
 	}
 	return st

@@ -10,7 +10,6 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
-	"socialrouter/caddymodule/limits"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/router"
 	"socialrouter/caddymodule/runs"
@@ -42,6 +41,7 @@ func (a *API) extract(w http.ResponseWriter, r *http.Request) {
 		apiErr.write(w)
 		return
 	}
+	c.cc = parseCacheControl(r.Header)
 	a.serveCall(w, r, key, c, body, async)
 }
 
@@ -59,6 +59,8 @@ type prepared struct {
 	// finish, if set, completes a routed run before its settle (the
 	// search's next cursor).
 	finish func(run *runs.Run, res *router.Result, err error)
+	// cc is the caller's Cache-Control (cachecontrol.go).
+	cc cacheControl
 }
 
 // Kinds of prepared calls, as stored in an async run's request.
@@ -97,11 +99,7 @@ func (a *API) prepareExtract(svc *registry.Service, body map[string]json.RawMess
 // then carries its run_id and attempts. Settling outlives ctx: the
 // upstream work is done and the run must not be lost.
 func (a *API) Extract(ctx context.Context, key store.Key, svc *registry.Service, body map[string]json.RawMessage) (*runs.Run, *Error) {
-	c, apiErr := a.prepareExtract(svc, body, limits.ExtractLimitMax)
-	if apiErr != nil {
-		return nil, apiErr
-	}
-	return a.execute(ctx, key, c, "")
+	return a.ExtractWith(ctx, key, svc, body, CacheControl{})
 }
 
 // authenticatedBody authenticates the caller and reads the JSON object

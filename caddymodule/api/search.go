@@ -48,6 +48,9 @@ func (a *API) search(w http.ResponseWriter, r *http.Request) {
 	}
 	async := a.prefersAsync(r.Header)
 	c, apiErr := a.prepareSearch(body, limitMax(async))
+	if c != nil {
+		c.cc = parseCacheControl(r.Header)
+	}
 	if apiErr != nil {
 		apiErr.write(w)
 		return
@@ -60,11 +63,7 @@ func (a *API) search(w http.ResponseWriter, r *http.Request) {
 // unless refused) with the call's money held before each attempt, settle, and return the settled run with its next cursor. A
 // failed run is settled and returned as the Error, as in Extract.
 func (a *API) Search(ctx context.Context, key store.Key, m map[string]json.RawMessage) (*runs.Run, *Error) {
-	c, apiErr := a.prepareSearch(m, limits.ExtractLimitMax)
-	if apiErr != nil {
-		return nil, apiErr
-	}
-	return a.execute(ctx, key, c, "")
+	return a.SearchWith(ctx, key, m, CacheControl{})
 }
 
 // prepareSearch validates a search body; maxLimit above the sync limit

@@ -87,6 +87,7 @@ func (a *API) serveCall(w http.ResponseWriter, r *http.Request, key store.Key, c
 		return
 	}
 	a.endKey(r, key, idem, id, true, http.StatusOK)
+	setAge(w, run.CachedSince)
 	writeRun(w, run)
 }
 
@@ -97,6 +98,8 @@ type asyncRequest struct {
 	Platform string                     `json:"platform,omitempty"`
 	Service  string                     `json:"service,omitempty"`
 	Body     map[string]json.RawMessage `json:"body"`
+	// CacheControl is the call's Cache-Control header (cachecontrol.go).
+	CacheControl string `json:"cache_control,omitempty"`
 }
 
 // runningRun is the document of an async run in flight: the Run of the
@@ -168,7 +171,7 @@ func (a *API) submit(ctx context.Context, key store.Key, c *prepared, body map[s
 	if apiErr != nil {
 		return nil, apiErr
 	}
-	req, _ := json.Marshal(asyncRequest{Kind: c.kind, Platform: c.svc.Platform, Service: c.svc.Name, Body: body})
+	req, _ := json.Marshal(asyncRequest{Kind: c.kind, Platform: c.svc.Platform, Service: c.svc.Name, Body: body, CacheControl: c.cc.raw})
 	deadline := a.AsyncDeadline
 	if deadline <= 0 {
 		deadline = DefaultAsyncDeadline

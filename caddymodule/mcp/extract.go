@@ -30,6 +30,9 @@ func extractTools(reg *registry.Registry, doc *openapiDoc) ([]*tool, error) {
 		if err != nil {
 			return nil, err
 		}
+		if s.Cache != nil {
+			withMaxAge(in)
+		}
 		platform, name := s.Platform, s.Name
 		out = append(out, &tool{
 			group: GroupExtract,
@@ -72,6 +75,16 @@ func extractTools(reg *registry.Registry, doc *openapiDoc) ([]*tool, error) {
 		}),
 	})
 	return out, nil
+}
+
+// withMaxAge adds the max_age argument to the input schema of a tool of
+// a service whose records may be served from the freshness cache: what
+// REST callers say with Cache-Control.
+func withMaxAge(in obj) {
+	if props, ok := in["properties"].(obj); ok {
+		props["max_age"] = obj{"type": "integer", "minimum": -1,
+			"description": "Seconds a record may be old to be served from the freshness cache (billed at the cached price); -1 for live work; absent: the service's default."}
+	}
 }
 
 // asyncNote tells a caller what a call asking more than a synchronous

@@ -22,7 +22,8 @@ func TestToolName(t *testing.T) {
 }
 
 // TestExtractToolsAreTheOpenAPIOperations: each extract tool takes exactly
-// the request body of its REST operation and answers its 200 schema, with
+// the request body of its REST operation (and max_age, the Cache-Control
+// of REST, where the service may be cached) and answers its 200 schema, with
 // the service's record schema for data, or its 202 schema (an async run,
 // running).
 func TestExtractToolsAreTheOpenAPIOperations(t *testing.T) {
@@ -41,8 +42,12 @@ func TestExtractToolsAreTheOpenAPIOperations(t *testing.T) {
 			t.Fatalf("no extract tool for %s", s.Key)
 		}
 		op := dig(doc, "paths", "/v1/"+s.Platform+"/"+s.Name, "post")
-		if body := dig(op, "requestBody", "content", "application/json", "schema"); !reflect.DeepEqual(x.def.InputSchema, body) {
-			t.Errorf("%s: input schema is not the OpenAPI request body", x.def.Name)
+		body := dig(op, "requestBody", "content", "application/json", "schema")
+		if s.Cache != nil {
+			withMaxAge(body.(obj)) // what REST says with Cache-Control
+		}
+		if !reflect.DeepEqual(x.def.InputSchema, body) {
+			t.Errorf("%s: input schema is not the OpenAPI request body (with max_age where the service may be cached)", x.def.Name)
 		}
 		out := x.def.OutputSchema.(obj)
 		anyOf, _ := out["anyOf"].([]any)

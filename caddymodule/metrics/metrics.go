@@ -95,7 +95,7 @@ func histogramVec(subsystem, name, help string, buckets []float64, labels ...str
 var collectors = []prometheus.Collector{
 	attempts, attemptDuration, recordsServed, creditsCharged, recordsRefused, serviceCalls,
 	settleDuration, reserveDuration, openReservations, upstreamBytes, registryLoads, registryLoadDuration,
-	states,
+	states, caches,
 }
 
 // Register adds the package's collectors to reg, the registry of one

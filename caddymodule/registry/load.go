@@ -307,7 +307,8 @@ type offerDecl struct {
 	Normalize      string            `json:"normalize"`
 	Implements     []string          `json:"implements"`
 	Status         string            `json:"status"`
-	ErrorRows      []errorRowDecl    `json:"error_rows"`
+	cacheOfferDecl
+	ErrorRows []errorRowDecl `json:"error_rows"`
 }
 
 type errorRowDecl struct {
@@ -328,6 +329,7 @@ type serviceDecl struct {
 	PerInput    int          `json:"records_per_input"`
 	Record      string       `json:"record"`
 	Offers      []offerDecl  `json:"offers"`
+	Cache       *Cache       `json:"cache"`
 }
 
 type compiler struct {
@@ -439,6 +441,7 @@ func (c *compiler) service(r *Registry, key string, v cue.Value, seenOffer map[s
 		LimitScope:    d.LimitScope,
 		PerInput:      d.PerInput,
 		Record:        d.Record,
+		Cache:         d.Cache,
 		optionsByName: map[string]*Option{},
 		pos:           v.Pos().String(),
 	}
@@ -501,6 +504,7 @@ func (c *compiler) service(r *Registry, key string, v cue.Value, seenOffer map[s
 			}
 		}
 	}
+	s.CacheGen = cacheGen(c.v.LookupPath(cue.ParsePath(d.Record)), d.Offers)
 	return s
 }
 
@@ -533,6 +537,7 @@ func (c *compiler) offer(r *Registry, s *Service, d offerDecl, v cue.Value, seen
 		}
 		o.Implements[opt] = true
 	}
+	c.cacheOffer(o, d, v)
 	if o.Request, err = normalize.Compile(d.Request); err != nil {
 		c.programErrf(v.LookupPath(cue.ParsePath("request")), d.Request, err, "service %s: offer %s: request program", s.Key, d.Offer)
 	}

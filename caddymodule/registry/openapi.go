@@ -32,6 +32,7 @@ func (r *Registry) buildOpenAPI() ([]byte, error) {
 	}
 	operations(doc)
 	asyncDoc(doc)
+	cacheDoc(doc)
 	oauthDoc(doc)
 	return mustJSON(doc), nil
 }

@@ -26,7 +26,7 @@ func TestOpenAPIAsync(t *testing.T) {
 			for _, prm := range params {
 				names = append(names, get(prm, "name").(string))
 			}
-			if strings.Join(names, ",") != "Prefer,Idempotency-Key" {
+			if strings.Join(names, ",") != "Prefer,Idempotency-Key,Cache-Control" { // Cache-Control: openapi_cache.go
 				t.Errorf("POST %s parameters %v", p, names)
 			}
 			for _, code := range []string{"202", "409", "422"} {

@@ -19,6 +19,8 @@ func (b *openapiBuilder) fixedSchemas() {
 		props["error"] = ref("RunError")
 		props["attempts"] = obj{"type": "array", "items": ref("Attempt")}
 		props["livemode"] = obj{"type": "boolean", "description": "`false` for a run of a test key (`<prefix>_test_…`: records from the offers' example payloads, no upstream, the test balance; docs/testmode.md), `true` for a live run. Absent only on runs stored before test mode existed, which are live."}
+		props["cached_records"] = obj{"type": "integer", "minimum": 1,
+			"description": "Present when records came from the freshness cache or another call's live work (Cache-Control: max-age): how many of `data`, billed at their offer's `cached_price_per_record`. The answer's `Age` header is the age in seconds of the oldest record served."}
 		props["capped_by"] = obj{"type": "string", "enum": []any{"balance", "credit_limit"},
 			"description": "Present when money capped the records asked of the upstream below `limit`: the available balance (balance minus what calls in flight hold) or the key's credit limit. The run returns (and charges) at most what was reserved."}
 		return props
@@ -140,15 +142,20 @@ func (b *openapiBuilder) fixedSchemas() {
 		"description": str(""),
 	})
 	s["CatalogueOffer"] = object("", []any{"offer", "source", "price_per_record", "max_inputs"}, obj{
-		"offer":            str("Offer id `<source>/<name>`."),
-		"source":           str(""),
-		"price_per_record": money("Credits per returned record."),
-		"max_inputs":       obj{"type": "integer", "minimum": 1, "description": "Inputs per call."},
+		"offer":                   str("Offer id `<source>/<name>`."),
+		"source":                  str(""),
+		"price_per_record":        money("Credits per returned record."),
+		"max_inputs":              obj{"type": "integer", "minimum": 1, "description": "Inputs per call."},
+		"cached_price_per_record": money("Credits per record served from the freshness cache (services with `cache`)."),
 	})
 	s["CatalogueEntry"] = object("One callable service.", []any{"platform", "service", "endpoint", "input_kind", "input_field", "accepts", "options", "offers"}, obj{
-		"platform":    ref("Platform"),
-		"service":     str(""),
-		"endpoint":    str("Path to POST to."),
+		"platform": ref("Platform"),
+		"service":  str(""),
+		"endpoint": str("Path to POST to."),
+		"cache": object("Present when the service's records may be served again from the freshness cache: `Cache-Control: max-age=<s>` accepts records up to that age, `no-cache` forces live work.", []any{"keep", "default_max_age"}, obj{
+			"keep":            integer("Seconds records are kept for reuse."),
+			"default_max_age": integer("Age in seconds a call without Cache-Control accepts (0: live work)."),
+		}),
 		"input_kind":  obj{"type": "string", "enum": []any{KindURL, KindQuery}},
 		"input_field": obj{"type": "string", "enum": []any{"urls", "queries"}},
 		"accepts":     obj{"type": "array", "items": ref("CatalogueAccept"), "description": "An input is valid if it matches any one."},
@@ -183,18 +190,22 @@ func (b *openapiBuilder) fixedSchemas() {
 	}
 	s["SourceList"] = object("", []any{"data"}, obj{"data": obj{"type": "array", "items": ref("Source")}})
 	totals := object("", []any{"requests", "records", "credits"}, obj{
-		"requests": obj{"type": "integer", "minimum": 0},
-		"records":  obj{"type": "integer", "minimum": 0},
-		"credits":  money(""),
+		"requests":       obj{"type": "integer", "minimum": 0},
+		"records":        obj{"type": "integer", "minimum": 0},
+		"credits":        money(""),
+		"cached_records": obj{"type": "integer", "minimum": 1, "description": "Of `records`, those served from the freshness cache; absent when none."},
+		"cached_credits": money("Of `credits`, what the records served from the cache were billed (at their offers' cached prices)."),
 	})
 	s["UsageTotals"] = totals
 	s["Usage"] = object("", []any{"period", "total_requests", "total_records", "total_credits", "by_provider", "by_platform"}, obj{
-		"period":         obj{"type": "string", "pattern": `^[0-9]+d$`, "description": "Look-back, form `<days>d`."},
-		"total_requests": obj{"type": "integer", "minimum": 0},
-		"total_records":  obj{"type": "integer", "minimum": 0},
-		"total_credits":  money(""),
-		"by_provider":    obj{"type": "object", "additionalProperties": ref("UsageTotals"), "description": "Keyed by the offer that served each run."},
-		"by_platform":    obj{"type": "object", "additionalProperties": ref("UsageTotals"), "propertyNames": ref("Platform")},
+		"period":               obj{"type": "string", "pattern": `^[0-9]+d$`, "description": "Look-back, form `<days>d`."},
+		"total_requests":       obj{"type": "integer", "minimum": 0},
+		"total_records":        obj{"type": "integer", "minimum": 0},
+		"total_credits":        money(""),
+		"total_cached_records": obj{"type": "integer", "minimum": 1, "description": "Of `total_records`, those served from the freshness cache; absent when none."},
+		"total_cached_credits": money("Of `total_credits`, what they were billed."),
+		"by_provider":          obj{"type": "object", "additionalProperties": ref("UsageTotals"), "description": "Keyed by the offer that served each run."},
+		"by_platform":          obj{"type": "object", "additionalProperties": ref("UsageTotals"), "propertyNames": ref("Platform")},
 	})
 	s["Balance"] = object("", []any{"balance", "currency"}, obj{
 		"balance":  obj{"type": "number", "description": "Credits left (1 credit = 1 USD)."},

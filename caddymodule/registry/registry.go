@@ -96,6 +96,10 @@ type Service struct {
 	Record string
 	// Offers in failover order, coming_soon offers included (see Live).
 	Offers []*Offer
+	// Cache, if set, lets the service's records be reused (cache.go);
+	// CacheGen names the record shape and normalizers they were made with.
+	Cache    *Cache
+	CacheGen string
 
 	optionsByName map[string]*Option
 	live          []*Offer
@@ -152,6 +156,14 @@ type Offer struct {
 	Service    *Service
 	// ErrorRows are the declared meanings of its error rows (errorrows.go).
 	ErrorRows []ErrorRow
+	// CachedPrice is the price of one record served from the cache;
+	// CacheInput, if set, is where the offer's upstream items name their
+	// input (cache.go).
+	CachedPrice credits.Micros
+	CacheInput  string
+	// Cached marks the copy of an offer at its cached price that bills
+	// records served from the cache (UsageID).
+	Cached bool
 
 	loc *locator // where its parts are declared (locate.go)
 }

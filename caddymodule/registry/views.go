@@ -47,6 +47,8 @@ type CatalogueOffer struct {
 	Source         string         `json:"source"`
 	PricePerRecord credits.Micros `json:"price_per_record"`
 	MaxInputs      int            `json:"max_inputs"`
+	// CachedPricePerRecord is set on offers of services with a cache.
+	CachedPricePerRecord *credits.Micros `json:"cached_price_per_record,omitempty"`
 }
 
 // CatalogueEntry is one callable service (SPEC "Catalogue entry").
@@ -59,6 +61,7 @@ type CatalogueEntry struct {
 	Accepts    []CatalogueAccept `json:"accepts"`
 	Options    []CatalogueOption `json:"options"`
 	Offers     []CatalogueOffer  `json:"offers"`
+	Cache      *Cache            `json:"cache,omitempty"`
 }
 
 // Entry renders the catalogue entry of s (live offers only).
@@ -76,8 +79,13 @@ func (s *Service) Entry() CatalogueEntry {
 		e.Options = append(e.Options, CatalogueOption{Name: o.Name, Type: o.Type, Values: o.Values, Format: o.Format, Default: o.Default, Description: o.Description})
 	}
 	for _, o := range s.LiveOffers() {
-		e.Offers = append(e.Offers, CatalogueOffer{Offer: o.ID, Source: o.Source.ID, PricePerRecord: o.Price, MaxInputs: o.MaxInputs})
+		co := CatalogueOffer{Offer: o.ID, Source: o.Source.ID, PricePerRecord: o.Price, MaxInputs: o.MaxInputs}
+		if s.Cache != nil {
+			co.CachedPricePerRecord = &o.CachedPrice
+		}
+		e.Offers = append(e.Offers, co)
 	}
+	e.Cache = s.Cache
 	return e
 }
 

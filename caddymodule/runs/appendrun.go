@@ -98,6 +98,10 @@ func AppendRun(dst []byte, run *Run, records []json.RawMessage, scoped bool, acc
 	}
 	b = append(b, `,"livemode":`...)
 	b = strconv.AppendBool(b, run.Livemode)
+	if run.CachedRecords != 0 {
+		b = append(b, `,"cached_records":`...)
+		b = strconv.AppendInt(b, int64(run.CachedRecords), 10)
+	}
 	if scoped {
 		b = append(b, `,"account_id":`...)
 		b = appendString(b, accountID)

@@ -86,6 +86,12 @@ type Run struct {
 	// Livemode is false for a run of a test key (test mode: no upstream,
 	// no live money), true for every other.
 	Livemode bool `json:"livemode"`
+	// CachedRecords counts the records of Data served from the freshness
+	// cache or from another call's live work (billed at the cached
+	// price); CachedSince, when the cache took part, is when the oldest
+	// record served was fetched (the answer's Age).
+	CachedRecords int       `json:"cached_records,omitempty"`
+	CachedSince   time.Time `json:"-"`
 
 	// AccountID and KeyID scope the run; they are stored but never rendered.
 	AccountID string `json:"-"`

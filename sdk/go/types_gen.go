@@ -41,10 +41,20 @@ type CatalogueAccept struct {
 	Pattern string `json:"pattern"`
 }
 
+// CatalogueEntryCache — Present when the service's records may be served again from the freshness cache: `Cache-Control: max-age=<s>` accepts records up to that age, `no-cache` forces live work.
+type CatalogueEntryCache struct {
+	// Age in seconds a call without Cache-Control accepts (0: live work).
+	DefaultMaxAge int64 `json:"default_max_age"`
+	// Seconds records are kept for reuse.
+	Keep int64 `json:"keep"`
+}
+
 // CatalogueEntry — One callable service.
 type CatalogueEntry struct {
 	// An input is valid if it matches any one.
 	Accepts []CatalogueAccept `json:"accepts"`
+	// Present when the service's records may be served again from the freshness cache: `Cache-Control: max-age=<s>` accepts records up to that age, `no-cache` forces live work.
+	Cache *CatalogueEntryCache `json:"cache,omitempty"`
 	// Path to POST to.
 	Endpoint   string `json:"endpoint"`
 	InputField string `json:"input_field"`
@@ -63,6 +73,8 @@ type CatalogueList struct {
 
 // CatalogueOffer is the schema CatalogueOffer of the OpenAPI document.
 type CatalogueOffer struct {
+	// Credits per record served from the freshness cache (services with `cache`).
+	CachedPricePerRecord *float64 `json:"cached_price_per_record,omitempty"`
 	// Inputs per call.
 	MaxInputs int64 `json:"max_inputs"`
 	// Offer id `<source>/<name>`.
@@ -1209,6 +1221,8 @@ type RunPagination struct {
 // Run — Result of a call to an extract service.
 type Run[T any] struct {
 	Attempts []Attempt `json:"attempts,omitempty"`
+	// Present when records came from the freshness cache or another call's live work (Cache-Control: max-age): how many of `data`, billed at their offer's `cached_price_per_record`. The answer's `Age` header is the age in seconds of the oldest record served.
+	CachedRecords *int64 `json:"cached_records,omitempty"`
 	// Present when money capped the records asked of the upstream below `limit`: the available balance (balance minus what calls in flight hold) or the key's credit limit. The run returns (and charges) at most what was reserved.
 	CappedBy *string `json:"capped_by,omitempty"`
 	// ISO 8601 UTC timestamp.
@@ -1264,6 +1278,8 @@ type SearchRunPagination struct {
 // SearchRun — Result of POST /v1/search.
 type SearchRun[T any] struct {
 	Attempts []Attempt `json:"attempts,omitempty"`
+	// Present when records came from the freshness cache or another call's live work (Cache-Control: max-age): how many of `data`, billed at their offer's `cached_price_per_record`. The answer's `Age` header is the age in seconds of the oldest record served.
+	CachedRecords *int64 `json:"cached_records,omitempty"`
 	// Present when money capped the records asked of the upstream below `limit`: the available balance (balance minus what calls in flight hold) or the key's credit limit. The run returns (and charges) at most what was reserved.
 	CappedBy *string `json:"capped_by,omitempty"`
 	// ISO 8601 UTC timestamp.
@@ -1361,17 +1377,25 @@ type Usage struct {
 	// Keyed by the offer that served each run.
 	ByProvider map[string]UsageTotals `json:"by_provider"`
 	// Look-back, form `<days>d`.
-	Period        string  `json:"period"`
-	TotalCredits  float64 `json:"total_credits"`
-	TotalRecords  int64   `json:"total_records"`
-	TotalRequests int64   `json:"total_requests"`
+	Period string `json:"period"`
+	// Of `total_credits`, what they were billed.
+	TotalCachedCredits *float64 `json:"total_cached_credits,omitempty"`
+	// Of `total_records`, those served from the freshness cache; absent when none.
+	TotalCachedRecords *int64  `json:"total_cached_records,omitempty"`
+	TotalCredits       float64 `json:"total_credits"`
+	TotalRecords       int64   `json:"total_records"`
+	TotalRequests      int64   `json:"total_requests"`
 }
 
 // UsageTotals is the schema UsageTotals of the OpenAPI document.
 type UsageTotals struct {
-	Credits  float64 `json:"credits"`
-	Records  int64   `json:"records"`
-	Requests int64   `json:"requests"`
+	// Of `credits`, what the records served from the cache were billed (at their offers' cached prices).
+	CachedCredits *float64 `json:"cached_credits,omitempty"`
+	// Of `records`, those served from the freshness cache; absent when none.
+	CachedRecords *int64  `json:"cached_records,omitempty"`
+	Credits       float64 `json:"credits"`
+	Records       int64   `json:"records"`
+	Requests      int64   `json:"requests"`
 }
 
 // VideoLink is the schema VideoLink of the OpenAPI document.

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 
+	bdb "github.com/dgraph-io/badger/v4"
+
 	"socialrouter/caddymodule/store"
 )
 
@@ -28,6 +30,8 @@ func (s *Store) Backup(ctx context.Context, w io.Writer, since uint64) (uint64, 
 	// after it (a balance that does not match the runs restored, seen
 	// under load). One producer reads every range in one transaction.
 	stream.NumGo = 1
+	// The freshness cache is rebuildable: not backed up.
+	stream.ChooseKey = func(item *bdb.Item) bool { return item.Key()[0] != pCache }
 	// The stream's SinceTs is exclusive (its iterator reads versions above
 	// it) while Backup's since is inclusive: DB.Backup passes since as
 	// SinceTs and so drops, from every incremental backup, the entries of

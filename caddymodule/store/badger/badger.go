@@ -66,6 +66,7 @@ type Store struct {
 	trim          *trimmer      // nil: value log pages left to the kernel
 	throttle      sync.Mutex    // serializes ThrottleAttempt (throttle.go)
 	throttleCache throttleCache // the counters in memory; under throttle
+	cacheLRU      cacheIndex    // the freshness cache's entries by use (freshness.go)
 
 	dir, valueDir string // where the LSM tree and the value log live
 

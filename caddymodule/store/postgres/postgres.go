@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -37,6 +38,9 @@ type Store struct {
 	// noLedger: opened on a schema older than the ledger (the migration
 	// tests' WithMigrationsUpTo), so balances move without ledger rows.
 	noLedger bool
+	// cacheEvicted is when this node last evicted cache entries, and
+	// cacheSince the bytes it put since (cache.go).
+	cacheEvicted, cacheSince atomic.Int64
 }
 
 // Option configures Open.

@@ -21,14 +21,7 @@ func init() {
 // retentionSuites are the run_retention cases (store.Expirer).
 var retentionSuites []suite
 
-func expirer(t *testing.T, s store.Store) store.Expirer {
-	t.Helper()
-	e, ok := s.(store.Expirer)
-	if !ok {
-		t.Fatalf("%T does not implement store.Expirer", s)
-	}
-	return e
-}
+func expirer(t *testing.T, s store.Store) store.Expirer { return implements[store.Expirer](t, s) }
 
 // testRetention: runs older than the cutoff lose their records, in batches
 // of at most the limit, and keep every billing fact; younger runs, usage

@@ -69,6 +69,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	suites = append(suites, webhookSuites...)
 	suites = append(suites, asyncSuites...)
 	suites = append(suites, ledgerSuites...)
+	suites = append(suites, cacheSuites...)
 	for _, s := range suites {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()

@@ -1125,6 +1125,13 @@ export interface components {
         CatalogueEntry: {
             /** @description An input is valid if it matches any one. */
             accepts: components["schemas"]["CatalogueAccept"][];
+            /** @description Present when the service's records may be served again from the freshness cache: `Cache-Control: max-age=<s>` accepts records up to that age, `no-cache` forces live work. */
+            cache?: {
+                /** @description Age in seconds a call without Cache-Control accepts (0: live work). */
+                default_max_age: number;
+                /** @description Seconds records are kept for reuse. */
+                keep: number;
+            };
             /** @description Path to POST to. */
             endpoint: string;
             /** @enum {string} */
@@ -1141,6 +1148,8 @@ export interface components {
             data: components["schemas"]["CatalogueEntry"][];
         };
         CatalogueOffer: {
+            /** @description Credits per record served from the freshness cache (services with `cache`). */
+            cached_price_per_record?: number;
             /** @description Inputs per call. */
             max_inputs: number;
             /** @description Offer id `<source>/<name>`. */
@@ -2277,6 +2286,8 @@ export interface components {
         /** @description Result of a call to an extract service. */
         Run: {
             attempts?: components["schemas"]["Attempt"][];
+            /** @description Present when records came from the freshness cache or another call's live work (Cache-Control: max-age): how many of `data`, billed at their offer's `cached_price_per_record`. The answer's `Age` header is the age in seconds of the oldest record served. */
+            cached_records?: number;
             /**
              * @description Present when money capped the records asked of the upstream below `limit`: the available balance (balance minus what calls in flight hold) or the key's credit limit. The run returns (and charges) at most what was reserved.
              * @enum {string}
@@ -2341,6 +2352,8 @@ export interface components {
         /** @description Result of POST /v1/search. */
         SearchRun: {
             attempts?: components["schemas"]["Attempt"][];
+            /** @description Present when records came from the freshness cache or another call's live work (Cache-Control: max-age): how many of `data`, billed at their offer's `cached_price_per_record`. The answer's `Age` header is the age in seconds of the oldest record served. */
+            cached_records?: number;
             /**
              * @description Present when money capped the records asked of the upstream below `limit`: the available balance (balance minus what calls in flight hold) or the key's credit limit. The run returns (and charges) at most what was reserved.
              * @enum {string}
@@ -2472,11 +2485,19 @@ export interface components {
             };
             /** @description Look-back, form `<days>d`. */
             period: string;
+            /** @description Of `total_credits`, what they were billed. */
+            total_cached_credits?: number;
+            /** @description Of `total_records`, those served from the freshness cache; absent when none. */
+            total_cached_records?: number;
             total_credits: number;
             total_records: number;
             total_requests: number;
         };
         UsageTotals: {
+            /** @description Of `credits`, what the records served from the cache were billed (at their offers' cached prices). */
+            cached_credits?: number;
+            /** @description Of `records`, those served from the freshness cache; absent when none. */
+            cached_records?: number;
             credits: number;
             records: number;
             requests: number;
@@ -2699,6 +2720,8 @@ export interface components {
     parameters: never;
     requestBodies: never;
     headers: {
+        /** @description Seconds since the oldest record served was fetched, on answers of services whose records may be served from the freshness cache (`0`: all live). */
+        Age: number;
         /** @description `true` on the answer of a call whose Idempotency-Key named an earlier call: its run, answered again; nothing was routed or charged. */
         "Idempotent-Replayed": "true";
         /** @description `<…>; rel="next"`: the next page of records, absent on the last. */
@@ -3387,6 +3410,8 @@ export interface operations {
                 Prefer?: string;
                 /** @description A key of your choosing (IETF httpapi draft), e.g. `"8e03978e-40d5-43e8-bc93-6894a57f9324"`: for 24 h the same key with the same request answers the same run (`Idempotent-Replayed: true`) with no second upstream call or charge; with another request 422 `idempotency_key_reused`; while the first call runs 409 `idempotency_key_in_use` (an async call gets the running run). Scoped to the account. */
                 "Idempotency-Key"?: string;
+                /** @description For services that declare a freshness cache (the catalogue's `cache`): `max-age=<seconds>` accepts records up to that age, served from the cache or from the same live work another call started, billed at the offer's `cached_price_per_record` and counted in `cached_records`; `no-cache` forces live work. Without it the service's `default_max_age` applies. Other services ignore it. */
+                "Cache-Control"?: string;
             };
             path?: never;
             cookie?: never;
@@ -3427,6 +3452,7 @@ export interface operations {
             /** @description The completed run; `data` holds the service's records. */
             200: {
                 headers: {
+                    Age: components["headers"]["Age"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "X-Run-Id": components["headers"]["X-Run-Id"];
                     [name: string]: unknown;
@@ -3499,7 +3525,10 @@ export interface operations {
     cancel_run: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description For services that declare a freshness cache (the catalogue's `cache`): `max-age=<seconds>` accepts records up to that age, served from the cache or from the same live work another call started, billed at the offer's `cached_price_per_record` and counted in `cached_records`; `no-cache` forces live work. Without it the service's `default_max_age` applies. Other services ignore it. */
+                "Cache-Control"?: string;
+            };
             path: {
                 /** @description Run id `ext_<id>`. */
                 id: string;
@@ -3578,6 +3607,8 @@ export interface operations {
                 Prefer?: string;
                 /** @description A key of your choosing (IETF httpapi draft), e.g. `"8e03978e-40d5-43e8-bc93-6894a57f9324"`: for 24 h the same key with the same request answers the same run (`Idempotent-Replayed: true`) with no second upstream call or charge; with another request 422 `idempotency_key_reused`; while the first call runs 409 `idempotency_key_in_use` (an async call gets the running run). Scoped to the account. */
                 "Idempotency-Key"?: string;
+                /** @description For services that declare a freshness cache (the catalogue's `cache`): `max-age=<seconds>` accepts records up to that age, served from the cache or from the same live work another call started, billed at the offer's `cached_price_per_record` and counted in `cached_records`; `no-cache` forces live work. Without it the service's `default_max_age` applies. Other services ignore it. */
+                "Cache-Control"?: string;
             };
             path?: never;
             cookie?: never;
@@ -3629,6 +3660,7 @@ export interface operations {
             /** @description The completed run; `data` holds the service's records. */
             200: {
                 headers: {
+                    Age: components["headers"]["Age"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "X-Run-Id": components["headers"]["X-Run-Id"];
                     [name: string]: unknown;
@@ -3730,6 +3762,8 @@ export interface operations {
                 Prefer?: string;
                 /** @description A key of your choosing (IETF httpapi draft), e.g. `"8e03978e-40d5-43e8-bc93-6894a57f9324"`: for 24 h the same key with the same request answers the same run (`Idempotent-Replayed: true`) with no second upstream call or charge; with another request 422 `idempotency_key_reused`; while the first call runs 409 `idempotency_key_in_use` (an async call gets the running run). Scoped to the account. */
                 "Idempotency-Key"?: string;
+                /** @description For services that declare a freshness cache (the catalogue's `cache`): `max-age=<seconds>` accepts records up to that age, served from the cache or from the same live work another call started, billed at the offer's `cached_price_per_record` and counted in `cached_records`; `no-cache` forces live work. Without it the service's `default_max_age` applies. Other services ignore it. */
+                "Cache-Control"?: string;
             };
             path?: never;
             cookie?: never;
@@ -3771,6 +3805,7 @@ export interface operations {
             /** @description The completed run; `data` holds the service's records. */
             200: {
                 headers: {
+                    Age: components["headers"]["Age"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "X-Run-Id": components["headers"]["X-Run-Id"];
                     [name: string]: unknown;
@@ -3821,6 +3856,8 @@ export interface operations {
                 Prefer?: string;
                 /** @description A key of your choosing (IETF httpapi draft), e.g. `"8e03978e-40d5-43e8-bc93-6894a57f9324"`: for 24 h the same key with the same request answers the same run (`Idempotent-Replayed: true`) with no second upstream call or charge; with another request 422 `idempotency_key_reused`; while the first call runs 409 `idempotency_key_in_use` (an async call gets the running run). Scoped to the account. */
                 "Idempotency-Key"?: string;
+                /** @description For services that declare a freshness cache (the catalogue's `cache`): `max-age=<seconds>` accepts records up to that age, served from the cache or from the same live work another call started, billed at the offer's `cached_price_per_record` and counted in `cached_records`; `no-cache` forces live work. Without it the service's `default_max_age` applies. Other services ignore it. */
+                "Cache-Control"?: string;
             };
             path?: never;
             cookie?: never;
@@ -3861,6 +3898,7 @@ export interface operations {
             /** @description The completed run; `data` holds the service's records. */
             200: {
                 headers: {
+                    Age: components["headers"]["Age"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "X-Run-Id": components["headers"]["X-Run-Id"];
                     [name: string]: unknown;
@@ -3932,6 +3970,8 @@ export interface operations {
                 Prefer?: string;
                 /** @description A key of your choosing (IETF httpapi draft), e.g. `"8e03978e-40d5-43e8-bc93-6894a57f9324"`: for 24 h the same key with the same request answers the same run (`Idempotent-Replayed: true`) with no second upstream call or charge; with another request 422 `idempotency_key_reused`; while the first call runs 409 `idempotency_key_in_use` (an async call gets the running run). Scoped to the account. */
                 "Idempotency-Key"?: string;
+                /** @description For services that declare a freshness cache (the catalogue's `cache`): `max-age=<seconds>` accepts records up to that age, served from the cache or from the same live work another call started, billed at the offer's `cached_price_per_record` and counted in `cached_records`; `no-cache` forces live work. Without it the service's `default_max_age` applies. Other services ignore it. */
+                "Cache-Control"?: string;
             };
             path?: never;
             cookie?: never;
@@ -3972,6 +4012,7 @@ export interface operations {
             /** @description The completed run; `data` holds the service's records. */
             200: {
                 headers: {
+                    Age: components["headers"]["Age"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "X-Run-Id": components["headers"]["X-Run-Id"];
                     [name: string]: unknown;
@@ -4022,6 +4063,8 @@ export interface operations {
                 Prefer?: string;
                 /** @description A key of your choosing (IETF httpapi draft), e.g. `"8e03978e-40d5-43e8-bc93-6894a57f9324"`: for 24 h the same key with the same request answers the same run (`Idempotent-Replayed: true`) with no second upstream call or charge; with another request 422 `idempotency_key_reused`; while the first call runs 409 `idempotency_key_in_use` (an async call gets the running run). Scoped to the account. */
                 "Idempotency-Key"?: string;
+                /** @description For services that declare a freshness cache (the catalogue's `cache`): `max-age=<seconds>` accepts records up to that age, served from the cache or from the same live work another call started, billed at the offer's `cached_price_per_record` and counted in `cached_records`; `no-cache` forces live work. Without it the service's `default_max_age` applies. Other services ignore it. */
+                "Cache-Control"?: string;
             };
             path?: never;
             cookie?: never;
@@ -4062,6 +4105,7 @@ export interface operations {
             /** @description The completed run; `data` holds the service's records. */
             200: {
                 headers: {
+                    Age: components["headers"]["Age"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "X-Run-Id": components["headers"]["X-Run-Id"];
                     [name: string]: unknown;
@@ -4112,6 +4156,8 @@ export interface operations {
                 Prefer?: string;
                 /** @description A key of your choosing (IETF httpapi draft), e.g. `"8e03978e-40d5-43e8-bc93-6894a57f9324"`: for 24 h the same key with the same request answers the same run (`Idempotent-Replayed: true`) with no second upstream call or charge; with another request 422 `idempotency_key_reused`; while the first call runs 409 `idempotency_key_in_use` (an async call gets the running run). Scoped to the account. */
                 "Idempotency-Key"?: string;
+                /** @description For services that declare a freshness cache (the catalogue's `cache`): `max-age=<seconds>` accepts records up to that age, served from the cache or from the same live work another call started, billed at the offer's `cached_price_per_record` and counted in `cached_records`; `no-cache` forces live work. Without it the service's `default_max_age` applies. Other services ignore it. */
+                "Cache-Control"?: string;
             };
             path?: never;
             cookie?: never;
@@ -4152,6 +4198,7 @@ export interface operations {
             /** @description The completed run; `data` holds the service's records. */
             200: {
                 headers: {
+                    Age: components["headers"]["Age"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "X-Run-Id": components["headers"]["X-Run-Id"];
                     [name: string]: unknown;
@@ -4202,6 +4249,8 @@ export interface operations {
                 Prefer?: string;
                 /** @description A key of your choosing (IETF httpapi draft), e.g. `"8e03978e-40d5-43e8-bc93-6894a57f9324"`: for 24 h the same key with the same request answers the same run (`Idempotent-Replayed: true`) with no second upstream call or charge; with another request 422 `idempotency_key_reused`; while the first call runs 409 `idempotency_key_in_use` (an async call gets the running run). Scoped to the account. */
                 "Idempotency-Key"?: string;
+                /** @description For services that declare a freshness cache (the catalogue's `cache`): `max-age=<seconds>` accepts records up to that age, served from the cache or from the same live work another call started, billed at the offer's `cached_price_per_record` and counted in `cached_records`; `no-cache` forces live work. Without it the service's `default_max_age` applies. Other services ignore it. */
+                "Cache-Control"?: string;
             };
             path?: never;
             cookie?: never;
@@ -4243,6 +4292,7 @@ export interface operations {
             /** @description The completed run; `data` holds the service's records. */
             200: {
                 headers: {
+                    Age: components["headers"]["Age"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "X-Run-Id": components["headers"]["X-Run-Id"];
                     [name: string]: unknown;
@@ -4293,6 +4343,8 @@ export interface operations {
                 Prefer?: string;
                 /** @description A key of your choosing (IETF httpapi draft), e.g. `"8e03978e-40d5-43e8-bc93-6894a57f9324"`: for 24 h the same key with the same request answers the same run (`Idempotent-Replayed: true`) with no second upstream call or charge; with another request 422 `idempotency_key_reused`; while the first call runs 409 `idempotency_key_in_use` (an async call gets the running run). Scoped to the account. */
                 "Idempotency-Key"?: string;
+                /** @description For services that declare a freshness cache (the catalogue's `cache`): `max-age=<seconds>` accepts records up to that age, served from the cache or from the same live work another call started, billed at the offer's `cached_price_per_record` and counted in `cached_records`; `no-cache` forces live work. Without it the service's `default_max_age` applies. Other services ignore it. */
+                "Cache-Control"?: string;
             };
             path?: never;
             cookie?: never;
@@ -4333,6 +4385,7 @@ export interface operations {
             /** @description The completed run; `data` holds the service's records. */
             200: {
                 headers: {
+                    Age: components["headers"]["Age"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "X-Run-Id": components["headers"]["X-Run-Id"];
                     [name: string]: unknown;
@@ -4383,6 +4436,8 @@ export interface operations {
                 Prefer?: string;
                 /** @description A key of your choosing (IETF httpapi draft), e.g. `"8e03978e-40d5-43e8-bc93-6894a57f9324"`: for 24 h the same key with the same request answers the same run (`Idempotent-Replayed: true`) with no second upstream call or charge; with another request 422 `idempotency_key_reused`; while the first call runs 409 `idempotency_key_in_use` (an async call gets the running run). Scoped to the account. */
                 "Idempotency-Key"?: string;
+                /** @description For services that declare a freshness cache (the catalogue's `cache`): `max-age=<seconds>` accepts records up to that age, served from the cache or from the same live work another call started, billed at the offer's `cached_price_per_record` and counted in `cached_records`; `no-cache` forces live work. Without it the service's `default_max_age` applies. Other services ignore it. */
+                "Cache-Control"?: string;
             };
             path?: never;
             cookie?: never;
@@ -4429,6 +4484,7 @@ export interface operations {
             /** @description The completed run; `data` holds the service's records. */
             200: {
                 headers: {
+                    Age: components["headers"]["Age"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "X-Run-Id": components["headers"]["X-Run-Id"];
                     [name: string]: unknown;
@@ -4479,6 +4535,8 @@ export interface operations {
                 Prefer?: string;
                 /** @description A key of your choosing (IETF httpapi draft), e.g. `"8e03978e-40d5-43e8-bc93-6894a57f9324"`: for 24 h the same key with the same request answers the same run (`Idempotent-Replayed: true`) with no second upstream call or charge; with another request 422 `idempotency_key_reused`; while the first call runs 409 `idempotency_key_in_use` (an async call gets the running run). Scoped to the account. */
                 "Idempotency-Key"?: string;
+                /** @description For services that declare a freshness cache (the catalogue's `cache`): `max-age=<seconds>` accepts records up to that age, served from the cache or from the same live work another call started, billed at the offer's `cached_price_per_record` and counted in `cached_records`; `no-cache` forces live work. Without it the service's `default_max_age` applies. Other services ignore it. */
+                "Cache-Control"?: string;
             };
             path?: never;
             cookie?: never;
@@ -4520,6 +4578,7 @@ export interface operations {
             /** @description The completed run; `data` holds the service's records. */
             200: {
                 headers: {
+                    Age: components["headers"]["Age"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "X-Run-Id": components["headers"]["X-Run-Id"];
                     [name: string]: unknown;
@@ -4616,6 +4675,8 @@ export interface operations {
                 Prefer?: string;
                 /** @description A key of your choosing (IETF httpapi draft), e.g. `"8e03978e-40d5-43e8-bc93-6894a57f9324"`: for 24 h the same key with the same request answers the same run (`Idempotent-Replayed: true`) with no second upstream call or charge; with another request 422 `idempotency_key_reused`; while the first call runs 409 `idempotency_key_in_use` (an async call gets the running run). Scoped to the account. */
                 "Idempotency-Key"?: string;
+                /** @description For services that declare a freshness cache (the catalogue's `cache`): `max-age=<seconds>` accepts records up to that age, served from the cache or from the same live work another call started, billed at the offer's `cached_price_per_record` and counted in `cached_records`; `no-cache` forces live work. Without it the service's `default_max_age` applies. Other services ignore it. */
+                "Cache-Control"?: string;
             };
             path?: never;
             cookie?: never;
@@ -4654,6 +4715,7 @@ export interface operations {
             /** @description The search run. */
             200: {
                 headers: {
+                    Age: components["headers"]["Age"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "X-Run-Id": components["headers"]["X-Run-Id"];
                     [name: string]: unknown;
@@ -4770,6 +4832,8 @@ export interface operations {
                 Prefer?: string;
                 /** @description A key of your choosing (IETF httpapi draft), e.g. `"8e03978e-40d5-43e8-bc93-6894a57f9324"`: for 24 h the same key with the same request answers the same run (`Idempotent-Replayed: true`) with no second upstream call or charge; with another request 422 `idempotency_key_reused`; while the first call runs 409 `idempotency_key_in_use` (an async call gets the running run). Scoped to the account. */
                 "Idempotency-Key"?: string;
+                /** @description For services that declare a freshness cache (the catalogue's `cache`): `max-age=<seconds>` accepts records up to that age, served from the cache or from the same live work another call started, billed at the offer's `cached_price_per_record` and counted in `cached_records`; `no-cache` forces live work. Without it the service's `default_max_age` applies. Other services ignore it. */
+                "Cache-Control"?: string;
             };
             path?: never;
             cookie?: never;
@@ -4810,6 +4874,7 @@ export interface operations {
             /** @description The completed run; `data` holds the service's records. */
             200: {
                 headers: {
+                    Age: components["headers"]["Age"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "X-Run-Id": components["headers"]["X-Run-Id"];
                     [name: string]: unknown;
@@ -4860,6 +4925,8 @@ export interface operations {
                 Prefer?: string;
                 /** @description A key of your choosing (IETF httpapi draft), e.g. `"8e03978e-40d5-43e8-bc93-6894a57f9324"`: for 24 h the same key with the same request answers the same run (`Idempotent-Replayed: true`) with no second upstream call or charge; with another request 422 `idempotency_key_reused`; while the first call runs 409 `idempotency_key_in_use` (an async call gets the running run). Scoped to the account. */
                 "Idempotency-Key"?: string;
+                /** @description For services that declare a freshness cache (the catalogue's `cache`): `max-age=<seconds>` accepts records up to that age, served from the cache or from the same live work another call started, billed at the offer's `cached_price_per_record` and counted in `cached_records`; `no-cache` forces live work. Without it the service's `default_max_age` applies. Other services ignore it. */
+                "Cache-Control"?: string;
             };
             path?: never;
             cookie?: never;
@@ -4906,6 +4973,7 @@ export interface operations {
             /** @description The completed run; `data` holds the service's records. */
             200: {
                 headers: {
+                    Age: components["headers"]["Age"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "X-Run-Id": components["headers"]["X-Run-Id"];
                     [name: string]: unknown;
@@ -4956,6 +5024,8 @@ export interface operations {
                 Prefer?: string;
                 /** @description A key of your choosing (IETF httpapi draft), e.g. `"8e03978e-40d5-43e8-bc93-6894a57f9324"`: for 24 h the same key with the same request answers the same run (`Idempotent-Replayed: true`) with no second upstream call or charge; with another request 422 `idempotency_key_reused`; while the first call runs 409 `idempotency_key_in_use` (an async call gets the running run). Scoped to the account. */
                 "Idempotency-Key"?: string;
+                /** @description For services that declare a freshness cache (the catalogue's `cache`): `max-age=<seconds>` accepts records up to that age, served from the cache or from the same live work another call started, billed at the offer's `cached_price_per_record` and counted in `cached_records`; `no-cache` forces live work. Without it the service's `default_max_age` applies. Other services ignore it. */
+                "Cache-Control"?: string;
             };
             path?: never;
             cookie?: never;
@@ -5002,6 +5072,7 @@ export interface operations {
             /** @description The completed run; `data` holds the service's records. */
             200: {
                 headers: {
+                    Age: components["headers"]["Age"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "X-Run-Id": components["headers"]["X-Run-Id"];
                     [name: string]: unknown;
@@ -5052,6 +5123,8 @@ export interface operations {
                 Prefer?: string;
                 /** @description A key of your choosing (IETF httpapi draft), e.g. `"8e03978e-40d5-43e8-bc93-6894a57f9324"`: for 24 h the same key with the same request answers the same run (`Idempotent-Replayed: true`) with no second upstream call or charge; with another request 422 `idempotency_key_reused`; while the first call runs 409 `idempotency_key_in_use` (an async call gets the running run). Scoped to the account. */
                 "Idempotency-Key"?: string;
+                /** @description For services that declare a freshness cache (the catalogue's `cache`): `max-age=<seconds>` accepts records up to that age, served from the cache or from the same live work another call started, billed at the offer's `cached_price_per_record` and counted in `cached_records`; `no-cache` forces live work. Without it the service's `default_max_age` applies. Other services ignore it. */
+                "Cache-Control"?: string;
             };
             path?: never;
             cookie?: never;
@@ -5119,6 +5192,7 @@ export interface operations {
             /** @description The completed run; `data` holds the service's records. */
             200: {
                 headers: {
+                    Age: components["headers"]["Age"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "X-Run-Id": components["headers"]["X-Run-Id"];
                     [name: string]: unknown;
@@ -5169,6 +5243,8 @@ export interface operations {
                 Prefer?: string;
                 /** @description A key of your choosing (IETF httpapi draft), e.g. `"8e03978e-40d5-43e8-bc93-6894a57f9324"`: for 24 h the same key with the same request answers the same run (`Idempotent-Replayed: true`) with no second upstream call or charge; with another request 422 `idempotency_key_reused`; while the first call runs 409 `idempotency_key_in_use` (an async call gets the running run). Scoped to the account. */
                 "Idempotency-Key"?: string;
+                /** @description For services that declare a freshness cache (the catalogue's `cache`): `max-age=<seconds>` accepts records up to that age, served from the cache or from the same live work another call started, billed at the offer's `cached_price_per_record` and counted in `cached_records`; `no-cache` forces live work. Without it the service's `default_max_age` applies. Other services ignore it. */
+                "Cache-Control"?: string;
             };
             path?: never;
             cookie?: never;
@@ -5209,6 +5285,7 @@ export interface operations {
             /** @description The completed run; `data` holds the service's records. */
             200: {
                 headers: {
+                    Age: components["headers"]["Age"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "X-Run-Id": components["headers"]["X-Run-Id"];
                     [name: string]: unknown;
@@ -5259,6 +5336,8 @@ export interface operations {
                 Prefer?: string;
                 /** @description A key of your choosing (IETF httpapi draft), e.g. `"8e03978e-40d5-43e8-bc93-6894a57f9324"`: for 24 h the same key with the same request answers the same run (`Idempotent-Replayed: true`) with no second upstream call or charge; with another request 422 `idempotency_key_reused`; while the first call runs 409 `idempotency_key_in_use` (an async call gets the running run). Scoped to the account. */
                 "Idempotency-Key"?: string;
+                /** @description For services that declare a freshness cache (the catalogue's `cache`): `max-age=<seconds>` accepts records up to that age, served from the cache or from the same live work another call started, billed at the offer's `cached_price_per_record` and counted in `cached_records`; `no-cache` forces live work. Without it the service's `default_max_age` applies. Other services ignore it. */
+                "Cache-Control"?: string;
             };
             path?: never;
             cookie?: never;
@@ -5301,6 +5380,7 @@ export interface operations {
             /** @description The completed run; `data` holds the service's records. */
             200: {
                 headers: {
+                    Age: components["headers"]["Age"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "X-Run-Id": components["headers"]["X-Run-Id"];
                     [name: string]: unknown;
