@@ -4,7 +4,10 @@
 // (HTML escaping on, as jq and json.Marshal write).
 package jsonstr
 
-import "unicode/utf8"
+import (
+	"math/bits"
+	"unicode/utf8"
+)
 
 const hexDigits = "0123456789abcdef"
 
@@ -35,9 +38,8 @@ func AppendContent(b []byte, s string, html bool) []byte {
 	}
 	start := 0
 	for i := 0; i < len(s); {
-		if n := PlainRun(s, i, html); n > 0 {
-			i += n
-			continue
+		if i += plainLen(s, i, html); i >= len(s) {
+			break
 		}
 		if c := s[i]; c < utf8.RuneSelf {
 			if ok[c] {
@@ -97,20 +99,37 @@ func load8(s string, i int) uint64 {
 func anyLess(x uint64, n byte) uint64 { return (x - ones8*uint64(n)) &^ x & highs8 }
 func anyEq(x uint64, b byte) uint64   { return anyLess(x^(ones8*uint64(b)), 1) }
 
+// stops has the high bit set in the byte of w where the first byte that
+// ends a plain run is (the lowest set byte is exact; bytes above it may be
+// flagged falsely): a byte not printable ASCII, '"' or '\\', and, when
+// html, '<', '>' or '&'. '"' and '&' (0x22, 0x26) differ in one bit, as do
+// '<' and '>' (0x3c, 0x3e): one test each.
+func stops(w uint64, html bool) uint64 {
+	m := w&highs8 | anyLess(w, 0x20) | anyEq(w, '\\')
+	if html {
+		return m | anyEq(w|ones8*0x04, '&') | anyEq(w|ones8*0x02, '>')
+	}
+	return m | anyEq(w, '"')
+}
+
 // PlainRun returns the length of the prefix of s[i:] made of bytes that
 // are printable ASCII other than '"' and '\\' (and, when html, '<', '>' and
 // '&'), a multiple of 8 bytes: the caller finishes byte by byte.
 func PlainRun(s string, i int, html bool) int {
 	j := i
-	for ; j+8 <= len(s); j += 8 {
-		w := load8(s, j)
-		m := w&highs8 | anyLess(w, 0x20) | anyEq(w, '"') | anyEq(w, '\\')
-		if html {
-			m |= anyEq(w, '<') | anyEq(w, '>') | anyEq(w, '&')
-		}
-		if m != 0 {
-			break
-		}
+	for ; j+8 <= len(s) && stops(load8(s, j), html) == 0; j += 8 {
 	}
 	return j - i
+}
+
+// plainLen is PlainRun to the first byte that ends the run, where that
+// byte is in a word of 8 (the caller finishes a shorter tail byte by
+// byte): the escaper resumes there, not up to 7 bytes before it.
+func plainLen(s string, i int, html bool) int {
+	for j := i; j+8 <= len(s); j += 8 {
+		if m := stops(load8(s, j), html); m != 0 {
+			return j - i + bits.TrailingZeros64(m)/8
+		}
+	}
+	return (len(s) - i) &^ 7
 }

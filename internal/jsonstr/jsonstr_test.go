@@ -66,3 +66,32 @@ func TestPlainRun(t *testing.T) {
 		}
 	}
 }
+
+// TestPlainLen: plainLen stops exactly at the first byte that ends a plain
+// run when it lies in a whole word, else at the tail shorter than a word.
+func TestPlainLen(t *testing.T) {
+	tests := []struct {
+		s    string
+		html bool
+		want int
+	}{
+		{"abcdefgh", false, 8},
+		{"abcdefg", false, 0},
+		{"abc\"efghij", false, 3},
+		{"abcdefghij\"lmnopq", false, 10},
+		{"abc<efgh", false, 8},
+		{"abc<efgh", true, 3},
+		{"abcdefgh&ijklmno", true, 8},
+		{"ab>defgh", true, 2},
+		{"a\"cdefgh", true, 1},
+		{"\x00bcdefgh", true, 0},
+		{"abcdef\xc3\xa9", true, 6},
+		{"abcdefgh$%'=?@[]", true, 16}, // neighbours of the stop bytes
+		{"abcdefgh\\", false, 8},
+	}
+	for _, tt := range tests {
+		if got := plainLen(tt.s, 0, tt.html); got != tt.want {
+			t.Errorf("plainLen(%q, %v) = %d, want %d", tt.s, tt.html, got, tt.want)
+		}
+	}
+}
