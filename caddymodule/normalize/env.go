@@ -115,10 +115,12 @@ func (e *env) newObj(n int, sorted bool) *comp {
 // newObjKeys is newObj for an object whose keys are a node's constant,
 // sorted keys: shared, not copied (a built object's keys are written only
 // while it is made, never after). Copying them per object was a bulk
-// write barrier per object while the collector runs.
-func (e *env) newObjKeys(keys []string) *comp {
+// write barrier per object while the collector runs. quoted is
+// quoteKeys(keys).
+func (e *env) newObjKeys(keys, quoted []string) *comp {
 	c := &e.comps.alloc(1)[0]
 	c.keys = keys
+	c.quoted = quoted
 	c.vals = e.vals.alloc(len(keys))
 	c.sorted = true
 	return c
