@@ -248,7 +248,7 @@ func (c *planCompiler) ifq(x *gojq.If, in *site) (node, error) {
 	to, tok := asOne(then)
 	eo, eok := asOne(els)
 	if cok && tok && eok {
-		return &if1Node{co, to, eo}, nil
+		return mkIf1(co, to, eo), nil
 	}
 	tp, tok := asOpt(then)
 	ep, eok := asOpt(els)

@@ -316,6 +316,13 @@ func specialize(n node, k kind) node {
 		return specialize(x.branch[k], k)
 	case *typeSwitchOptNode:
 		return specialize(x.branch[k], k)
+	case *ifEqConstNode:
+		if b, ok := decide(x.cond, k); ok {
+			if b {
+				return specialize(x.then, k)
+			}
+			return specialize(x.els, k)
+		}
 	case *if1Node:
 		if b, ok := decide(x.cond, k); ok {
 			if b {

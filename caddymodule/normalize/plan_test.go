@@ -74,6 +74,10 @@ func TestFastPathPrograms(t *testing.T) {
 		`{v: ([.a, .b | strings] | join(" ") | nonempty)}`, `{v: (.a // .b // "c")}`, `{v: ((.a, .b) // 9)}`,
 		`{v: [.a[]? | objects | {k: .b, n: .n}] | nonempty}`, `{v: (.a | if type == "number" then tostring else . end)}`,
 		`{v: (.a | tostring), w: (.a | tojson?)}`, `{v: .a, n: $now, i: $input}`, `{v: (.a.b = 1)}`, `{v: (. as $e | $e.a)}`,
+		// if . == c with the input or constants as branches (ifEqConstNode), alone and in a type switch
+		`{v: (.a | if . == "x" then . else "no" end), w: (.a | if . != "" then . else 0 end), x: (.b | if . == 3 then null else . end)}`,
+		`{v: (.a | if . == true then "T" elif . == null then "N" else . end), w: (.a | if . != 1 then . else 1.5 end)}`,
+		`{v: (.a | if type == "boolean" then . elif . == "true" then true elif . == "false" then false else null end)}`,
 	}
 	for _, src := range programs {
 		p, err := normalize.CompileNormalizer(src)
