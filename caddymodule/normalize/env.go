@@ -1,6 +1,7 @@
 package normalize
 
 import (
+	"sync/atomic"
 	"unsafe"
 
 	"socialrouter/internal/jsonscan"
@@ -165,6 +166,9 @@ func (a *arena[T]) reset() {
 type site struct {
 	keys  map[string]int
 	reads int
+	// table is keys for pushFrame, built at its first run (keys is
+	// complete once the plan is compiled; racing builds make equal tables).
+	table atomic.Pointer[keyTable]
 }
 
 func (s *site) slot(key string) int {
@@ -194,6 +198,11 @@ func (e *env) pushFrame(s *site, raw string) {
 	}
 	slots := e.spans[start:len(e.spans):len(e.spans)]
 	base := int(uintptr(unsafe.Pointer(unsafe.StringData(raw))) - uintptr(unsafe.Pointer(unsafe.StringData(e.src))))
+	t := s.table.Load()
+	if t == nil {
+		t = newKeyTable(s.keys)
+		s.table.Store(t)
+	}
 	i := 1
 	for missing := len(slots); missing > 0; {
 		var k, v string
@@ -202,7 +211,7 @@ func (e *env) pushFrame(s *site, raw string) {
 		if !ok {
 			break
 		}
-		if slot, found := s.keys[k]; found {
+		if slot, found := t.find(k); found {
 			vs := int(uintptr(unsafe.Pointer(unsafe.StringData(v))) - uintptr(unsafe.Pointer(unsafe.StringData(raw))))
 			slots[slot] = span{int32(base + vs), int32(base + vs + len(v))}
 			missing--
