@@ -99,25 +99,20 @@ func load8(s string, i int) uint64 {
 func anyLess(x uint64, n byte) uint64 { return (x - ones8*uint64(n)) &^ x & highs8 }
 func anyEq(x uint64, b byte) uint64   { return anyLess(x^(ones8*uint64(b)), 1) }
 
-// stops has the high bit set in the byte of w where the first byte that
-// ends a plain run is (the lowest set byte is exact; bytes above it may be
-// flagged falsely): a byte not printable ASCII, '"' or '\\', and, when
-// html, '<', '>' or '&'. '"' and '&' (0x22, 0x26) differ in one bit, as do
-// '<' and '>' (0x3c, 0x3e): one test each.
-func stops(w uint64, html bool) uint64 {
-	m := w&highs8 | anyLess(w, 0x20) | anyEq(w, '\\')
-	if html {
-		return m | anyEq(w|ones8*0x04, '&') | anyEq(w|ones8*0x02, '>')
-	}
-	return m | anyEq(w, '"')
-}
-
 // PlainRun returns the length of the prefix of s[i:] made of bytes that
 // are printable ASCII other than '"' and '\\' (and, when html, '<', '>' and
 // '&'), a multiple of 8 bytes: the caller finishes byte by byte.
 func PlainRun(s string, i int, html bool) int {
 	j := i
-	for ; j+8 <= len(s) && stops(load8(s, j), html) == 0; j += 8 {
+	for ; j+8 <= len(s); j += 8 {
+		w := load8(s, j)
+		m := w&highs8 | anyLess(w, 0x20) | anyEq(w, '"') | anyEq(w, '\\')
+		if html {
+			m |= anyEq(w, '<') | anyEq(w, '>') | anyEq(w, '&')
+		}
+		if m != 0 {
+			break
+		}
 	}
 	return j - i
 }
@@ -127,7 +122,18 @@ func PlainRun(s string, i int, html bool) int {
 // byte): the escaper resumes there, not up to 7 bytes before it.
 func plainLen(s string, i int, html bool) int {
 	for j := i; j+8 <= len(s); j += 8 {
-		if m := stops(load8(s, j), html); m != 0 {
+		// The lowest flagged byte of the mask is exact (bytes above it may
+		// be flagged falsely). '"' and '&' (0x22, 0x26) differ in one
+		// bit, as do '<' and '>' (0x3c, 0x3e): one test each. Written out
+		// here, not in a helper: it would not be inlined.
+		w := load8(s, j)
+		m := w&highs8 | anyLess(w, 0x20) | anyEq(w, '\\')
+		if html {
+			m |= anyEq(w|ones8*0x04, '&') | anyEq(w|ones8*0x02, '>')
+		} else {
+			m |= anyEq(w, '"')
+		}
+		if m != 0 {
 			return j - i + bits.TrailingZeros64(m)/8
 		}
 	}
