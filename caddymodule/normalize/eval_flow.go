@@ -1,7 +1,5 @@
 package normalize
 
-import "socialrouter/internal/jsonscan"
-
 type pipeNode struct{ l, r node }
 
 func (n *pipeNode) eval(e *env, in value, out []value) ([]value, error) {
@@ -116,7 +114,7 @@ func (n *iterMapNode) eval(e *env, in value, out []value) ([]value, error) {
 			return out, nil
 		}
 		for i := 1; ; {
-			el, next, ok := jsonscan.NextElem(v.s, i)
+			el, next, ok := e.nextElem(v.s, i)
 			if !ok {
 				return out, nil
 			}
