@@ -248,7 +248,7 @@ func (c *planCompiler) ifq(x *gojq.If, in *site) (node, error) {
 	to, tok := asOne(then)
 	eo, eok := asOne(els)
 	if cok && tok && eok {
-		return &if1Node{co, to, eo}, nil
+		return mkIf1(co, to, eo), nil
 	}
 	tp, tok := asOpt(then)
 	ep, eok := asOpt(els)
@@ -321,7 +321,7 @@ func (c *planCompiler) object(o *gojq.Object, in *site) (node, error) {
 		}
 	}
 	if consts {
-		cv := &comp{keys: sorted, vals: make([]value, len(sorted)), sorted: true}
+		cv := &comp{keys: sorted, vals: make([]value, len(sorted)), sorted: true, quoted: quoteKeys(sorted)}
 		for i, v := range vals {
 			if s := slot[i]; s >= 0 {
 				cv.vals[s] = v.(*constNode).v
@@ -333,7 +333,7 @@ func (c *planCompiler) object(o *gojq.Object, in *site) (node, error) {
 		s = nil
 	}
 	if len(ones) == len(vals) {
-		n := &objectNode{keys: sorted, vals: ones, slot: slot, site: s, fields: make([]*fieldPipeNode, len(ones)), inSite: in}
+		n := &objectNode{keys: sorted, quoted: quoteKeys(sorted), vals: ones, slot: slot, site: s, fields: make([]*fieldPipeNode, len(ones)), inSite: in}
 		if own {
 			n.inSite = n.site
 		}
@@ -351,9 +351,9 @@ func (c *planCompiler) object(o *gojq.Object, in *site) (node, error) {
 		}
 	}
 	if len(opts) == len(vals) {
-		return &objectOptNode{keys: sorted, vals: opts, slot: slot, site: s}, nil
+		return &objectOptNode{keys: sorted, quoted: quoteKeys(sorted), vals: opts, slot: slot, site: s}, nil
 	}
-	return &objectsNode{keys: sorted, vals: vals, slot: slot, site: s}, nil
+	return &objectsNode{keys: sorted, quoted: quoteKeys(sorted), vals: vals, slot: slot, site: s}, nil
 }
 
 func (c *planCompiler) fn(f *gojq.Func, in *site) (node, error) {

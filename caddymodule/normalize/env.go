@@ -1,6 +1,10 @@
 package normalize
 
 import (
+	"cmp"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"unsafe"
 
 	"socialrouter/internal/jsonscan"
@@ -17,11 +21,16 @@ type env struct {
 	comps  arena[comp]
 	strs   arena[string]
 	spans  []span
-	pairs  []pair
-	out    []byte
-	bytes  []byte
-	strbuf []byte
-	check  jsonscan.Checker // the item's check, when the caller has not made it
+	// elemEnds holds the extent of elements of arrays that an indexing
+	// pass skipped, sorted by start (skipArray, nextElem); elemHint is
+	// where the next lookup likely hits.
+	elemEnds []span
+	elemHint int
+	pairs    []pair
+	out      []byte
+	bytes    []byte
+	strbuf   []byte
+	check    jsonscan.Checker // the item's check, when the caller has not made it
 }
 
 // frame holds the indexed fields of one raw object (raw) for one site.
@@ -46,6 +55,8 @@ func (e *env) reset() {
 	e.frames = e.frames[:0]
 	clear(e.spans)
 	e.spans = e.spans[:0]
+	e.elemEnds = e.elemEnds[:0]
+	e.elemHint = 0
 	clear(e.pairs)
 	e.pairs = e.pairs[:0]
 	e.vals.reset()
@@ -115,10 +126,12 @@ func (e *env) newObj(n int, sorted bool) *comp {
 // newObjKeys is newObj for an object whose keys are a node's constant,
 // sorted keys: shared, not copied (a built object's keys are written only
 // while it is made, never after). Copying them per object was a bulk
-// write barrier per object while the collector runs.
-func (e *env) newObjKeys(keys []string) *comp {
+// write barrier per object while the collector runs. quoted is
+// quoteKeys(keys).
+func (e *env) newObjKeys(keys, quoted []string) *comp {
 	c := &e.comps.alloc(1)[0]
 	c.keys = keys
+	c.quoted = quoted
 	c.vals = e.vals.alloc(len(keys))
 	c.sorted = true
 	return c
@@ -163,6 +176,9 @@ func (a *arena[T]) reset() {
 type site struct {
 	keys  map[string]int
 	reads int
+	// table is keys for pushFrame, built at its first run (keys is
+	// complete once the plan is compiled; racing builds make equal tables).
+	table atomic.Pointer[keyTable]
 }
 
 func (s *site) slot(key string) int {
@@ -192,21 +208,93 @@ func (e *env) pushFrame(s *site, raw string) {
 	}
 	slots := e.spans[start:len(e.spans):len(e.spans)]
 	base := int(uintptr(unsafe.Pointer(unsafe.StringData(raw))) - uintptr(unsafe.Pointer(unsafe.StringData(e.src))))
+	t := s.table.Load()
+	if t == nil {
+		t = newKeyTable(s.keys)
+		s.table.Store(t)
+	}
+	// jsonscan.NextMember, except that an array the site reads is skipped
+	// element by element, its elements' ends noted for the plan's
+	// iteration over it (elemEnds).
 	i := 1
 	for missing := len(slots); missing > 0; {
-		var k, v string
-		var ok bool
-		k, v, i, ok = jsonscan.NextMember(raw, i)
-		if !ok {
+		i = jsonscan.SkipSpace(raw, i)
+		if raw[i] == ',' {
+			i = jsonscan.SkipSpace(raw, i+1)
+		}
+		if raw[i] != '"' {
 			break
 		}
-		if slot, found := s.keys[k]; found {
-			vs := int(uintptr(unsafe.Pointer(unsafe.StringData(v))) - uintptr(unsafe.Pointer(unsafe.StringData(raw))))
-			slots[slot] = span{int32(base + vs), int32(base + vs + len(v))}
+		ke := jsonscan.SkipString(raw, i)
+		k := raw[i+1 : ke-1]
+		if strings.IndexByte(k, '\\') >= 0 {
+			k = jsonscan.Unquote(k)
+		}
+		i = jsonscan.SkipSpace(raw, jsonscan.SkipSpace(raw, ke)+1) // past ':'
+		slot, found := t.find(k)
+		var ve int
+		if found && raw[i] == '[' {
+			ve = e.skipArray(raw, i, base)
+		} else {
+			ve = jsonscan.SkipValue(raw, i)
+		}
+		if found {
+			slots[slot] = span{int32(base + i), int32(base + ve)}
 			missing--
 		}
+		i = ve
 	}
 	e.frames = append(e.frames, frame{site: s, raw: raw, slots: slots})
+}
+
+// skipArray returns the index after the array at raw[i], raw being at
+// base in the item, and notes where its elements end in elemEnds, which
+// stays sorted by start: an array before the last one noted (one nested
+// in an element indexed after its parent was) is not noted.
+func (e *env) skipArray(raw string, i, base int) int {
+	note := len(e.elemEnds) == 0 || int(e.elemEnds[len(e.elemEnds)-1].start) < base+i
+	for j := i + 1; ; {
+		el, next, ok := jsonscan.NextElem(raw, j)
+		if !ok {
+			return next + 1
+		}
+		if note {
+			e.elemEnds = append(e.elemEnds, span{int32(base + next - len(el)), int32(base + next)})
+		}
+		j = next
+	}
+}
+
+// nextElem is jsonscan.NextElem over the raw array arr, where the
+// element's end is taken from elemEnds when the indexing pass over arr's
+// parent noted it: the element is then not skipped a second time.
+func (e *env) nextElem(arr string, i int) (string, int, bool) {
+	i = jsonscan.SkipSpace(arr, i)
+	if arr[i] == ',' {
+		i = jsonscan.SkipSpace(arr, i+1)
+	}
+	if arr[i] == ']' {
+		return "", i, false
+	}
+	if ends := e.elemEnds; len(ends) > 0 {
+		// arr is a view of the item (raw values are); were it not, off
+		// would fall outside it and nothing would be looked up.
+		off := uintptr(unsafe.Pointer(unsafe.StringData(arr))) - uintptr(unsafe.Pointer(unsafe.StringData(e.src)))
+		if off < uintptr(len(e.src)) {
+			at := int32(int(off) + i)
+			h := e.elemHint
+			if h >= len(ends) || ends[h].start != at {
+				h, _ = slices.BinarySearchFunc(ends, at, func(sp span, at int32) int { return cmp.Compare(sp.start, at) })
+			}
+			if h < len(ends) && ends[h].start == at {
+				e.elemHint = h + 1
+				ve := int(ends[h].end) - int(off)
+				return arr[i:ve], ve, true
+			}
+		}
+	}
+	ve := jsonscan.SkipValue(arr, i)
+	return arr[i:ve], ve, true
 }
 
 func (e *env) popFrame() {

@@ -204,10 +204,11 @@ func (n *bindOptNode) eval(e *env, in value, out []value) ([]value, error) {
 // objectOptNode is objectNode when some value may have no output (then the
 // object has none).
 type objectOptNode struct {
-	keys []string
-	vals []opter
-	slot []int
-	site *site
+	keys   []string
+	quoted []string // quoteKeys(keys)
+	vals   []opter
+	slot   []int
+	site   *site
 }
 
 func (n *objectOptNode) opt(e *env, in value) (value, bool, error) {
@@ -215,7 +216,7 @@ func (n *objectOptNode) opt(e *env, in value) (value, bool, error) {
 		e.pushFrame(n.site, in.s)
 		defer e.popFrame()
 	}
-	c := e.newObjKeys(n.keys)
+	c := e.newObjKeys(n.keys, n.quoted)
 	for j, x := range n.vals {
 		v, ok, err := x.opt(e, in)
 		if !ok || err != nil {
@@ -315,6 +316,13 @@ func specialize(n node, k kind) node {
 		return specialize(x.branch[k], k)
 	case *typeSwitchOptNode:
 		return specialize(x.branch[k], k)
+	case *ifEqConstNode:
+		if b, ok := decide(x.cond, k); ok {
+			if b {
+				return specialize(x.then, k)
+			}
+			return specialize(x.els, k)
+		}
 	case *if1Node:
 		if b, ok := decide(x.cond, k); ok {
 			if b {

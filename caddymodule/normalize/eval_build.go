@@ -5,10 +5,11 @@ package normalize
 // declaration order, slot[j] the key index of vals[j] or -1 when a later
 // declaration of the same key overrides it.
 type objectNode struct {
-	keys []string
-	vals []oner
-	slot []int
-	site *site // set when the object's input gets its own index
+	keys   []string
+	quoted []string // quoteKeys(keys)
+	vals   []oner
+	slot   []int
+	site   *site // set when the object's input gets its own index
 	// fields[j] is vals[j] when it is .key | f read through the index of
 	// inSite, the site of the object's input: the object reads it from
 	// the slots directly.
@@ -27,7 +28,7 @@ func (n *objectNode) one(e *env, in value) (value, error) {
 			slots = e.frameSlots(n.inSite, in.s)
 		}
 	}
-	c := e.newObjKeys(n.keys)
+	c := e.newObjKeys(n.keys, n.quoted)
 	for j, x := range n.vals {
 		var v value
 		var err error
@@ -61,10 +62,11 @@ func (n *objectNode) eval(e *env, in value, out []value) ([]value, error) {
 // objectsNode is objectNode when some value has other than one output: one
 // object per combination, the first key varying slowest (as gojq does).
 type objectsNode struct {
-	keys []string
-	vals []node
-	slot []int
-	site *site
+	keys   []string
+	quoted []string // quoteKeys(keys)
+	vals   []node
+	slot   []int
+	site   *site
 }
 
 func (n *objectsNode) eval(e *env, in value, out []value) ([]value, error) {
@@ -91,7 +93,7 @@ func (n *objectsNode) eval(e *env, in value, out []value) ([]value, error) {
 	var gen func(j int) error
 	gen = func(j int) error {
 		if j == len(n.vals) {
-			c := e.newObjKeys(n.keys)
+			c := e.newObjKeys(n.keys, n.quoted)
 			copy(c.vals, cur)
 			out = append(out, value{k: kObj, c: c})
 			return nil

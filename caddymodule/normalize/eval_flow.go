@@ -1,7 +1,5 @@
 package normalize
 
-import "socialrouter/internal/jsonscan"
-
 type pipeNode struct{ l, r node }
 
 func (n *pipeNode) eval(e *env, in value, out []value) ([]value, error) {
@@ -116,7 +114,7 @@ func (n *iterMapNode) eval(e *env, in value, out []value) ([]value, error) {
 			return out, nil
 		}
 		for i := 1; ; {
-			el, next, ok := jsonscan.NextElem(v.s, i)
+			el, next, ok := e.nextElem(v.s, i)
 			if !ok {
 				return out, nil
 			}
@@ -249,6 +247,62 @@ func (n *if1Node) one(e *env, in value) (value, error) {
 }
 
 func (n *if1Node) eval(e *env, in value, out []value) ([]value, error) { return evalOne(n, e, in, out) }
+
+// mkIf1 is if cond then a else b end, each with one output.
+func mkIf1(cond, then, els oner) oner {
+	eq, ok := cond.(*eqConstNode)
+	if !ok {
+		return &if1Node{cond, then, els}
+	}
+	if _, ok := eq.x.(identNode); !ok {
+		return &if1Node{cond, then, els}
+	}
+	n := &ifEqConstNode{cond: eq, then: then, els: els}
+	if n.thenV, ok = identOrConst(then); !ok {
+		return &if1Node{cond, then, els}
+	}
+	if n.elsV, ok = identOrConst(els); !ok {
+		return &if1Node{cond, then, els}
+	}
+	return n
+}
+
+// identOrConst is x's value when it is a constant, nil when it is the
+// input (.), and false otherwise.
+func identOrConst(x oner) (*value, bool) {
+	switch x := x.(type) {
+	case identNode:
+		return nil, true
+	case *constNode:
+		return &x.v, true
+	}
+	return nil, false
+}
+
+// ifEqConstNode is if . == c then a else b end (or !=), a and b each the
+// input or a constant: the str and bool guards of the services' prelude,
+// which every record field passes through, in one call where if1Node makes
+// four (the test, its boolean, the branch).
+type ifEqConstNode struct {
+	cond        *eqConstNode
+	then, els   oner   // for specialize
+	thenV, elsV *value // the branches' constants; nil: the input
+}
+
+func (n *ifEqConstNode) one(_ *env, in value) (value, error) {
+	r := n.elsV
+	if scalarEqual(in, n.cond.c) != n.cond.neg {
+		r = n.thenV
+	}
+	if r != nil {
+		return *r, nil
+	}
+	return in, nil
+}
+
+func (n *ifEqConstNode) eval(e *env, in value, out []value) ([]value, error) {
+	return evalOne(n, e, in, out)
+}
 
 // andNode and orNode are jq's short-circuit boolean operators.
 type andNode struct {

@@ -74,6 +74,10 @@ func TestFastPathPrograms(t *testing.T) {
 		`{v: ([.a, .b | strings] | join(" ") | nonempty)}`, `{v: (.a // .b // "c")}`, `{v: ((.a, .b) // 9)}`,
 		`{v: [.a[]? | objects | {k: .b, n: .n}] | nonempty}`, `{v: (.a | if type == "number" then tostring else . end)}`,
 		`{v: (.a | tostring), w: (.a | tojson?)}`, `{v: .a, n: $now, i: $input}`, `{v: (.a.b = 1)}`, `{v: (. as $e | $e.a)}`,
+		// if . == c with the input or constants as branches (ifEqConstNode), alone and in a type switch
+		`{v: (.a | if . == "x" then . else "no" end), w: (.a | if . != "" then . else 0 end), x: (.b | if . == 3 then null else . end)}`,
+		`{v: (.a | if . == true then "T" elif . == null then "N" else . end), w: (.a | if . != 1 then . else 1.5 end)}`,
+		`{v: (.a | if type == "boolean" then . elif . == "true" then true elif . == "false" then false else null end)}`,
 	}
 	for _, src := range programs {
 		p, err := normalize.CompileNormalizer(src)
@@ -139,6 +143,37 @@ func TestFastPathConcurrent(t *testing.T) {
 	for range 8 {
 		if err := <-errs; err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+// TestFastPathIndexedArrays: arrays that an object's indexing pass skipped
+// element by element (their ends noted for the iteration that follows),
+// iterated once, twice, nested, empty, spaced out, and beside arrays it
+// did not note, agree with gojq.
+func TestFastPathIndexedArrays(t *testing.T) {
+	inputs := []string{
+		`{"a":[1,"x",{"k":[2,3]},[4,[5]],null],"b":"s","c":[{"p":1,"q":[{"m":1},{"m":2}],"r":"r","s":[[]]},{"p":2}],"d":[]}`,
+		" { \"a\" : [ 1 , \"x\" , { \"k\" : [ 2 , 3 ] } ] ,\n\t\"c\" : [ { \"q\" : [ { \"m\" : \"y\" } ] , \"p\" : 0 } ] , \"b\" : null , \"d\" : [ ] } ",
+		`{"c":[{"q":[]},{"q":[{"m":[1,2]}]}],"a":[],"b":[1],"d":[[1],[2]]}`,
+		`{"a":"no","b":{},"c":{"p":1},"d":[{"a":[9]}]}`,
+	}
+	programs := []string{
+		`{x: [.a[]?], y: .b, z: [.c[]? | {p: .p, q: [.q[]? | .m], r: .r, s: [.s[]?]}], w: [.a[]? | objects | .k[]?], v: [.d[]?]}`,
+		`{x: [.a[]?, .a[]?], y: ([.c[]?] | length), z: [.c[]?, .c[]? | .p], w: .d}`,
+		`[.c[]? | objects | {q: [.q[]? | objects | .m], q2: [.q[]?], p: .p, r: .r}] as $c | {c: $c, n: [$c[] | .q[]], b: .b, a: [.a[]?], d: [.d[]?[]?]}`,
+	}
+	for _, src := range programs {
+		p := fpProgram(t, src)
+		if ok, why := p.FastPath(); !ok {
+			t.Fatalf("%s: not on the plan: %s", src, why)
+		}
+		st := fpStats{}
+		for _, in := range inputs {
+			fpDiff(t, p, []byte(in), "", &st, fmt.Sprintf("%s on %s", src, in))
+		}
+		if len(st.bailed) > 0 {
+			t.Errorf("%s: left to gojq, so not tested on the plan: %q", src, st.bailed)
 		}
 	}
 }

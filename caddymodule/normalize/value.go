@@ -65,6 +65,9 @@ type comp struct {
 	keys   []string
 	vals   []value
 	sorted bool
+	// quoted is keys as the record writes them ("key":) when they are a
+	// node's constant keys, encoded once at compile time.
+	quoted []string
 }
 
 var (

@@ -79,38 +79,58 @@ func (e *env) write(b []byte, v value, prune bool) ([]byte, error) {
 
 func (e *env) writeObject(b []byte, v value, prune, dropNulls bool) ([]byte, error) {
 	b = append(b, '{')
-	first := true
-	one := func(k string, x value) error {
-		if (prune || dropNulls) && x.k == kNull {
-			return nil
+	open := len(b) // a member written makes b longer: a comma before the next
+	skipNull := prune || dropNulls
+	var err error
+	if !v.raw() && v.c.sorted {
+		c := v.c
+		for i, x := range c.vals {
+			if skipNull && x.k == kNull {
+				continue
+			}
+			if len(b) != open {
+				b = append(b, ',')
+			}
+			if c.quoted != nil {
+				b = append(b, c.quoted[i]...)
+			} else {
+				b = append(appendJSONString(b, c.keys[i]), ':')
+			}
+			if b, err = e.write(b, x, prune); err != nil {
+				return b, err
+			}
 		}
-		if !first {
+		return append(b, '}'), nil
+	}
+	ps := e.sortedPairs(v)
+	for _, p := range ps {
+		if skipNull && p.val.k == kNull {
+			continue
+		}
+		if len(b) != open {
 			b = append(b, ',')
 		}
-		first = false
-		b = appendJSONString(b, k)
-		b = append(b, ':')
-		var err error
-		b, err = e.write(b, x, prune)
-		return err
+		b = append(appendJSONString(b, p.key), ':')
+		if b, err = e.write(b, p.val, prune); err != nil {
+			break
+		}
 	}
-	if !v.raw() && v.c.sorted {
-		for i, k := range v.c.keys {
-			if err := one(k, v.c.vals[i]); err != nil {
-				return b, err
-			}
-		}
-	} else {
-		ps := e.sortedPairs(v)
-		for _, p := range ps {
-			if err := one(p.key, p.val); err != nil {
-				e.releasePairs(ps)
-				return b, err
-			}
-		}
-		e.releasePairs(ps)
+	e.releasePairs(ps)
+	if err != nil {
+		return b, err
 	}
 	return append(b, '}'), nil
+}
+
+// quoteKeys is each of keys as the record writes it, quoted, with its
+// colon: a node's constant keys, encoded once at compile time rather than
+// for every object the node builds.
+func quoteKeys(keys []string) []string {
+	q := make([]string, len(keys))
+	for i, k := range keys {
+		q[i] = string(append(appendJSONString(nil, k), ':'))
+	}
+	return q
 }
 
 // appendNumber writes a number as encoding/json writes a float64 or an

@@ -76,6 +76,14 @@ func SkipString(s string, i int) int {
 	}
 }
 
+// bracket marks the bytes SkipValue stops at inside an array or object.
+var bracket = func() (t [256]bool) {
+	for _, c := range `"{}[]` {
+		t[c] = true
+	}
+	return t
+}()
+
 // SkipValue returns the index after the value starting at s[i].
 func SkipValue(s string, i int) int {
 	switch s[i] {
@@ -84,6 +92,12 @@ func SkipValue(s string, i int) int {
 	case '{', '[':
 		depth := 0
 		for ; i < len(s); i++ {
+			for i < len(s) && !bracket[s[i]] {
+				i++
+			}
+			if i == len(s) {
+				break
+			}
 			switch s[i] {
 			case '"':
 				i = SkipString(s, i) - 1

@@ -46,23 +46,37 @@ func TestAppendMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
+// TestPlainRun: PlainRun stops at the word that holds the first byte
+// ending a plain run; plainLen stops exactly at that byte when it lies in a
+// whole word. Both leave a tail shorter than a word to the caller.
 func TestPlainRun(t *testing.T) {
 	tests := []struct {
-		s    string
-		html bool
-		want int
+		s         string
+		html      bool
+		run, plen int
 	}{
-		{"abcdefgh", false, 8},
-		{"abcdefg", false, 0},
-		{"abcdefghijklmnop\"", false, 16},
-		{"abcdefgh<ijklmnop", false, 16},
-		{"abcdefgh<ijklmnop", true, 8},
-		{"abc\x00defgh", false, 0},
-		{"abcdefg\xc3\xa9", false, 0},
+		{"abcdefgh", false, 8, 8},
+		{"abcdefg", false, 0, 0},
+		{"abcdefghijklmnop\"", false, 16, 16},
+		{"abcdefgh<ijklmnop", false, 16, 16},
+		{"abcdefgh<ijklmnop", true, 8, 8},
+		{"abc\x00defgh", false, 0, 3},
+		{"abcdefg\xc3\xa9", false, 0, 7},
+		{"abc\"efghij", false, 0, 3},
+		{"abcdefghij\"lmnopq", false, 8, 10},
+		{"abc<efgh", true, 0, 3},
+		{"ab>defgh", true, 0, 2},
+		{"a\"cdefgh", true, 0, 1},
+		{"\x00bcdefgh", true, 0, 0},
+		{"abcdefgh$%'=?@[]", true, 16, 16}, // neighbours of the stop bytes
+		{"abcdefgh\\", false, 8, 8},
 	}
 	for _, tt := range tests {
-		if got := PlainRun(tt.s, 0, tt.html); got != tt.want {
-			t.Errorf("PlainRun(%q, %v) = %d, want %d", tt.s, tt.html, got, tt.want)
+		if got := PlainRun(tt.s, 0, tt.html); got != tt.run {
+			t.Errorf("PlainRun(%q, %v) = %d, want %d", tt.s, tt.html, got, tt.run)
+		}
+		if got := plainLen(tt.s, 0, tt.html); got != tt.plen {
+			t.Errorf("plainLen(%q, %v) = %d, want %d", tt.s, tt.html, got, tt.plen)
 		}
 	}
 }
