@@ -39,8 +39,8 @@ check, try and openapi work offline on a services directory.
   caddy sdr key revoke <key_id>
   caddy sdr member invite <account> <email> [--dashboard <url>]
   caddy sdr services reload                  (swap the services in place)
-  caddy sdr webhook create <account> <url> [--events run.completed,run.failed,...]
-  caddy sdr webhook list <account> | deliveries <webhook_id> [--limit n]
+  caddy sdr webhook create <account> <url> [--events run.completed,run.failed,...] [--mode test]
+  caddy sdr webhook list <account> [--mode test] | deliveries <webhook_id> [--limit n]
   caddy sdr webhook test|rotate|delete <webhook_id> | resend <delivery_id>
   caddy sdr cache stats | purge [<platform>/<service>]
   caddy sdr check [dir]

@@ -124,10 +124,11 @@ func (s *webhookSink) got() ([]map[string]any, []error) {
 	return append([]map[string]any(nil), s.events...), append([]error(nil), s.bad...)
 }
 
-// register registers the sink for account's run events.
-func (s *webhookSink) register(t *testing.T, g *gateway, account string) {
+// register registers the sink for the run events of account's mode
+// (live or test).
+func (s *webhookSink) register(t *testing.T, g *gateway, account, mode string) {
 	t.Helper()
-	st, b := g.admin("POST", "/sdr/accounts/"+account+"/webhooks", map[string]any{"url": s.URL, "events": []string{"run.completed", "run.failed", "run.cancelled"}})
+	st, b := g.admin("POST", "/sdr/accounts/"+account+"/webhooks", map[string]any{"url": s.URL, "events": []string{"run.completed", "run.failed", "run.cancelled"}, "mode": mode})
 	if st != 201 {
 		t.Fatalf("registering a webhook for %s: %d %s", account, st, b)
 	}
@@ -156,8 +157,8 @@ func TestTestModeReachesNoUpstream(t *testing.T) {
 		t.Fatalf("caddy sdr key create --test: %v\n%s", err, out)
 	}
 	liveHooks, testHooks := newWebhookSink(t), newWebhookSink(t)
-	liveHooks.register(t, g, "acme")
-	testHooks.register(t, g, testmode.AccountID("acme"))
+	liveHooks.register(t, g, "acme", testmode.Live)
+	testHooks.register(t, g, "acme", testmode.Test)
 	s.reset(t)
 	s.clearLedger(t)
 	liveStart := balanceMicros(t, g, live)
