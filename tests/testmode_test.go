@@ -370,7 +370,8 @@ func TestTestModeReachesNoUpstream(t *testing.T) {
 // TestTestModeAddedService: a service added in CUE (the test-only
 // addition set) answers a test key from its examples with no Go change,
 // on a gateway whose upstreams do not exist; and a test key's credit limit
-// refuses what a live key's would.
+// refuses what a live key's would; the operator's reset refills the spent
+// test balance and leaves the live one.
 func TestTestModeAddedService(t *testing.T) {
 	dir := copyServices(t)
 	if _, err := testservices.Add(dir, testservices.Operator); err != nil {
@@ -379,7 +380,8 @@ func TestTestModeAddedService(t *testing.T) {
 	c := defaultConfig(t, nil) // no simulator: every upstream is 127.0.0.1:1
 	c.Services = dir
 	g := startGateway(t, c)
-	g.account("acme", 1)
+	live := g.account("acme", 1)
+	liveStart := balanceMicros(t, g, live)
 	test := g.testKey("acme")
 	reg := loadServices(t, dir)
 	for _, key := range testservices.Keys(testservices.Operator) {
@@ -405,6 +407,17 @@ func TestTestModeAddedService(t *testing.T) {
 	}
 	if !strings.Contains(string(b), `"display":"sdr_test_`) || !strings.Contains(string(b), `"display":"sdr_live_`) {
 		t.Errorf("GET /sdr/accounts/acme lists not both modes' keys: %s", b)
+	}
+
+	// The operator resets the spent test balance; the live one stays.
+	if st, b := g.admin("POST", "/sdr/accounts/acme/test-balance/reset", nil); st != 200 || !strings.Contains(string(b), `"test_balance":100`) {
+		t.Errorf("resetting the test balance: %d %s", st, b)
+	}
+	if got := balanceMicros(t, g, test); got != testmode.StartBalance {
+		t.Errorf("test balance after the reset %s, want %s", got, testmode.StartBalance)
+	}
+	if got := balanceMicros(t, g, live); got != liveStart {
+		t.Errorf("live balance after the reset %s, want %s untouched", got, liveStart)
 	}
 
 	// A test key's credit limit holds as a live key's does, on test spend.
