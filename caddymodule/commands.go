@@ -32,14 +32,15 @@ check, try and openapi work offline on a services directory.
   caddy sdr account show <id>
   caddy sdr account credit <id> <amount> [--reason <text>]   (to remove credits: -- -5)
   caddy sdr account ledger <id> [--limit n]  (every movement of its credits)
+  caddy sdr account reset-test-balance <id>  (the test balance back to 100 credits)
   caddy sdr payments orphans                 (payments that reached no account)
   caddy sdr key create <account> [--test] [--name <name>] [--limit-period day --limit-credits 2]
   caddy sdr key limit <key_id> (--period <p> --credits <n> | --clear)
   caddy sdr key revoke <key_id>
   caddy sdr member invite <account> <email> [--dashboard <url>]
   caddy sdr services reload                  (swap the services in place)
-  caddy sdr webhook create <account> <url> [--events run.completed,run.failed,...]
-  caddy sdr webhook list <account> | deliveries <webhook_id> [--limit n]
+  caddy sdr webhook create <account> <url> [--events run.completed,run.failed,...] [--mode test]
+  caddy sdr webhook list <account> [--mode test] | deliveries <webhook_id> [--limit n]
   caddy sdr webhook test|rotate|delete <webhook_id> | resend <delivery_id>
   caddy sdr cache stats | purge [<platform>/<service>]
   caddy sdr check [dir]
@@ -81,7 +82,13 @@ func buildSDRCommand(cmd *cobra.Command) {
 				return adminCall(c, http.MethodGet, "/sdr/accounts/"+url.PathEscape(args[0]), nil)
 			},
 		},
-		credit, ledgerCommand())
+		credit, ledgerCommand(),
+		&cobra.Command{
+			Use: "reset-test-balance <id>", Short: "Sets an account's test balance back to 100 credits (docs/testmode.md)", Args: cobra.ExactArgs(1),
+			RunE: func(c *cobra.Command, args []string) error {
+				return adminCall(c, http.MethodPost, "/sdr/accounts/"+url.PathEscape(args[0])+"/test-balance/reset", nil)
+			},
+		})
 
 	key := &cobra.Command{Use: "key", Short: "Creates, limits and revokes API keys"}
 	kcreate := &cobra.Command{

@@ -46,6 +46,8 @@ func TestSDRAdminCommands(t *testing.T) {
 		{"credit negative without --", []string{"account", "credit", "acme", "-5"}, nil, "put the amount after --"},
 		{"credit with a reason", []string{"account", "credit", "acme", "5", "--reason", `goodwill "june"`}, &sent{"POST", "/sdr/accounts/acme/credits", `{"amount":5,"reason":"goodwill \"june\""}`}, ""},
 		{"ledger", []string{"account", "ledger", "acme", "--limit", "7"}, &sent{"GET", "/sdr/accounts/acme/transactions", ""}, ""},
+		{"reset test balance", []string{"account", "reset-test-balance", "acme"}, &sent{"POST", "/sdr/accounts/acme/test-balance/reset", ""}, ""},
+		{"reset test balance escapes the id", []string{"account", "reset-test-balance", "a/b"}, &sent{"POST", "/sdr/accounts/a%2Fb/test-balance/reset", ""}, ""},
 		{"orphan payments", []string{"payments", "orphans"}, &sent{"GET", "/sdr/payments/orphans", ""}, ""},
 		{"credit amount injection", []string{"account", "credit", "acme", `1,"amount":1000`}, nil, "amount: "},
 		{"key create", []string{"key", "create", "acme", "--name", "backend", "--limit-period", "day", "--limit-credits", "2"}, &sent{"POST", "/sdr/accounts/acme/keys", `{"credit_limit":{"credits":2,"period":"day"},"name":"backend"}`}, ""},

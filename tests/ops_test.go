@@ -96,8 +96,9 @@ func documentedMetrics(t *testing.T) []string {
 // TestMetricsScrape makes a few calls against the real binary and checks
 // the module's metrics on the admin endpoint: the attempts of the serving
 // offer equal the calls, the records and credits served equal what the
-// answers returned, calls are counted by service, status and code, and the
-// list of sdr_ metrics equals the one docs/operations.md documents.
+// answers returned (test calls' records are not an offer's), calls are
+// counted by service, key mode, status and code, and the list of sdr_
+// metrics equals the one docs/operations.md documents.
 func TestMetricsScrape(t *testing.T) {
 	s := startSim(t)
 	g := startGateway(t, defaultConfig(t, s))
@@ -119,6 +120,15 @@ func TestMetricsScrape(t *testing.T) {
 	if r := g.do("POST", "/v1/extract/pro_net/profile.info", "", map[string]any{"url": profileURL}); r.Status != 401 {
 		t.Fatalf("no key: %d %s", r.Status, r.Body)
 	}
+	// Test-mode calls: counted under mode=test, and no offer served or
+	// earned their records.
+	tk := g.testKey("acme")
+	if r := g.do("POST", "/v1/extract/pro_net/profile.info", tk, map[string]any{"url": profileURL}); r.Status != 200 || len(r.JSON["data"].([]any)) == 0 {
+		t.Fatalf("test call: %d %s", r.Status, r.Body)
+	}
+	if r := g.do("POST", "/v1/extract/pro_net/profile.info", tk, map[string]any{"url": "https://www.linkedin.com/in/sdr-test-provider-error"}); r.Status != 502 {
+		t.Fatalf("test provider error: %d %s", r.Status, r.Body)
+	}
 
 	m := g.scrape(t)
 	const offer = "offer=source_b/pro_net"
@@ -131,10 +141,13 @@ func TestMetricsScrape(t *testing.T) {
 		{"sdr_offer_attempts_total", []string{"outcome=upstream_5xx"}, 0},
 		{"sdr_offer_attempt_duration_seconds_count", []string{offer, "result=ok"}, calls},
 		{"sdr_offer_records_served_total", []string{offer}, float64(records)},
-		{"sdr_service_calls_total", []string{"service=pro_net/profile.info", "status=200", "code=none"}, calls},
-		{"sdr_service_calls_total", []string{"service=pro_net/profile.info", "status=400", "code=invalid_input_format"}, 1},
-		{"sdr_service_calls_total", []string{"service=pro_net/profile.info", "status=401", "code=missing_api_key"}, 1},
-		{"sdr_store_settle_duration_seconds_count", []string{"store=badger", "result=ok"}, calls},
+		{"sdr_service_calls_total", []string{"service=pro_net/profile.info", "mode=live", "status=200", "code=none"}, calls},
+		{"sdr_service_calls_total", []string{"service=pro_net/profile.info", "mode=live", "status=400", "code=invalid_input_format"}, 1},
+		{"sdr_service_calls_total", []string{"service=pro_net/profile.info", "mode=live", "status=401", "code=missing_api_key"}, 1},
+		{"sdr_service_calls_total", []string{"service=pro_net/profile.info", "mode=test", "status=200", "code=none"}, 1},
+		{"sdr_service_calls_total", []string{"service=pro_net/profile.info", "mode=test", "status=502", "code=provider_error"}, 1},
+		{"sdr_service_calls_total", []string{"mode=live", "status=502"}, 0},
+		{"sdr_store_settle_duration_seconds_count", []string{"store=badger", "result=ok"}, calls + 2}, // the two test calls settle too
 		{"sdr_registry_loads_total", []string{"result=ok"}, 1},
 		{"sdr_offer_breaker_state", []string{offer}, 0},
 		{"sdr_source_status", []string{"source=source_b", "status=active"}, 1},
@@ -225,8 +238,8 @@ func callLines(t *testing.T, out string) []map[string]any {
 }
 
 // TestCallLogLine: every run call writes one JSON log line naming its run
-// (the X-Run-Id of the answer), account, key, service, offer, outcome,
-// records, credits and attempts; neither the secret key nor the upstream
+// (the X-Run-Id of the answer), account, key, service, key mode, offer,
+// outcome, records, credits and attempts; neither the secret key nor the upstream
 // token ever appears in the logs.
 func TestCallLogLine(t *testing.T) {
 	const token = "upstream-token-7f3a9c"
@@ -248,6 +261,11 @@ func TestCallLogLine(t *testing.T) {
 		t.Fatalf("failing call: %d %s", failed.Status, failed.Body)
 	}
 	refused := g.do("POST", "/v1/extract/pro_net/profile.info", key, map[string]any{"url": "kraft"})
+	tk := g.testKey("acme")
+	test := g.do("POST", "/v1/extract/pro_net/profile.info", tk, map[string]any{"url": profileURL})
+	if test.Status != 200 {
+		t.Fatalf("test call: %d %s", test.Status, test.Body)
+	}
 
 	for _, r := range []*response{ok, failed} {
 		if r.Header.Get("X-Run-Id") == "" || (r.JSON["id"] != r.Header.Get("X-Run-Id") && r.errField("run_id") != r.Header.Get("X-Run-Id")) {
@@ -260,22 +278,24 @@ func TestCallLogLine(t *testing.T) {
 
 	var lines []map[string]any
 	deadline := time.Now().Add(5 * time.Second)
-	for len(lines) < 3 && time.Now().Before(deadline) {
+	for len(lines) < 4 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 		lines = callLines(t, g.p.out.String())
 	}
-	if len(lines) != 3 {
-		t.Fatalf("%d call log lines, want 3 (one per call):\n%s", len(lines), tail(g.p.out.String(), 30))
+	if len(lines) != 4 {
+		t.Fatalf("%d call log lines, want 4 (one per call):\n%s", len(lines), tail(g.p.out.String(), 30))
 	}
 	keyID := lines[0]["key_id"]
 	want := []map[string]any{
-		{"run_id": ok.Header.Get("X-Run-Id"), "account_id": "acme", "service": "pro_net/profile.info",
+		{"run_id": ok.Header.Get("X-Run-Id"), "account_id": "acme", "service": "pro_net/profile.info", "mode": "live",
 			"offer": "source_b/pro_net", "outcome": "completed", "status": 200.0,
 			"records": float64(len(ok.JSON["data"].([]any))), "credits": fmt.Sprint(ok.JSON["credits_used"]), "attempts": 1.0},
 		{"run_id": failed.Header.Get("X-Run-Id"), "account_id": "acme", "key_id": keyID, "service": "pro_net/profile.info",
 			"offer": "source_a/actor_1", "outcome": "failed", "status": 502.0, "code": "provider_error",
 			"records": 0.0, "credits": "0", "attempts": 2.0},
-		{"service": "pro_net/profile.info", "status": 400.0, "code": "invalid_input_format"},
+		{"service": "pro_net/profile.info", "mode": "live", "status": 400.0, "code": "invalid_input_format"},
+		{"run_id": test.Header.Get("X-Run-Id"), "account_id": "acme~test", "service": "pro_net/profile.info", "mode": "test",
+			"outcome": "completed", "status": 200.0, "credits": fmt.Sprint(test.JSON["credits_used"])},
 	}
 	for i, w := range want {
 		for k, v := range w {

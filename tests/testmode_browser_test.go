@@ -44,6 +44,13 @@ func TestTestModeInBrowser(t *testing.T) {
 	if !strings.Contains(b.text("main"), id) {
 		t.Errorf("the test run %s is not listed in test mode", id)
 	}
+	// The overview after a test call: docs/dashboard-testmode.png is its
+	// desktop screenshot.
+	b.step("test overview", chromedp.Navigate(dash), chromedp.WaitVisible(chromedp.CSS("#testmode-banner")), chromedp.WaitVisible(chromedp.CSS("#balance")))
+	if got := b.text("#balance"); got == "100" {
+		t.Errorf("test balance = %q after a charged test call", got)
+	}
+	b.shoot("testmode-overview-used", true) // what is in view: the banner, the reset, the quick start, the balances
 
 	b.markStale()
 	b.step("switch off", chromedp.Click(chromedp.CSS("#testmode-switch")), chromedp.WaitVisible(chromedp.CSS(fresh+"#testmode-switch")))

@@ -124,10 +124,11 @@ func (s *webhookSink) got() ([]map[string]any, []error) {
 	return append([]map[string]any(nil), s.events...), append([]error(nil), s.bad...)
 }
 
-// register registers the sink for account's run events.
-func (s *webhookSink) register(t *testing.T, g *gateway, account string) {
+// register registers the sink for the run events of account's mode
+// (live or test).
+func (s *webhookSink) register(t *testing.T, g *gateway, account, mode string) {
 	t.Helper()
-	st, b := g.admin("POST", "/sdr/accounts/"+account+"/webhooks", map[string]any{"url": s.URL, "events": []string{"run.completed", "run.failed", "run.cancelled"}})
+	st, b := g.admin("POST", "/sdr/accounts/"+account+"/webhooks", map[string]any{"url": s.URL, "events": []string{"run.completed", "run.failed", "run.cancelled"}, "mode": mode})
 	if st != 201 {
 		t.Fatalf("registering a webhook for %s: %d %s", account, st, b)
 	}
@@ -156,8 +157,8 @@ func TestTestModeReachesNoUpstream(t *testing.T) {
 		t.Fatalf("caddy sdr key create --test: %v\n%s", err, out)
 	}
 	liveHooks, testHooks := newWebhookSink(t), newWebhookSink(t)
-	liveHooks.register(t, g, "acme")
-	testHooks.register(t, g, testmode.AccountID("acme"))
+	liveHooks.register(t, g, "acme", testmode.Live)
+	testHooks.register(t, g, "acme", testmode.Test)
 	s.reset(t)
 	s.clearLedger(t)
 	liveStart := balanceMicros(t, g, live)
@@ -369,7 +370,8 @@ func TestTestModeReachesNoUpstream(t *testing.T) {
 // TestTestModeAddedService: a service added in CUE (the test-only
 // addition set) answers a test key from its examples with no Go change,
 // on a gateway whose upstreams do not exist; and a test key's credit limit
-// refuses what a live key's would.
+// refuses what a live key's would; the operator's reset refills the spent
+// test balance and leaves the live one.
 func TestTestModeAddedService(t *testing.T) {
 	dir := copyServices(t)
 	if _, err := testservices.Add(dir, testservices.Operator); err != nil {
@@ -378,7 +380,8 @@ func TestTestModeAddedService(t *testing.T) {
 	c := defaultConfig(t, nil) // no simulator: every upstream is 127.0.0.1:1
 	c.Services = dir
 	g := startGateway(t, c)
-	g.account("acme", 1)
+	live := g.account("acme", 1)
+	liveStart := balanceMicros(t, g, live)
 	test := g.testKey("acme")
 	reg := loadServices(t, dir)
 	for _, key := range testservices.Keys(testservices.Operator) {
@@ -404,6 +407,17 @@ func TestTestModeAddedService(t *testing.T) {
 	}
 	if !strings.Contains(string(b), `"display":"sdr_test_`) || !strings.Contains(string(b), `"display":"sdr_live_`) {
 		t.Errorf("GET /sdr/accounts/acme lists not both modes' keys: %s", b)
+	}
+
+	// The operator resets the spent test balance; the live one stays.
+	if st, b := g.admin("POST", "/sdr/accounts/acme/test-balance/reset", nil); st != 200 || !strings.Contains(string(b), `"test_balance":100`) {
+		t.Errorf("resetting the test balance: %d %s", st, b)
+	}
+	if got := balanceMicros(t, g, test); got != testmode.StartBalance {
+		t.Errorf("test balance after the reset %s, want %s", got, testmode.StartBalance)
+	}
+	if got := balanceMicros(t, g, live); got != liveStart {
+		t.Errorf("live balance after the reset %s, want %s untouched", got, liveStart)
 	}
 
 	// A test key's credit limit holds as a live key's does, on test spend.

@@ -78,6 +78,7 @@ func New(c Config) *Handler {
 	h.route("/sdr/accounts", h.createAccount, http.MethodPost)
 	h.route("/sdr/accounts/{id}", h.getAccount, http.MethodGet)
 	h.route("/sdr/accounts/{id}/credits", h.addCredits, http.MethodPost)
+	h.route("/sdr/accounts/{id}/test-balance/reset", h.resetTestBalance, http.MethodPost)
 	h.route("/sdr/accounts/{id}/keys", h.createKey, http.MethodPost)
 	h.route("/sdr/accounts/{id}/members", h.inviteMember, http.MethodPost)
 	h.route("/sdr/keys/{id}", h.key, http.MethodPatch, http.MethodDelete)
@@ -277,6 +278,22 @@ func (h *Handler) addCredits(w http.ResponseWriter, r *http.Request) error {
 		return storeErr(err, "account "+id)
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"id": acct.ID, "balance": acct.Balance})
+}
+
+// resetTestBalance serves POST /sdr/accounts/{id}/test-balance/reset: the
+// test balance of the live account {id} goes back to testmode.StartBalance
+// (its twin is created first if no test key made it), as the dashboard's
+// reset does. Holds of test calls in flight stay.
+func (h *Handler) resetTestBalance(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	if testmode.IsTest(id) {
+		return apiErr(http.StatusBadRequest, "%s is a test account; reset the test balance of %s", id, testmode.LiveAccountID(id))
+	}
+	twin, err := testmode.Reset(r.Context(), h.Store, id, time.Now().UTC())
+	if err != nil {
+		return storeErr(err, "account "+id)
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"id": id, "test_account_id": twin.ID, "test_balance": twin.Balance})
 }
 
 // createKey serves POST /sdr/accounts/{id}/keys: the only answer that

@@ -4,15 +4,17 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"time"
 
 	"socialrouter/caddymodule/store"
+	"socialrouter/caddymodule/testmode"
 	"socialrouter/caddymodule/webhooks"
 )
 
 // webhookRoutes registers the webhook routes:
 //
-//	POST   /sdr/accounts/{id}/webhooks     {"url", "events"} → 201, the secret once
-//	GET    /sdr/accounts/{id}/webhooks     the account's endpoints (no secrets)
+//	POST   /sdr/accounts/{id}/webhooks     {"url", "events", "mode"} → 201, the secret once
+//	GET    /sdr/accounts/{id}/webhooks     the account's endpoints of ?mode= (no secrets)
 //	DELETE /sdr/webhooks/{id}              → 204
 //	POST   /sdr/webhooks/{id}/rotate       → 200, the new secret once
 //	POST   /sdr/webhooks/{id}/test         → 202, a webhook.test delivery queued
@@ -45,16 +47,24 @@ func webhookErr(err error, what string) error {
 }
 
 // accountWebhooks serves POST (register) and GET (list)
-// /sdr/accounts/{id}/webhooks.
+// /sdr/accounts/{id}/webhooks. The body's "mode" (or ?mode= on a GET),
+// "live" by default or "test", picks the live account's endpoints or its
+// test twin's (testmode.md), so the operator never spells <id>~test.
 func (h *Handler) accountWebhooks(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	if _, err := h.Store.GetAccount(r.Context(), id); err != nil {
 		return storeErr(err, "account "+id)
 	}
 	if r.Method == http.MethodGet {
-		eps, err := h.Webhooks.List(r.Context(), id)
+		acct, err := h.webhookAccount(r, id, r.URL.Query().Get("mode"), false)
 		if err != nil {
-			return storeErr(err, "webhooks of "+id)
+			return err
+		}
+		var eps []store.WebhookEndpoint
+		if acct != "" {
+			if eps, err = h.Webhooks.List(r.Context(), acct); err != nil {
+				return storeErr(err, "webhooks of "+acct)
+			}
 		}
 		if eps == nil {
 			eps = []store.WebhookEndpoint{}
@@ -64,18 +74,55 @@ func (h *Handler) accountWebhooks(w http.ResponseWriter, r *http.Request) error 
 	var body struct {
 		URL    string   `json:"url"`
 		Events []string `json:"events"`
+		Mode   string   `json:"mode"`
 	}
 	if err := decode(r, &body); err != nil {
 		return err
 	}
-	e, err := h.Webhooks.Create(r.Context(), id, body.URL, body.Events)
+	acct, err := h.webhookAccount(r, id, body.Mode, true)
 	if err != nil {
-		return webhookErr(err, "account "+id)
+		return err
+	}
+	e, err := h.Webhooks.Create(r.Context(), acct, body.URL, body.Events)
+	if err != nil {
+		return webhookErr(err, "account "+acct)
 	}
 	return writeJSON(w, http.StatusCreated, map[string]any{
-		"id": e.ID, "account_id": e.AccountID, "url": e.URL, "events": e.Events,
+		"id": e.ID, "account_id": e.AccountID, "mode": testmode.ModeOf(e.AccountID), "url": e.URL, "events": e.Events,
 		"secret": e.Secret, "created_at": e.CreatedAt,
 	})
+}
+
+// webhookAccount is the account whose endpoints mode names on the account
+// id: id itself for live, its test twin for test (created with the starting
+// test balance when create, "" when it does not exist yet). A twin id,
+// <id>~test, is its own test mode, as before modes were named.
+func (h *Handler) webhookAccount(r *http.Request, id, mode string, create bool) (string, error) {
+	if !testmode.ValidMode(mode) {
+		return "", apiErr(http.StatusBadRequest, `mode must be "live" (the default) or "test"`)
+	}
+	if testmode.IsTest(id) {
+		if mode == testmode.Live {
+			return "", apiErr(http.StatusBadRequest, "%s is a test account; its live endpoints are %s's", id, testmode.LiveAccountID(id))
+		}
+		return id, nil
+	}
+	if mode != testmode.Test {
+		return id, nil
+	}
+	if !create {
+		if _, err := h.Store.GetAccount(r.Context(), testmode.AccountID(id)); errors.Is(err, store.ErrNotFound) {
+			return "", nil
+		} else if err != nil {
+			return "", storeErr(err, "test account of "+id)
+		}
+		return testmode.AccountID(id), nil
+	}
+	twin, err := testmode.Ensure(r.Context(), h.Store, id, time.Now().UTC())
+	if err != nil {
+		return "", storeErr(err, "test account of "+id)
+	}
+	return twin.ID, nil
 }
 
 // deleteWebhook serves DELETE /sdr/webhooks/{id}.

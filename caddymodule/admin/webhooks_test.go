@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -137,5 +138,49 @@ func TestWebhookRoutesRefusePrivate(t *testing.T) {
 	st, body, _ := serve(t, h, "POST", "/sdr/accounts/acme/webhooks", `{"url": "https://127.0.0.1:8443/x", "events": ["run.failed"]}`)
 	if st != 400 || !strings.Contains(body, "127.0.0.1 is not a public address") {
 		t.Errorf("loopback endpoint: %d %s", st, body)
+	}
+}
+
+// TestWebhookRoutesModes: "mode" picks the live account's endpoints or its
+// test twin's, which each list keeps apart; a test listing before any
+// test endpoint is empty and creates no twin; a twin id still names its
+// own test endpoints.
+func TestWebhookRoutesModes(t *testing.T) {
+	h, _ := newTestHandler(t)
+	h.Webhooks = webhooks.New(webhooks.Config{Store: h.Store.(store.Store), AllowPrivate: true})
+	serve(t, h, "POST", "/sdr/accounts", `{"id": "acme"}`)
+	const url = "https://hooks.example.com/"
+	steps := []struct {
+		method, path, body string
+		status             int
+		contains, absent   string
+		mode               string // in the answer when set
+	}{
+		{"GET", "/sdr/accounts/acme/webhooks?mode=test", "", 200, `{"webhooks":[]}`, "", ""},
+		{"POST", "/sdr/accounts/acme/webhooks", `{"url": "` + url + `live", "events": ["run.failed"]}`, 201, `"account_id":"acme",`, "", `"mode":"live"`},
+		{"POST", "/sdr/accounts/acme/webhooks", `{"url": "` + url + `test", "events": ["run.failed"], "mode": "test"}`, 201, `"account_id":"acme~test"`, "", `"mode":"test"`},
+		{"POST", "/sdr/accounts/acme~test/webhooks", `{"url": "` + url + `twin", "events": ["run.failed"]}`, 201, `"account_id":"acme~test"`, "", `"mode":"test"`},
+		{"GET", "/sdr/accounts/acme/webhooks", "", 200, url + "live", url + "test", ""},
+		{"GET", "/sdr/accounts/acme/webhooks?mode=live", "", 200, url + "live", url + "test", ""},
+		{"GET", "/sdr/accounts/acme/webhooks?mode=test", "", 200, url + "twin", url + "live", ""},
+		{"GET", "/sdr/accounts/acme~test/webhooks?mode=test", "", 200, url + "test", url + "live", ""},
+		{"POST", "/sdr/accounts/acme/webhooks", `{"url": "` + url + `", "events": ["run.failed"], "mode": "prod"}`, 400, `mode must be "live" (the default) or "test"`, "", ""},
+		{"GET", "/sdr/accounts/acme/webhooks?mode=prod", "", 400, `mode must be "live"`, "", ""},
+		{"GET", "/sdr/accounts/acme~test/webhooks?mode=live", "", 400, "acme~test is a test account; its live endpoints are acme's", "", ""},
+	}
+	for _, s := range steps {
+		st, body, _ := serve(t, h, s.method, s.path, s.body)
+		if st != s.status || !strings.Contains(body, s.contains) || (s.absent != "" && strings.Contains(body, s.absent)) || !strings.Contains(body, s.mode) {
+			t.Errorf("%s %s: %d %s, want %d containing %q without %q", s.method, s.path, st, body, s.status, s.contains, s.absent)
+		}
+	}
+	if _, body, _ := serve(t, h, "GET", "/sdr/accounts/acme/webhooks?mode=test", ""); strings.Count(body, `"id":"wh_`) != 2 {
+		t.Errorf("test endpoints: %s, want the two registered in test mode", body)
+	}
+	// A test listing never creates the twin of an account without one.
+	serve(t, h, "POST", "/sdr/accounts", `{"id": "beta"}`)
+	serve(t, h, "GET", "/sdr/accounts/beta/webhooks?mode=test", "")
+	if _, err := h.Store.GetAccount(context.Background(), "beta~test"); err == nil {
+		t.Error("listing test endpoints created the test twin")
 	}
 }

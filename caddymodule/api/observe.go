@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -10,6 +11,7 @@ import (
 	"socialrouter/caddymodule/metrics"
 	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
+	"socialrouter/caddymodule/testmode"
 )
 
 // runIDHeader carries the run id on every run answer (completed or
@@ -26,6 +28,9 @@ type call struct {
 	code   string
 	run    *runs.Run
 	key    *store.Key // the authenticated key, for a call refused before its run
+	// testKey: the bearer key is test-shaped (<prefix>_test_…), the mode of
+	// a call refused before its key is known.
+	testKey bool
 }
 
 func (c *call) WriteHeader(status int) {
@@ -72,7 +77,7 @@ func noteKey(ctx context.Context, key store.Key) {
 // of the request.
 func (a *API) observed(label func(*http.Request) string, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		c := &call{ResponseWriter: w}
+		c := &call{ResponseWriter: w, testKey: a.testShaped(r)}
 		start := time.Now()
 		h(c, r.WithContext(context.WithValue(r.Context(), callKey{}, c)))
 		a.endCall(c, label(r), time.Since(start))
@@ -92,11 +97,32 @@ func (a *API) extractLabel(r *http.Request) string {
 // searchLabel is the metric label of every search call.
 func searchLabel(*http.Request) string { return "search" }
 
+// testShaped reports whether r's bearer key has the form of a test key.
+func (a *API) testShaped(r *http.Request) bool {
+	_, secret, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	return strings.HasPrefix(strings.TrimSpace(secret), a.KeyPrefix+"_test_")
+}
+
+// mode is the call's key mode: its run's or key's account, else the form
+// of the key it presented.
+func (c *call) mode() string {
+	switch {
+	case c.run != nil:
+		return testmode.ModeOf(c.run.AccountID)
+	case c.key != nil:
+		return testmode.ModeOf(c.key.AccountID)
+	case c.testKey:
+		return testmode.Test
+	}
+	return testmode.Live
+}
+
 // endCall counts the call and writes its one log line: never the secret
 // key or the inputs, only ids, counts and the outcome.
 func (a *API) endCall(c *call, service string, d time.Duration) {
-	metrics.Call(service, c.status, c.code)
-	fields := []zap.Field{zap.String("service", service), zap.Int("status", c.status), zap.Duration("duration", d)}
+	mode := c.mode()
+	metrics.Call(service, mode, c.status, c.code)
+	fields := []zap.Field{zap.String("service", service), zap.String("mode", mode), zap.Int("status", c.status), zap.Duration("duration", d)}
 	if c.code != "" {
 		fields = append(fields, zap.String("code", c.code))
 	}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,15 +15,15 @@ import (
 	"socialrouter/caddymodule/metrics"
 )
 
-// callsCounted is sdr_service_calls_total{service,status,code} as gathered
-// from reg.
-func callsCounted(t *testing.T, reg *prometheus.Registry, service, status, code string) float64 {
+// callsCounted is sdr_service_calls_total{service,mode,status,code} as
+// gathered from reg.
+func callsCounted(t *testing.T, reg *prometheus.Registry, service, mode, status, code string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"service": service, "status": status, "code": code}
+	want := map[string]string{"service": service, "mode": mode, "status": status, "code": code}
 	for _, mf := range mfs {
 		if mf.GetName() != "sdr_service_calls_total" {
 			continue
@@ -44,7 +45,9 @@ func callsCounted(t *testing.T, reg *prometheus.Registry, service, status, code 
 // under a bounded service label and logs one line; a routed run (here a
 // failed one: the test router has no source clients) names its run in
 // X-Run-Id and in the line, a refused one carries its error code and no run
-// id; other routes log no call; the secret never reaches the log.
+// id; other routes log no call; the secret never reaches the log. Each
+// call is counted and logged with its key's mode, a test-shaped key's
+// refused before it is known included.
 func TestCallObserved(t *testing.T) {
 	a := newTestAPI(t, credits.PerCredit)
 	core, logs := observer.New(zapcore.InfoLevel)
@@ -59,18 +62,24 @@ func TestCallObserved(t *testing.T) {
 		name, method, path, body string
 		service, code            string
 		run                      bool
-		keyed                    bool // refused after authentication: account and key in the line
+		keyed                    bool   // refused after authentication: account and key in the line
+		secret                   string // the bearer key, a.secret when ""
+		mode                     string
 	}{
-		{"routed run", "POST", "/v1/extract/pro_net/profile.info", profile, "pro_net/profile.info", "", true, true},
-		{"alias, refused", "POST", "/v1/pro_net/profile.info", `{"url": "kraft"}`, "pro_net/profile.info", "invalid_input_format", false, true},
-		{"unknown service", "POST", "/v1/extract/nope/whatever-the-caller-typed", `{}`, "unknown", "unknown_platform", false, false},
-		{"search", "POST", "/v1/search", `{}`, "search", "missing_queries", false, true},
-		{"not a run call", "GET", "/v1/services", "", "", "", false, false},
-		{"wrong method", "GET", "/v1/search", "", "", "", false, false},
+		{"routed run", "POST", "/v1/extract/pro_net/profile.info", profile, "pro_net/profile.info", "", true, true, "", "live"},
+		{"alias, refused", "POST", "/v1/pro_net/profile.info", `{"url": "kraft"}`, "pro_net/profile.info", "invalid_input_format", false, true, "", "live"},
+		{"unknown service", "POST", "/v1/extract/nope/whatever-the-caller-typed", `{}`, "unknown", "unknown_platform", false, false, "", "live"},
+		{"search", "POST", "/v1/search", `{}`, "search", "missing_queries", false, true, "", "live"},
+		{"unknown test key", "POST", "/v1/extract/pro_net/profile.info", profile, "pro_net/profile.info", "invalid_api_key", false, false, "sdr_test_" + strings.Repeat("b", 40), "test"},
+		{"not a run call", "GET", "/v1/services", "", "", "", false, false, "", ""},
+		{"wrong method", "GET", "/v1/search", "", "", "", false, false, "", ""},
 	}
+	live := a.secret
 	for _, tt := range tests {
 		logs.TakeAll()
+		a.secret = cmp.Or(tt.secret, live)
 		res, e := a.do(t, tt.method, tt.path, tt.body, true)
+		a.secret = live
 		lines := logs.FilterMessage("call").AllUntimed()
 		if tt.service == "" {
 			if len(lines) != 0 {
@@ -82,8 +91,8 @@ func TestCallObserved(t *testing.T) {
 			t.Fatalf("%s: %d call lines, want 1", tt.name, len(lines))
 		}
 		f := lines[0].ContextMap()
-		if f["service"] != tt.service || f["status"] != int64(res.StatusCode) {
-			t.Errorf("%s: line %v, want service %s status %d", tt.name, f, tt.service, res.StatusCode)
+		if f["service"] != tt.service || f["status"] != int64(res.StatusCode) || f["mode"] != tt.mode {
+			t.Errorf("%s: line %v, want service %s mode %s status %d", tt.name, f, tt.service, tt.mode, res.StatusCode)
 		}
 		if _, ok := f["duration"]; !ok {
 			t.Errorf("%s: no duration in %v", tt.name, f)
@@ -111,8 +120,8 @@ func TestCallObserved(t *testing.T) {
 		if label == "" {
 			label = "none"
 		}
-		if got := callsCounted(t, reg, tt.service, strconv.Itoa(res.StatusCode), label); got < 1 {
-			t.Errorf("%s: call not counted under %s %d %s", tt.name, tt.service, res.StatusCode, label)
+		if got := callsCounted(t, reg, tt.service, tt.mode, strconv.Itoa(res.StatusCode), label); got < 1 {
+			t.Errorf("%s: call not counted under %s %s %d %s", tt.name, tt.service, tt.mode, res.StatusCode, label)
 		}
 		for _, v := range f {
 			if s, ok := v.(string); ok && strings.Contains(s, a.secret) {

@@ -8,7 +8,8 @@
 // config reloads, and Register adds them to the registry Caddy hands each
 // config (served by the admin endpoint's /metrics). Every label is bounded:
 // offer, source and service ids come from the declarations, outcomes and
-// error codes from the code. No account, key or input is ever a label.
+// error codes from the code, a mode is live or test. No account, key or
+// input is ever a label.
 package metrics
 
 import (
@@ -51,8 +52,8 @@ var (
 		"Normalized records refused by the record-schema check (not served, not charged), by offer.",
 		"offer")
 	serviceCalls = counterVec("service", "calls_total",
-		"Run calls (extract and search) by service, HTTP status and error code (none on success).",
-		"service", "status", "code")
+		"Run calls (extract and search) by service, key mode (live or test), HTTP status and error code (none on success).",
+		"service", "mode", "status", "code")
 	settleDuration = histogramVec("store", "settle_duration_seconds",
 		"Latency of the store's Settle transaction, by store type and result.",
 		storeBuckets, "store", "result")
@@ -138,11 +139,12 @@ func RecordsRefused(offer string, n int) {
 	}
 }
 
-// Call counts one run call of a service answered with status and error
-// code ("" on success).
-func Call(service string, status int, code string) {
+// Call counts one run call of a service by a key of mode (live or test:
+// test calls reach no upstream and must not read as live traffic in an
+// error-rate alert) answered with status and error code ("" on success).
+func Call(service, mode string, status int, code string) {
 	if code == "" {
 		code = "none"
 	}
-	serviceCalls.WithLabelValues(service, strconv.Itoa(status), code).Inc()
+	serviceCalls.WithLabelValues(service, mode, strconv.Itoa(status), code).Inc()
 }

@@ -123,14 +123,23 @@ func TestCallsAndRefusals(t *testing.T) {
 	if v, _ := value(t, reg, "sdr_offer_records_refused_total", map[string]string{"offer": "t_calls/a"}); v != 3 {
 		t.Errorf("refused %v, want 3", v)
 	}
-	Call("t/svc", 200, "")
-	Call("t/svc", 402, "insufficient_credits")
-	Call("t/svc", 402, "insufficient_credits")
-	if v, _ := value(t, reg, "sdr_service_calls_total", map[string]string{"service": "t/svc", "status": "200", "code": "none"}); v != 1 {
-		t.Errorf("successful calls %v, want 1", v)
-	}
-	if v, _ := value(t, reg, "sdr_service_calls_total", map[string]string{"service": "t/svc", "status": "402", "code": "insufficient_credits"}); v != 2 {
-		t.Errorf("refused calls %v, want 2", v)
+	Call("t/svc", "live", 200, "")
+	Call("t/svc", "live", 402, "insufficient_credits")
+	Call("t/svc", "live", 402, "insufficient_credits")
+	Call("t/svc", "test", 502, "provider_error")
+	for _, c := range []struct {
+		mode, status, code string
+		want               float64
+	}{
+		{"live", "200", "none", 1},
+		{"live", "402", "insufficient_credits", 2},
+		{"test", "502", "provider_error", 1},
+		{"live", "502", "provider_error", 0}, // a test failure is no live one
+	} {
+		l := map[string]string{"service": "t/svc", "mode": c.mode, "status": c.status, "code": c.code}
+		if v, _ := value(t, reg, "sdr_service_calls_total", l); v != c.want {
+			t.Errorf("calls %v: %v, want %v", l, v, c.want)
+		}
 	}
 	RegistryLoaded(time.Second, nil)
 	RegistryLoaded(time.Second, errors.New("bad cue"))
@@ -169,8 +178,23 @@ func TestStore(t *testing.T) {
 	if v, _ := value(t, reg, "sdr_offer_credits_charged_total", off); v != 0.8 {
 		t.Errorf("credits charged %v, want 0.8", v)
 	}
-	if v, _ := value(t, reg, "sdr_store_settle_duration_seconds", map[string]string{"store": "t_badger", "result": "ok"}); v != 1 {
-		t.Errorf("settles timed %v, want 1", v)
+	// A test run settles against its test balance; no offer served it.
+	if _, err := s.CreateAccount(ctx, "acme~test", 1_000_000, now); err != nil {
+		t.Fatal(err)
+	}
+	trun := &runs.Run{ID: "ext_2", Status: "completed", AccountID: "acme~test", KeyID: "k2", CreatedAt: now, CompletedAt: now,
+		Data: []json.RawMessage{json.RawMessage(`{"a":1}`)}}
+	if res, err := s.Settle(ctx, store.Settlement{Run: trun, Price: 400_000, Offer: "t_store/a", Platform: "p", Now: now}); err != nil || res.Records != 1 {
+		t.Fatalf("test settle: %+v %v", res, err)
+	}
+	if v, _ := value(t, reg, "sdr_offer_records_served_total", off); v != 2 {
+		t.Errorf("records served after a test run %v, want still 2", v)
+	}
+	if v, _ := value(t, reg, "sdr_offer_credits_charged_total", off); v != 0.8 {
+		t.Errorf("credits charged after a test run %v, want still 0.8", v)
+	}
+	if v, _ := value(t, reg, "sdr_store_settle_duration_seconds", map[string]string{"store": "t_badger", "result": "ok"}); v != 2 {
+		t.Errorf("settles timed %v, want 2", v)
 	}
 	if err := s.Ping(ctx); err != nil {
 		t.Errorf("ping: %v", err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"socialrouter/caddymodule/store"
+	"socialrouter/caddymodule/testmode"
 )
 
 // Store decorates a store.Store: it times Settle, counts what Settle
@@ -51,7 +52,9 @@ func (s *Store) Settle(ctx context.Context, st store.Settlement) (store.SettleRe
 		s.closed(st.Run.ID)
 	}
 	settleDuration.WithLabelValues(s.kind, result(err)).Observe(time.Since(start).Seconds())
-	if err == nil && st.Offer != "" && res.Records > 0 {
+	// A test run's records came from an example payload and its credits
+	// from a test balance: no offer served or earned them.
+	if err == nil && st.Offer != "" && res.Records > 0 && (st.Run == nil || !testmode.IsTest(st.Run.AccountID)) {
 		if st.Lines == nil {
 			recordsServed.WithLabelValues(st.Offer).Add(float64(res.Records))
 			creditsCharged.add(st.Offer, res.Charged)

@@ -19,6 +19,9 @@ func MagicTable() string {
 		if m.Fails {
 			w := errwire.Of(m.Kind)
 			answer = fmt.Sprintf("%d `%s`", w.Status, w.Code)
+		} else if m.ElseKind != 0 {
+			w := errwire.Of(m.ElseKind)
+			answer += fmt.Sprintf("; %d `%s` when %s", w.Status, w.Code, m.ElseWhen)
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", m.Word, answer, m.Does)
 	}

@@ -23,6 +23,10 @@ type Magic struct {
 	Kind  errkind.Kind
 	// Does says what happens, for the docs table.
 	Does string
+	// ElseKind, when set, is the failure a completing input gives instead
+	// ElseWhen (a deadline shorter than its work).
+	ElseKind errkind.Kind
+	ElseWhen string
 }
 
 // The magic words.
@@ -44,12 +48,17 @@ const SlowSeconds = 5
 // Magics are the magic inputs, the one table docs/testmode.md shows (a
 // test holds the page to it).
 var Magics = []Magic{
-	{ProviderError, true, errkind.ProviderError, "every offer in the failover order fails (upstream 5xx); the run fails, its `attempts` list each offer"},
-	{SoftTimeout, true, errkind.RequestSoftTimeout, "every offer stalls past the soft timeout; the run fails"},
-	{RateLimited, true, errkind.UpstreamRateLimited, "every offer is rate-limited upstream; the answer carries `Retry-After: " + strconv.Itoa(RetryAfterSeconds) + "`"},
-	{Failover, false, 0, "the first offer of the failover order fails, the next one serves (`served_by` names it, `attempts` shows both); on a one-offer service, or pinned to the first offer with `provider`, the run fails as with `" + ProviderError + "`"},
-	{Empty, false, 0, "the run completes with no records (`data: []`, nothing charged)"},
-	{Slow, false, 0, "the upstream work takes " + strconv.Itoa(SlowSeconds) + " seconds, then the run completes with records: an async run stays `running` meanwhile, for polling, cancel and webhooks"},
+	{ProviderError, true, errkind.ProviderError, "every offer in the failover order fails (upstream 5xx); the run fails, its `attempts` list each offer", 0, ""},
+	{SoftTimeout, true, errkind.RequestSoftTimeout, "every offer stalls past the soft timeout; the run fails", 0, ""},
+	{RateLimited, true, errkind.UpstreamRateLimited, "every offer is rate-limited upstream; the answer carries `Retry-After: " + strconv.Itoa(RetryAfterSeconds) + "`", 0, ""},
+	{Failover, false, 0, "the first offer of the failover order fails, the next one serves (`served_by` names it, `attempts` shows both); on a one-offer service, or pinned to the first offer with `provider`, the run fails as with `" + ProviderError + "`", 0, ""},
+	{Empty, false, 0, "the run completes with no records (`data: []`, nothing charged)", 0, ""},
+	{Slow, false, 0, "the upstream work takes " + strconv.Itoa(SlowSeconds) + " seconds (with upstream activity every " + slowStep.String() + "), then the run completes with records: an async run stays `running` meanwhile, for polling, cancel and webhooks. " +
+		"Each offer's attempt is held to the deadlines a live one is: at the defaults (`attempt_timeout` 120s, `soft_timeout` 30s) the call completes; " +
+		"with `attempt_timeout` under " + strconv.Itoa(SlowSeconds) + "s each offer of the failover order times out in turn (`attempts` show `timeout`) and the call fails after one deadline per offer; " +
+		"with `soft_timeout` under " + slowStep.String() + " each offer ends `soft_timeout` (504 `request_soft_timeout`). " +
+		"An async run's attempts get `async_deadline` (default 1h) instead, so it completes unless that is under " + strconv.Itoa(SlowSeconds) + "s too",
+		errkind.RequestTimeout, "`attempt_timeout` is under " + strconv.Itoa(SlowSeconds) + "s"},
 }
 
 // magicWord returns the magic word s holds, or "".
