@@ -121,6 +121,10 @@ type batchOut struct {
 	// dropped counts data items (not error rows) the normalize program
 	// made no record of.
 	dropped int
+	// unmatched counts records of a batch of several inputs whose item
+	// named none of them (placed under the first): they cannot be kept
+	// input by input (RunInputs).
+	unmatched int
 }
 
 // batch runs one upstream call and normalizes its items.
@@ -257,7 +261,10 @@ func (r *Router) collect(bs *batchSet, o *registry.Offer, inputs []string, body 
 	}
 	gone := map[int]bool{}
 	for _, item := range res.Items {
-		k := m.match(item)
+		k, placed := m.place(item)
+		if !placed {
+			out.unmatched++ // counted per item: an upper bound of its records
+		}
 		if o.Normalize == nil {
 			out.perInput[k] = append(out.perInput[k], item)
 			continue
@@ -390,19 +397,27 @@ func (m *inputMatcher) sent(body any) {
 // (valid JSON: the splitter checked the body) is scanned in place rather
 // than decoded again.
 func (m *inputMatcher) match(item json.RawMessage) int {
+	i, _ := m.place(item)
+	return i
+}
+
+// place is match, and whether the item named its input (always, in a
+// batch of one input).
+func (m *inputMatcher) place(item json.RawMessage) (int, bool) {
 	if m.n <= 1 {
-		return 0
+		return 0, true
 	}
 	doc := jsonscan.TrimSpace(jsonscan.Bytes(item))
 	if doc == "" || doc[0] != '{' {
-		return 0
+		return 0, false
 	}
 	if in, ok := jsonscan.Lookup(doc, "input"); ok && in[0] == '{' {
 		if i := m.lookup(in); i >= 0 {
-			return i
+			return i, true
 		}
 	}
-	return max(0, m.lookup(doc))
+	i := m.lookup(doc)
+	return max(0, i), i >= 0
 }
 
 // lookup returns the position of the input equal to the first string
