@@ -168,7 +168,7 @@ func (b toolBackend) Extract(ctx context.Context, c mcp.Caller, platform, servic
 	if b.api.ExceedsSync(false, m) {
 		// More than a synchronous call serves: an async run, followed
 		// with get_run.
-		doc, e := b.api.SubmitExtract(ctx, c.(store.Key), svc, m)
+		doc, e := b.api.SubmitExtract(ctx, c.(store.Key), svc, m, cc)
 		if e != nil {
 			return nil, toolError(e)
 		}
@@ -182,14 +182,18 @@ func (b toolBackend) Search(ctx context.Context, c mcp.Caller, args []byte) ([]b
 	if e != nil {
 		return nil, toolError(e)
 	}
+	cc, e := api.TakeMaxAge(m)
+	if e != nil {
+		return nil, toolError(e)
+	}
 	if b.api.ExceedsSync(true, m) {
-		doc, e := b.api.SubmitSearch(ctx, c.(store.Key), m)
+		doc, e := b.api.SubmitSearch(ctx, c.(store.Key), m, cc)
 		if e != nil {
 			return nil, toolError(e)
 		}
 		return doc, nil
 	}
-	return runAnswer(b.api.Search(ctx, c.(store.Key), m))
+	return runAnswer(b.api.SearchWith(ctx, c.(store.Key), m, cc))
 }
 
 func (b toolBackend) Run(ctx context.Context, c mcp.Caller, id string) ([]byte, *mcp.Error) {

@@ -245,7 +245,13 @@ func servicesWith(t *testing.T, old, new string) string {
 
 func editServices(t *testing.T, dir, old, new string) {
 	t.Helper()
-	p := filepath.Join(dir, "pro_net.cue")
+	editServicesFile(t, dir, "pro_net.cue", old, new)
+}
+
+// editServicesFile replaces old by new in the services file name of dir.
+func editServicesFile(t *testing.T, dir, name, old, new string) {
+	t.Helper()
+	p := filepath.Join(dir, name)
 	b, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)

@@ -28,8 +28,9 @@ type cacheNote struct {
 	since  time.Time
 }
 
-// apply sets the run's cached_records, over its first kept records (all
-// of them before the settle, which may keep fewer), and CachedSince.
+// apply sets the run's cached_records, over its first kept records, and
+// CachedSince. The settle counts them again over the records it keeps
+// (store.Line.Cached), when a short balance keeps fewer.
 func (n *cacheNote) apply(run *runs.Run, kept int) {
 	if n == nil {
 		return

@@ -51,11 +51,7 @@ func (a *API) execute(ctx context.Context, key store.Key, c *prepared, id string
 	if res != nil {
 		note.apply(run, len(res.Records))
 	}
-	run, apiErr = a.settle(ctx, bill, run, res, err, c.platform)
-	if run != nil {
-		note.apply(run, len(run.Data)) // over the records the settle kept
-	}
-	return run, apiErr
+	return a.settle(ctx, bill, run, res, err, c.platform) // cached_records over the records kept (store.Line.Cached)
 }
 
 // settle stores a routed run (success or failure) and returns it, or the
@@ -122,7 +118,7 @@ func servedSettlement(run *runs.Run, res *router.Result, platform string) store.
 		st.Lines = make([]store.Line, len(res.From))
 		for i, k := range res.From {
 			o := res.Served[k]
-			st.Lines[i] = store.Line{Offer: o.UsageID(), Price: o.Price}
+			st.Lines[i] = store.Line{Offer: o.UsageID(), Price: o.Price, Cached: o.Cached}
 		}
 	}
 	return st

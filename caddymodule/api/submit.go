@@ -223,21 +223,24 @@ func (a *API) ExceedsSync(search bool, body map[string]json.RawMessage) bool {
 
 // SubmitExtract is an extract call run asynchronously, without the HTTP
 // around it: validated with the async limit, its money held, stored and
-// started; it returns the running run's document.
-func (a *API) SubmitExtract(ctx context.Context, key store.Key, svc *registry.Service, body map[string]json.RawMessage) ([]byte, *Error) {
+// started with the caller's freshness ask (TakeMaxAge); it returns the
+// running run's document.
+func (a *API) SubmitExtract(ctx context.Context, key store.Key, svc *registry.Service, body map[string]json.RawMessage, cc CacheControl) ([]byte, *Error) {
 	c, apiErr := a.prepareExtract(svc, body, limits.AsyncLimitMax)
 	if apiErr != nil {
 		return nil, apiErr
 	}
+	c.cc = cc
 	return a.submit(ctx, key, c, body, newRunID(time.Now().UTC()))
 }
 
 // SubmitSearch is SubmitExtract for a search body.
-func (a *API) SubmitSearch(ctx context.Context, key store.Key, body map[string]json.RawMessage) ([]byte, *Error) {
+func (a *API) SubmitSearch(ctx context.Context, key store.Key, body map[string]json.RawMessage, cc CacheControl) ([]byte, *Error) {
 	c, apiErr := a.prepareSearch(body, limits.AsyncLimitMax)
 	if apiErr != nil {
 		return nil, apiErr
 	}
+	c.cc = cc
 	return a.submit(ctx, key, c, body, newRunID(time.Now().UTC()))
 }
 

@@ -130,7 +130,7 @@ func (c *Cache) Get(ctx context.Context, key string, now time.Time, maxAge time.
 		return nil, false
 	}
 	var e Entry
-	if json.Unmarshal(se.Value, &e) != nil || now.Sub(e.At) > maxAge {
+	if !decodeEntry(se.Value, &e) || now.Sub(e.At) > maxAge {
 		return nil, false
 	}
 	return &e, true

@@ -54,6 +54,7 @@ func extractTools(reg *registry.Registry, doc *openapiDoc) ([]*tool, error) {
 	if err != nil {
 		return nil, err
 	}
+	withMaxAge(in) // as POST /v1/search takes Cache-Control: a search type declared cacheable honours it
 	slugs := "none is served now"
 	if l := reg.SearchSlugs(); len(l) > 0 {
 		slugs = strings.Join(l, ", ")
@@ -78,8 +79,8 @@ func extractTools(reg *registry.Registry, doc *openapiDoc) ([]*tool, error) {
 }
 
 // withMaxAge adds the max_age argument to the input schema of a tool of
-// a service whose records may be served from the freshness cache: what
-// REST callers say with Cache-Control.
+// a service whose records may be served from the freshness cache, and of
+// search: what REST callers say with Cache-Control.
 func withMaxAge(in obj) {
 	if props, ok := in["properties"].(obj); ok {
 		props["max_age"] = obj{"type": "integer", "minimum": -1,

@@ -43,6 +43,9 @@ type attempt struct {
 	// some batches (Chunks, walk.go): they fail over, the others are kept.
 	perInput [][]json.RawMessage
 	failed   []int
+	// unmatched counts items of its batches placed under their first
+	// input for naming none (batchOut.unmatched).
+	unmatched int
 	// retryable: the walk may move on. A failure that is not retryable
 	// stops the walk (the upstream rejected the input).
 	retryable bool
@@ -276,6 +279,7 @@ func (r *Router) assemble(a *attempt, outs []batchOut, req *Request, batches [][
 		}
 		invalid += out.invalid
 		dropped += out.dropped
+		a.unmatched += out.unmatched
 		if invalidMsg == "" {
 			invalidMsg = out.invalidMsg
 		}

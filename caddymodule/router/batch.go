@@ -121,14 +121,18 @@ type batchOut struct {
 	// dropped counts data items (not error rows) the normalize program
 	// made no record of.
 	dropped int
+	// unmatched counts records of a batch of several inputs whose item
+	// named none of them (placed under the first): they cannot be kept
+	// input by input (RunInputs).
+	unmatched int
 }
 
 // batch runs one upstream call and normalizes its items.
 func (r *Router) batch(bs *batchSet, p *pulse, client sources.Client, o *registry.Offer, req *Request,
 	inputs []string, limit int, opts map[string]any, nowISO string, i int) {
-	res := r.call(bs, p, client, o, req, inputs, limit, opts, nowISO, i)
+	res, body := r.call(bs, p, client, o, req, inputs, limit, opts, nowISO, i)
 	if res != nil {
-		r.collect(bs, o, inputs, nowISO, i, res)
+		r.collect(bs, o, inputs, body, nowISO, i, res)
 	}
 }
 
@@ -137,15 +141,16 @@ func (r *Router) batch(bs *batchSet, p *pulse, client sources.Client, o *registr
 // and those of its callers, stay on the goroutine's stack for the whole
 // wait, so what runs before and after the wait is in functions of its own
 // (buildBody, failCall, collect), and a call held by a slow upstream fits
-// the stack size that Caddy's own reverse_proxy needs.
+// the stack size that Caddy's own reverse_proxy needs. body is the request
+// sent, which the items may echo (inputMatcher.sent).
 func (r *Router) call(bs *batchSet, p *pulse, client sources.Client, o *registry.Offer, req *Request,
-	inputs []string, limit int, opts map[string]any, nowISO string, i int) *sources.Result {
+	inputs []string, limit int, opts map[string]any, nowISO string, i int) (*sources.Result, any) {
 	ctx := bs.actx
 	p.activity() // the batch begins: silence counts from here
 	body, err := buildBody(ctx, o, inputs, opts, limit, nowISO)
 	if err != nil {
 		failRequest(bs, i, err)
-		return nil
+		return nil, nil
 	}
 	callLimit := limit
 	if callLimit > 0 && req.scope() == registry.ScopePerInput {
@@ -165,10 +170,10 @@ func (r *Router) call(bs *batchSet, p *pulse, client sources.Client, o *registry
 	res, err := r.job(ctx, client, c, req, o, inputs, i)
 	if err != nil || res == nil {
 		failCall(bs, i, err)
-		return nil
+		return nil, nil
 	}
 	p.activity()
-	return res
+	return res, body
 }
 
 // buildBody runs the offer's request program over one batch; without a
@@ -244,18 +249,22 @@ func errHandles(err error) []string {
 }
 
 // collect normalizes the items of a batch's answer into records per input.
-func (r *Router) collect(bs *batchSet, o *registry.Offer, inputs []string, nowISO string, i int, res *sources.Result) {
+func (r *Router) collect(bs *batchSet, o *registry.Offer, inputs []string, body any, nowISO string, i int, res *sources.Result) {
 	ctx := bs.actx
 	out := batchOut{items: len(res.Items), errorItems: res.ErrorItems, deadItems: res.DeadItems, status: res.Status,
 		perInput: make([][]json.RawMessage, max(1, len(inputs)))}
 	m := newInputMatcher(inputs)
+	m.sent(body)
 	normalizeItem := o.Normalize.NormalizeItem
 	if res.Checked { // the splitter checked the body: no second check of each item
 		normalizeItem = o.Normalize.NormalizeCheckedItem
 	}
 	gone := map[int]bool{}
 	for _, item := range res.Items {
-		k := m.match(item)
+		k, placed := m.place(item)
+		if !placed {
+			out.unmatched++ // counted per item: an upper bound of its records
+		}
 		if o.Normalize == nil {
 			out.perInput[k] = append(out.perInput[k], item)
 			continue
@@ -333,25 +342,82 @@ func matchKey(s string) string {
 	return strings.ToLower(strings.TrimSuffix(strings.TrimSpace(s), "/"))
 }
 
+// sent also indexes what the request body sent for each input, when it
+// holds an array of one element per input (a request program that sends
+// a place id as the URL that names it: the upstream echoes the URL, not
+// the id). A string element, or each string member of an object element,
+// names its input, unless the input itself or another element holds that
+// string too (a constant such as a country is no one input's).
+func (m *inputMatcher) sent(body any) {
+	obj, ok := body.(map[string]any)
+	if !ok || m.n <= 1 {
+		return
+	}
+	var elems []any
+	for _, v := range obj {
+		if a, ok := v.([]any); ok && len(a) == m.n {
+			if elems != nil {
+				return // two arrays of n: which one is per input is unknown
+			}
+			elems = a
+		}
+	}
+	owner := map[string]int{}
+	for i, e := range elems {
+		var strs []string
+		switch e := e.(type) {
+		case string:
+			strs = []string{e}
+		case map[string]any:
+			for _, v := range e {
+				if s, ok := v.(string); ok {
+					strs = append(strs, s)
+				}
+			}
+		}
+		for _, s := range strs {
+			k := matchKey(s)
+			if j, seen := owner[k]; seen && j != i {
+				owner[k] = -1
+			} else if !seen {
+				owner[k] = i
+			}
+		}
+	}
+	for k, i := range owner {
+		if _, taken := m.index[k]; !taken && i >= 0 {
+			m.index[k] = i
+		}
+	}
+}
+
 // match returns the position in the batch of the input item answers: the
 // only input; else one equal to a string field of the item's `input` object,
 // then to a top-level string field; else the first input. The raw item
 // (valid JSON: the splitter checked the body) is scanned in place rather
 // than decoded again.
 func (m *inputMatcher) match(item json.RawMessage) int {
+	i, _ := m.place(item)
+	return i
+}
+
+// place is match, and whether the item named its input (always, in a
+// batch of one input).
+func (m *inputMatcher) place(item json.RawMessage) (int, bool) {
 	if m.n <= 1 {
-		return 0
+		return 0, true
 	}
 	doc := jsonscan.TrimSpace(jsonscan.Bytes(item))
 	if doc == "" || doc[0] != '{' {
-		return 0
+		return 0, false
 	}
 	if in, ok := jsonscan.Lookup(doc, "input"); ok && in[0] == '{' {
 		if i := m.lookup(in); i >= 0 {
-			return i
+			return i, true
 		}
 	}
-	return max(0, m.lookup(doc))
+	i := m.lookup(doc)
+	return max(0, i), i >= 0
 }
 
 // lookup returns the position of the input equal to the first string

@@ -12,8 +12,9 @@ import (
 
 // RunInputs is Run that also returns, for each record of the result, the
 // index in req.Inputs of the input it answers, as the walk matched each
-// upstream item to its input (match.go), so a caller can keep records
-// input by input. inputs is nil when a record cannot be placed.
+// upstream item to its input (batch.go), so a caller can keep records
+// input by input. inputs is nil when a record cannot be placed: an item of
+// a batch of several inputs named none of them.
 func (r *Router) RunInputs(ctx context.Context, req Request) (res *Result, inputs []int, err error) {
 	if req.Service == nil || req.Pin == nil && len(req.Chain()) == 0 {
 		res, err = r.Run(ctx, req) // the failures Run answers
@@ -53,6 +54,11 @@ func (w *walk) inputsOf(res *Result) []int {
 			if a.ok {
 				add(a.perInput)
 			}
+		}
+	}
+	for _, a := range w.tried {
+		if a.unmatched > 0 {
+			return nil
 		}
 	}
 	out := make([]int, len(res.Records))

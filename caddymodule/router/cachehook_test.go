@@ -59,3 +59,27 @@ func TestRunInputs(t *testing.T) {
 		})
 	}
 }
+
+// TestRunInputsUnnamed: an item of a batch of several inputs that names
+// none of them is served (under the first input) but not placed: inputs
+// is nil, so a caller keeping records input by input keeps none.
+func TestRunInputsUnnamed(t *testing.T) {
+	reg := testRegistry(t)
+	svc := service(t, reg, "pro_net/profile.info")
+	in := urls(4)
+	unnamed := func(_ context.Context, c sources.Call) (*sources.Result, error) {
+		res := &sources.Result{Status: 201, Handles: []string{"run_" + c.Target}}
+		for i := range bodyInputs(c.Body) {
+			res.Items = append(res.Items, rawf(`{"url": "https://example.com/in/elsewhere-%d", "name": "n%d"}`, i, i))
+		}
+		return res, nil
+	}
+	r := setup(t, Config{}, &fake{do: unnamed}, &fake{do: unnamed})
+	res, inputs, err := r.RunInputs(context.Background(), Request{Service: svc, Inputs: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Records) != len(in) || inputs != nil {
+		t.Errorf("%d records, inputs %v; want %d records, none placed", len(res.Records), inputs, len(in))
+	}
+}

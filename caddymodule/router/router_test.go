@@ -537,6 +537,30 @@ func TestInputMatching(t *testing.T) {
 		t.Errorf("single-input batch matched %d", got)
 	}
 
+	// What the request sent for an input names it too: an id sent as the
+	// URL naming it is echoed as that URL; a constant sent with every
+	// input names none.
+	sent := []string{"id-a", "id-b", in3}
+	ms := newInputMatcher(sent)
+	ms.sent(map[string]any{"input": []any{
+		map[string]any{"url": "https://example.com/?q=id:id-a", "country": "US"},
+		map[string]any{"url": "https://example.com/?q=id:id-b", "country": "US"},
+		map[string]any{"url": in3, "country": "US"},
+	}, "fields": []any{"x"}})
+	for _, tt := range []struct {
+		item string
+		want int
+	}{
+		{`{"input": {"url": "https://example.com/?q=id:id-b", "country": "US"}}`, 1},
+		{`{"input": {"country": "US", "url": "https://example.com/?q=id:ID-A"}}`, 0},
+		{`{"input": {"url": "https://example.com/in/carol"}}`, 2},
+		{`{"place": "id-b"}`, 1},
+	} {
+		if got := ms.match(jsonRaw(tt.item)); got != tt.want {
+			t.Errorf("with the request sent, %s matched %d, want %d", tt.item, got, tt.want)
+		}
+	}
+
 	t.Run("records in input order with the right $input", func(t *testing.T) {
 		reg := testRegistry(t)
 		svc := service(t, reg, "pro_net/profile.info")

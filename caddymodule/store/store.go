@@ -101,6 +101,9 @@ type Settlement struct {
 type Line struct {
 	Offer string
 	Price credits.Micros
+	// Cached marks a record served from the freshness cache: the run's
+	// cached_records counts the kept ones (a short balance keeps fewer).
+	Cached bool
 }
 
 // SettleResult reports what Settle charged.

@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -64,6 +66,14 @@ func testSettleMixed(t *testing.T, open func(t *testing.T) store.Store) {
 			}
 			st := settlement(run, price, base)
 			st.Lines = mixedLines(pattern)
+			// A's records came from the freshness cache.
+			run.CachedRecords = 0
+			for i := range st.Lines {
+				if st.Lines[i].Offer == mixedA {
+					st.Lines[i].Cached = true
+					run.CachedRecords++
+				}
+			}
 			res := mustSettle(t, s, st)
 			if res.Records != tc.records || res.Charged != tc.charged || res.Balance != tc.balance-tc.charged {
 				t.Errorf("Settle = %+v, want %d records, %s charged, balance %s", res, tc.records, tc.charged, tc.balance-tc.charged)
@@ -74,6 +84,13 @@ func testSettleMixed(t *testing.T, open func(t *testing.T) store.Store) {
 			}
 			if got.CreditsUsed != tc.charged || len(got.Data) != tc.records || got.Pagination.Returned != tc.records {
 				t.Errorf("stored run: credits_used %s, %d records, returned %d", got.CreditsUsed, len(got.Data), got.Pagination.Returned)
+			}
+			cached := strings.Count(pattern[:tc.records], "a")
+			if got.CachedRecords != cached || run.CachedRecords != cached {
+				t.Errorf("cached_records: stored %d, on the settled run %d; want %d, the cached records kept", got.CachedRecords, run.CachedRecords, cached)
+			}
+			if doc, err := s.GetRunJSON(ctx(t), nil, acct, run.ID); err != nil || cached > 0 && !strings.Contains(string(doc), fmt.Sprintf(`"cached_records":%d`, cached)) {
+				t.Errorf("the stored document (%v) lacks cached_records %d: %.300s", err, cached, doc)
 			}
 			if spent, err := s.KeySpend(ctx(t), k.ID, store.PeriodDay, base); err != nil || spent != tc.charged {
 				t.Errorf("key spend %s, %v; want %s", spent, err, tc.charged)

@@ -220,6 +220,7 @@ func (p *Prepared) render(dst []byte, records int, charged credits.Micros) ([]by
 	r.Data = nil
 	r.CreditsUsed = charged
 	r.Pagination.Returned = records
+	r.CachedRecords = p.cachedAmong(records)
 	if b, ok := runs.AppendRun(dst, &r, kept(p.Data, records), true, r.AccountID, r.KeyID); ok {
 		return b, nil // the bytes of AppendJSON below, without reflection
 	}
@@ -236,6 +237,23 @@ func (p *Prepared) Apply(records int, charged credits.Micros) {
 	p.S.Run.Data = kept(p.Data, records)
 	p.S.Run.CreditsUsed = charged
 	p.S.Run.Pagination.Returned = records
+	p.S.Run.CachedRecords = p.cachedAmong(records)
+}
+
+// cachedAmong is the run's cached_records once its first records records
+// are kept: the kept lines served from the cache (store.Line.Cached), or,
+// without lines, as many of the run's as are kept.
+func (p *Prepared) cachedAmong(records int) int {
+	if p.S.Lines == nil {
+		return min(p.S.Run.CachedRecords, records)
+	}
+	n := 0
+	for _, l := range p.S.Lines[:records] {
+		if l.Cached {
+			n++
+		}
+	}
+	return n
 }
 
 func kept(data []json.RawMessage, records int) []json.RawMessage {
