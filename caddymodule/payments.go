@@ -210,15 +210,8 @@ func (s settleWatch) Settle(ctx context.Context, st store.Settlement) (store.Set
 	return res, err
 }
 
-// Writable and Ping pass the decorated store's through (the readiness
-// check asks the API's store).
-func (s settleWatch) Writable() error {
-	if wc, ok := s.Store.(store.WriteChecker); ok {
-		return wc.Writable()
-	}
-	return nil
-}
-
+// Ping passes the decorated store's through (the readiness check asks
+// the API's store).
 func (s settleWatch) Ping(ctx context.Context) error {
 	if p, ok := s.Store.(metrics.Pinger); ok {
 		return p.Ping(ctx)

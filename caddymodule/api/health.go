@@ -9,7 +9,6 @@ import (
 	"go.uber.org/zap"
 
 	"socialrouter/caddymodule/metrics"
-	"socialrouter/caddymodule/store"
 )
 
 // readyTimeout bounds the store ping of a readiness check, so a load
@@ -30,10 +29,8 @@ func (a *API) health(w http.ResponseWriter, r *http.Request) {
 		}
 		if err := a.pingStore(r.Context()); err != nil {
 			checks["store"] = "unavailable"
-		} else if wc, ok := a.Store.(store.WriteChecker); ok {
-			if reason := metrics.Unwritable(wc.Writable()); reason != "" {
-				checks["store"] = reason // disk_full or write_failed: calls would be refused
-			}
+		} else if reason := metrics.Unwritable(a.Store.Writable()); reason != "" {
+			checks["store"] = reason // disk_full or write_failed: calls would be refused
 		}
 		if checks["registry"] != "ok" || checks["store"] != "ok" {
 			newError(http.StatusServiceUnavailable, "not_ready", typeInternal,

@@ -31,17 +31,15 @@ func InstrumentStore(s store.Store, kind string) *Store {
 	settleDuration.WithLabelValues(kind, resultOK)
 	reserveDuration.WithLabelValues(kind, resultOK)
 	openReservations.WithLabelValues(kind)
-	if _, ok := s.(store.Expirer); ok {
-		startRetentionSeries(kind)
-	}
-	if wc, ok := s.(store.WriteChecker); ok {
-		writables.add(kind, wc)
-	}
+	startRetentionSeries(kind)
+	writables.add(kind, s)
 	return &Store{Store: s, kind: kind}
 }
 
-// Unwrap returns the decorated store.
-func (s *Store) Unwrap() store.Store { return s.Store }
+// Capabilities forwards the decorated store's optional parts as they are
+// (the decorator adds none and hides none), so a caller asking for the
+// backup never unwraps the decorator.
+func (s *Store) Capabilities() store.Capabilities { return s.Store.Capabilities() }
 
 // Settle times the settlement and counts the records and credits charged.
 func (s *Store) Settle(ctx context.Context, st store.Settlement) (store.SettleResult, error) {
@@ -79,16 +77,6 @@ func (s *Store) Ping(ctx context.Context) error {
 		return fmt.Errorf("%T cannot be pinged", s.Store)
 	}
 	return p.Ping(ctx)
-}
-
-// ListAccounts passes store.Exporter through, so `caddy sdr export`
-// works on a decorated store.
-func (s *Store) ListAccounts(ctx context.Context) ([]store.Account, error) {
-	ex, ok := s.Store.(store.Exporter)
-	if !ok {
-		return nil, fmt.Errorf("%T cannot list its accounts (store.Exporter)", s.Store)
-	}
-	return ex.ListAccounts(ctx)
 }
 
 // Reserve times the reservation and counts the call's hold as open while
@@ -139,7 +127,6 @@ func (s *Store) ReservationClosed() { openReservations.WithLabelValues(s.kind).D
 
 // Interface guards
 var (
-	_ store.Store    = (*Store)(nil)
-	_ store.Exporter = (*Store)(nil)
-	_ Pinger         = (*Store)(nil)
+	_ store.Store = (*Store)(nil)
+	_ Pinger      = (*Store)(nil)
 )
