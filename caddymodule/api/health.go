@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"time"
 
@@ -44,19 +43,13 @@ func (a *API) health(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// pingStore asks the store whether it answers (the store the API is given
-// is the metrics decorator, a metrics.Pinger), logging when the verdict
+// pingStore asks the store whether it answers, logging when the verdict
 // changes: an outage logs once when it starts and once when it ends, not on
 // every probe.
 func (a *API) pingStore(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
-	var err error
-	if p, ok := a.Store.(metrics.Pinger); ok {
-		err = p.Ping(ctx)
-	} else {
-		err = errNoPing
-	}
+	err := a.Store.Ping(ctx)
 	switch down := err != nil; {
 	case down && !a.storeDown.Swap(true):
 		a.Logger.Warn("store unavailable: reporting not ready", zap.Error(err))
@@ -65,6 +58,3 @@ func (a *API) pingStore(ctx context.Context) error {
 	}
 	return err
 }
-
-// errNoPing is the readiness verdict on a store that cannot be pinged.
-var errNoPing = errors.New("the store cannot be pinged")

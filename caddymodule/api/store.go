@@ -14,4 +14,5 @@ type Store interface {
 	store.Async        // the async runs in flight
 	store.Ledger       // GET /v1/transactions
 	store.WriteChecker // refusing calls while the store cannot write
+	store.Pinger       // the readiness check
 }

@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -10,7 +9,7 @@ import (
 )
 
 // Store decorates a store.Store: it times Settle, counts what Settle
-// served and charged per offer, and answers Ping for the readiness check.
+// served and charged per offer, and forwards Capabilities.
 // Every other method passes through untouched (embedded), so methods added
 // to store.Store later pass through too.
 type Store struct {
@@ -19,11 +18,6 @@ type Store struct {
 	// open is the set of call ids holding a reservation on this node, so
 	// the gauge counts a hold once however often failover re-sizes it.
 	open sync.Map
-}
-
-// Pinger is a store that can tell cheaply whether it answers.
-type Pinger interface {
-	Ping(ctx context.Context) error
 }
 
 // InstrumentStore wraps s; kind ("badger", "postgres") is the store label.
@@ -67,16 +61,6 @@ func countLines(lines []store.Line) {
 		recordsServed.WithLabelValues(l.Offer).Inc()
 		creditsCharged.add(l.Offer, l.Price)
 	}
-}
-
-// Ping asks the store whether it answers; a store that cannot tell is
-// reported as an error, so readiness never claims what it did not check.
-func (s *Store) Ping(ctx context.Context) error {
-	p, ok := s.Store.(Pinger)
-	if !ok {
-		return fmt.Errorf("%T cannot be pinged", s.Store)
-	}
-	return p.Ping(ctx)
 }
 
 // Reserve times the reservation and counts the call's hold as open while
@@ -128,5 +112,4 @@ func (s *Store) ReservationClosed() { openReservations.WithLabelValues(s.kind).D
 // Interface guards
 var (
 	_ store.Store = (*Store)(nil)
-	_ Pinger      = (*Store)(nil)
 )

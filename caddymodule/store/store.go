@@ -142,6 +142,7 @@ type Store interface {
 	Expirer      // run retention (retention.go)
 	Exporter     // the account listing of `caddy sdr export` (export.go)
 	WriteChecker // whether writes can succeed now (writable.go)
+	Pinger       // whether the store answers (ping.go)
 	Capable      // the optional capabilities, listed once (capabilities.go)
 
 	// Close releases the store.
