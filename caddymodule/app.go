@@ -287,11 +287,7 @@ func (a *App) startRetention() error {
 	if a.RunRetention <= 0 {
 		return nil
 	}
-	e, ok := a.store.(store.Expirer)
-	if !ok {
-		return fmt.Errorf("run_retention: the %s cannot expire runs", a.Storage)
-	}
-	a.retain = &retention.Runner{Store: e, Window: time.Duration(a.RunRetention), Logger: a.logger.Named("retention")}
+	a.retain = &retention.Runner{Store: a.store, Window: time.Duration(a.RunRetention), Logger: a.logger.Named("retention")}
 	a.retain.Start()
 	return nil
 }

@@ -24,13 +24,10 @@ var caches sync.Map
 // shared store when the node dies while working.
 const cacheClaimFor = 10 * time.Minute
 
-// provisionCache sets a.cache over the opened store, nil when the store
-// keeps no cache.
+// provisionCache sets a.cache over the opened store (every store keeps
+// one: store.Cache is a concern of store.Store).
 func (a *App) provisionCache() {
-	cs, ok := cacheStore(a.store)
-	if !ok {
-		return
-	}
+	var cs store.Cache = a.store
 	v, _ := caches.LoadOrStore(cs, cache.New(cs, a.CacheMaxBytes, cacheClaimFor))
 	a.cache = v.(*cache.Cache)
 	a.cache.SetMaxBytes(a.CacheMaxBytes)
@@ -45,20 +42,6 @@ func (a *App) provisionCache() {
 		return metrics.CacheFigures{Hits: st.Hits, Misses: st.Misses, Joins: st.Joins, Stored: st.Stored,
 			AvoidedMicros: st.AvoidedMicros, Entries: st.Entries, Bytes: st.Bytes}, true
 	})
-}
-
-// cacheStore finds the store.Cache under the store's decorators.
-func cacheStore(s store.Store) (store.Cache, bool) {
-	for {
-		if cs, ok := s.(store.Cache); ok {
-			return cs, true
-		}
-		u, ok := s.(interface{ Unwrap() store.Store })
-		if !ok {
-			return nil, false
-		}
-		s = u.Unwrap()
-	}
 }
 
 // unmarshalCacheMaxBytes reads `cache_max_bytes <size>` (e.g. 512MiB).

@@ -58,5 +58,5 @@ func TestProvisionCache(t *testing.T) {
 	if s, err := b.cache.Stats(t.Context()); err != nil || s.MaxBytes != 200 {
 		t.Errorf("stats %+v, %v: want the latest bound, 200", s, err)
 	}
-	t.Cleanup(func() { caches.Delete(st) })
+	t.Cleanup(func() { caches.Delete(wrapped) })
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"socialrouter/caddymodule/credits"
-	"socialrouter/caddymodule/metrics"
 	"socialrouter/caddymodule/payments"
 	"socialrouter/caddymodule/store"
 )
@@ -208,22 +207,6 @@ func (s settleWatch) Settle(ctx context.Context, st store.Settlement) (store.Set
 		s.svc.Settled(st.Run.AccountID, res.Balance)
 	}
 	return res, err
-}
-
-// Writable and Ping pass the decorated store's through (the readiness
-// check asks the API's store).
-func (s settleWatch) Writable() error {
-	if wc, ok := s.Store.(store.WriteChecker); ok {
-		return wc.Writable()
-	}
-	return nil
-}
-
-func (s settleWatch) Ping(ctx context.Context) error {
-	if p, ok := s.Store.(metrics.Pinger); ok {
-		return p.Ping(ctx)
-	}
-	return fmt.Errorf("%T cannot be pinged", s.Store)
 }
 
 // apiStore is the store the /v1 API settles through.

@@ -265,9 +265,9 @@ func (h *Handler) addCredits(w http.ResponseWriter, r *http.Request) error {
 	if len(body.Reason) > 500 {
 		return apiErr(http.StatusBadRequest, "reason must be at most 500 bytes")
 	}
-	if l, ok := h.Store.(store.Ledger); ok && body.Reason != "" {
+	if body.Reason != "" {
 		// The reason goes on the ledger row the customer reads.
-		e, err := l.Move(r.Context(), store.LedgerEntry{AccountID: id, Kind: store.LedgerAdjustment, Amount: *body.Amount, Reason: body.Reason})
+		e, err := h.Store.Move(r.Context(), store.LedgerEntry{AccountID: id, Kind: store.LedgerAdjustment, Amount: *body.Amount, Reason: body.Reason})
 		if err != nil {
 			return storeErr(err, "account "+id)
 		}

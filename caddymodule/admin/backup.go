@@ -25,12 +25,8 @@ func (h *Handler) backup(w http.ResponseWriter, r *http.Request) error {
 		}
 		since = n
 	}
-	st := h.Store
-	if d, ok := st.(interface{ Unwrap() store.Store }); ok {
-		st = d.Unwrap() // the metrics decorator
-	}
-	b, ok := st.(store.Backuper)
-	if !ok {
+	b := h.Store.Capabilities().Backup
+	if b == nil {
 		return apiErr(http.StatusNotImplemented, "%v", store.ErrNoBackup)
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")

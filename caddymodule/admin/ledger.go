@@ -7,24 +7,11 @@ import (
 	"socialrouter/caddymodule/store"
 )
 
-// ledger is the store's ledger, found by assertion (every store the app
-// opens has one).
-func (h *Handler) ledger() (store.Ledger, error) {
-	l, ok := h.Store.(store.Ledger)
-	if !ok {
-		return nil, apiErr(http.StatusNotImplemented, "this store keeps no ledger")
-	}
-	return l, nil
-}
-
 // transactions serves GET /sdr/accounts/{id}/transactions?limit=&cursor=:
 // an account's ledger, newest first, as the customer reads it.
 func (h *Handler) transactions(w http.ResponseWriter, r *http.Request) error {
-	l, err := h.ledger()
-	if err != nil {
-		return err
-	}
 	limit := 100
+	var err error
 	if v := r.URL.Query().Get("limit"); v != "" {
 		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > 1000 {
 			return apiErr(http.StatusBadRequest, "limit must be an integer from 1 to 1000")
@@ -35,7 +22,7 @@ func (h *Handler) transactions(w http.ResponseWriter, r *http.Request) error {
 		return apiErr(http.StatusBadRequest, "cursor: %v", err)
 	}
 	id := r.PathValue("id")
-	rows, next, err := store.Page(r.Context(), l, id, after, limit)
+	rows, next, err := store.Page(r.Context(), h.Store, id, after, limit)
 	if err != nil {
 		return storeErr(err, "account "+id)
 	}
@@ -53,11 +40,7 @@ func (h *Handler) transactions(w http.ResponseWriter, r *http.Request) error {
 // account (unknown account, another currency, a refund of a payment no
 // account was credited for), for the operator to settle by hand.
 func (h *Handler) orphans(w http.ResponseWriter, r *http.Request) error {
-	l, err := h.ledger()
-	if err != nil {
-		return err
-	}
-	os, err := l.Orphans(r.Context(), 1000)
+	os, err := h.Store.Orphans(r.Context(), 1000)
 	if err != nil {
 		return storeErr(err, "orphan payments")
 	}

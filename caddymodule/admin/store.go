@@ -11,12 +11,13 @@ import (
 // Store is the part of the account store the admin routes use, grouped
 // by concern. It is declared here, where it is used, so that admin
 // depends on these methods and not on the whole store.Store; the app
-// passes the real store (whose backup, if it has one, GET /sdr/backup
-// finds by assertion).
+// passes the real store.
 type Store interface {
 	accounts
 	Keys
 	invites
+	store.Ledger  // the transactions route and adjustments with a reason
+	store.Capable // GET /sdr/backup, when the store has a backup
 }
 
 // accounts are the accounts and their credits.

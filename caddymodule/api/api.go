@@ -22,13 +22,12 @@ import (
 	"socialrouter/caddymodule/cache"
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/router"
-	"socialrouter/caddymodule/store"
 )
 
 // Config is what the API works with; every field is required.
 type Config struct {
 	Registry *registry.Registry
-	Store    store.Store
+	Store    Store
 	Router   *router.Router
 	// KeyPrefix is the prefix of API keys (<prefix>_live_…).
 	KeyPrefix string

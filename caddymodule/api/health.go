@@ -2,14 +2,12 @@ package api
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"time"
 
 	"go.uber.org/zap"
 
 	"socialrouter/caddymodule/metrics"
-	"socialrouter/caddymodule/store"
 )
 
 // readyTimeout bounds the store ping of a readiness check, so a load
@@ -30,10 +28,8 @@ func (a *API) health(w http.ResponseWriter, r *http.Request) {
 		}
 		if err := a.pingStore(r.Context()); err != nil {
 			checks["store"] = "unavailable"
-		} else if wc, ok := a.Store.(store.WriteChecker); ok {
-			if reason := metrics.Unwritable(wc.Writable()); reason != "" {
-				checks["store"] = reason // disk_full or write_failed: calls would be refused
-			}
+		} else if reason := metrics.Unwritable(a.Store.Writable()); reason != "" {
+			checks["store"] = reason // disk_full or write_failed: calls would be refused
 		}
 		if checks["registry"] != "ok" || checks["store"] != "ok" {
 			newError(http.StatusServiceUnavailable, "not_ready", typeInternal,
@@ -47,19 +43,13 @@ func (a *API) health(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// pingStore asks the store whether it answers (the store the API is given
-// is the metrics decorator, a metrics.Pinger), logging when the verdict
+// pingStore asks the store whether it answers, logging when the verdict
 // changes: an outage logs once when it starts and once when it ends, not on
 // every probe.
 func (a *API) pingStore(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
-	var err error
-	if p, ok := a.Store.(metrics.Pinger); ok {
-		err = p.Ping(ctx)
-	} else {
-		err = errNoPing
-	}
+	err := a.Store.Ping(ctx)
 	switch down := err != nil; {
 	case down && !a.storeDown.Swap(true):
 		a.Logger.Warn("store unavailable: reporting not ready", zap.Error(err))
@@ -68,6 +58,3 @@ func (a *API) pingStore(ctx context.Context) error {
 	}
 	return err
 }
-
-// errNoPing is the readiness verdict on a store that cannot be pinged.
-var errNoPing = errors.New("the store cannot be pinged")

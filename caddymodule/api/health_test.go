@@ -8,7 +8,6 @@ import (
 
 	"socialrouter/caddymodule/metrics"
 	"socialrouter/caddymodule/registry"
-	"socialrouter/caddymodule/store"
 )
 
 // TestHealth: live always; ready while the registry is loaded and the store
@@ -59,16 +58,5 @@ func TestHealth(t *testing.T) {
 	}
 	if code, _ := probe("/v1/health/live"); code != 200 {
 		t.Errorf("live with the store closed: %d", code)
-	}
-}
-
-// TestReadyNeedsAPinger: a store that cannot be pinged is not ready.
-func TestReadyNeedsAPinger(t *testing.T) {
-	a := newTestAPI(t, 0)
-	a.Store = struct{ store.Store }{a.store}
-	w := httptest.NewRecorder()
-	a.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/v1/health/ready", nil))
-	if w.Code != 503 {
-		t.Errorf("unpingable store: %d %s", w.Code, w.Body)
 	}
 }

@@ -5,7 +5,6 @@ import (
 
 	"socialrouter/caddymodule/errkind"
 	"socialrouter/caddymodule/metrics"
-	"socialrouter/caddymodule/store"
 )
 
 // unwritableRetry is the Retry-After of a call refused because the store
@@ -18,11 +17,7 @@ const unwritableRetry = 30 * time.Second
 // any upstream call, since a run whose settle cannot be stored would be
 // upstream spend nobody pays for. The store recovers by itself.
 func (a *API) writable() *Error {
-	wc, ok := a.Store.(store.WriteChecker)
-	if !ok {
-		return nil
-	}
-	reason := metrics.Unwritable(wc.Writable())
+	reason := metrics.Unwritable(a.Store.Writable())
 	if reason == "" {
 		return nil
 	}

@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -53,22 +52,9 @@ func startRetentionSeries(kind string) {
 	storedBytes.WithLabelValues(kind)
 }
 
-// expirer is the decorated store as a store.Expirer.
-func (s *Store) expirer() (store.Expirer, error) {
-	e, ok := s.Store.(store.Expirer)
-	if !ok {
-		return nil, fmt.Errorf("%T cannot expire runs (store.Expirer)", s.Store)
-	}
-	return e, nil
-}
-
 // ExpireRuns expires a batch and counts it.
 func (s *Store) ExpireRuns(ctx context.Context, cutoff, now time.Time, limit int) (store.ExpireResult, error) {
-	e, err := s.expirer()
-	if err != nil {
-		return store.ExpireResult{}, err
-	}
-	res, err := e.ExpireRuns(ctx, cutoff, now, limit)
+	res, err := s.Store.ExpireRuns(ctx, cutoff, now, limit)
 	if err != nil {
 		retentionErrors.WithLabelValues(s.kind).Inc()
 		return res, err
@@ -80,11 +66,7 @@ func (s *Store) ExpireRuns(ctx context.Context, cutoff, now time.Time, limit int
 
 // Reclaim gives space back, counts it and measures the store again.
 func (s *Store) Reclaim(ctx context.Context) (int64, error) {
-	e, err := s.expirer()
-	if err != nil {
-		return 0, err
-	}
-	n, err := e.Reclaim(ctx)
+	n, err := s.Store.Reclaim(ctx)
 	if err != nil {
 		retentionErrors.WithLabelValues(s.kind).Inc()
 		return n, err
@@ -98,11 +80,7 @@ func (s *Store) Reclaim(ctx context.Context) (int64, error) {
 
 // StoredBytes measures the store and sets the gauge.
 func (s *Store) StoredBytes(ctx context.Context) (int64, error) {
-	e, err := s.expirer()
-	if err != nil {
-		return 0, err
-	}
-	n, err := e.StoredBytes(ctx)
+	n, err := s.Store.StoredBytes(ctx)
 	if err == nil {
 		storedBytes.WithLabelValues(s.kind).Set(float64(n))
 	}

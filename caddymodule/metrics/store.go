@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -11,7 +10,7 @@ import (
 )
 
 // Store decorates a store.Store: it times Settle, counts what Settle
-// served and charged per offer, and answers Ping for the readiness check.
+// served and charged per offer, and forwards Capabilities.
 // Every other method passes through untouched (embedded), so methods added
 // to store.Store later pass through too.
 type Store struct {
@@ -22,27 +21,20 @@ type Store struct {
 	open sync.Map
 }
 
-// Pinger is a store that can tell cheaply whether it answers.
-type Pinger interface {
-	Ping(ctx context.Context) error
-}
-
 // InstrumentStore wraps s; kind ("badger", "postgres") is the store label.
 func InstrumentStore(s store.Store, kind string) *Store {
 	settleDuration.WithLabelValues(kind, resultOK)
 	reserveDuration.WithLabelValues(kind, resultOK)
 	openReservations.WithLabelValues(kind)
-	if _, ok := s.(store.Expirer); ok {
-		startRetentionSeries(kind)
-	}
-	if wc, ok := s.(store.WriteChecker); ok {
-		writables.add(kind, wc)
-	}
+	startRetentionSeries(kind)
+	writables.add(kind, s)
 	return &Store{Store: s, kind: kind}
 }
 
-// Unwrap returns the decorated store.
-func (s *Store) Unwrap() store.Store { return s.Store }
+// Capabilities forwards the decorated store's optional parts as they are
+// (the decorator adds none and hides none), so a caller asking for the
+// backup never unwraps the decorator.
+func (s *Store) Capabilities() store.Capabilities { return s.Store.Capabilities() }
 
 // Settle times the settlement and counts the records and credits charged.
 func (s *Store) Settle(ctx context.Context, st store.Settlement) (store.SettleResult, error) {
@@ -72,26 +64,6 @@ func countLines(lines []store.Line) {
 		recordsServed.WithLabelValues(l.Offer).Inc()
 		creditsCharged.add(l.Offer, l.Price)
 	}
-}
-
-// Ping asks the store whether it answers; a store that cannot tell is
-// reported as an error, so readiness never claims what it did not check.
-func (s *Store) Ping(ctx context.Context) error {
-	p, ok := s.Store.(Pinger)
-	if !ok {
-		return fmt.Errorf("%T cannot be pinged", s.Store)
-	}
-	return p.Ping(ctx)
-}
-
-// ListAccounts passes store.Exporter through, so `caddy sdr export`
-// works on a decorated store.
-func (s *Store) ListAccounts(ctx context.Context) ([]store.Account, error) {
-	ex, ok := s.Store.(store.Exporter)
-	if !ok {
-		return nil, fmt.Errorf("%T cannot list its accounts (store.Exporter)", s.Store)
-	}
-	return ex.ListAccounts(ctx)
 }
 
 // Reserve times the reservation and counts the call's hold as open while
@@ -142,7 +114,5 @@ func (s *Store) ReservationClosed() { openReservations.WithLabelValues(s.kind).D
 
 // Interface guards
 var (
-	_ store.Store    = (*Store)(nil)
-	_ store.Exporter = (*Store)(nil)
-	_ Pinger         = (*Store)(nil)
+	_ store.Store = (*Store)(nil)
 )

@@ -77,15 +77,3 @@ func Unwritable(err error) string {
 	}
 	return store.ReasonWriteFailed
 }
-
-// Writable passes store.WriteChecker through; a store that cannot tell is
-// taken as writable (its writes report their own failures).
-func (s *Store) Writable() error {
-	if wc, ok := s.Store.(store.WriteChecker); ok {
-		return wc.Writable()
-	}
-	return nil
-}
-
-// Interface guards
-var _ store.WriteChecker = (*Store)(nil)

@@ -46,10 +46,19 @@ type Config struct {
 	// may start. Default: 1h.
 	RechargeRetry time.Duration
 
-	Store  store.Store
+	Store  Store
 	Notify Notifier
 	Logger *zap.Logger
 	Now    func() time.Time
+}
+
+// Store is the part of the account store payments use: the ledger the
+// top-ups and refunds are written to, and the balance a recharge reads.
+// Declared here so that payments depend on these concerns and not on the
+// whole store.Store.
+type Store interface {
+	store.Accounts
+	store.Ledger
 }
 
 // Notifier queues an event to the account's webhook endpoints
@@ -122,7 +131,7 @@ func New(cfg Config) (*Service, error) {
 
 // Notices is the service without a provider (no payments block): it
 // still sends balance.low and keeps settings; top-ups are off.
-func Notices(st store.Store, notify Notifier, logger *zap.Logger) *Service {
+func Notices(st Store, notify Notifier, logger *zap.Logger) *Service {
 	if logger == nil {
 		logger = zap.NewNop()
 	}

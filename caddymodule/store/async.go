@@ -73,7 +73,7 @@ var ErrAsyncLimit = errors.New("the account has its most async runs in flight")
 // longer holds the lease of: another worker took it over.
 var ErrLeaseLost = errors.New("the lease of the async run is held by another worker")
 
-// Async is the persistence of asynchronous runs and idempotency keys.
+// Async is the persistence of asynchronous runs in flight.
 // Times are compared with the caller's now, so every node must keep its
 // clock in step (as the holds already require).
 type Async interface {
@@ -110,7 +110,11 @@ type Async interface {
 	// DeleteAsyncRun removes a run once settled; deleting an absent one is
 	// not an error.
 	DeleteAsyncRun(ctx context.Context, id string) error
+}
 
+// Idempotency is the persistence of idempotency keys, which sync and
+// async calls alike carry.
+type Idempotency interface {
 	// PutIdempotencyKey stores k if the account has no live record of
 	// k.Key (none, expired at k.CreatedAt, or a running one whose lock
 	// lapsed, which k replaces) and returns (k, true); otherwise it

@@ -82,7 +82,7 @@ type RunFilter struct {
 const DefaultRunLimit = 100
 
 // Members is the dashboard's persistence: members, invites, sessions, the
-// activity trail and the run listing. Every Store implements it.
+// activity trail. Every Store implements it (the run listing is in Runs).
 type Members interface {
 	// CreateInvite stores an invite (ErrNotFound if the account is absent,
 	// ErrExists if a member already has the email).
@@ -119,7 +119,4 @@ type Members interface {
 	AddActivity(ctx context.Context, a Activity) error
 	// ListActivity returns an account's latest entries, newest first.
 	ListActivity(ctx context.Context, accountID string, limit int) ([]Activity, error)
-
-	// ListRuns returns an account's runs matching f, newest first.
-	ListRuns(ctx context.Context, accountID string, f RunFilter) ([]RunSummary, error)
 }

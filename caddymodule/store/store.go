@@ -123,19 +123,37 @@ type UsageRow struct {
 	Credits  credits.Micros `json:"credits"`
 }
 
-// Store is the account plane's persistence. Every method is safe for
-// concurrent use. Every run query is scoped to an account.
+// Store is the account plane's persistence: the composition of its
+// concerns, each an interface of its own below or in the concern's file.
+// Only the app's wiring (caddymodule/) and the offline tools hold a whole
+// Store; every other package declares the few concerns it uses. Every
+// method is safe for concurrent use. Every run query is scoped to an
+// account.
 type Store interface {
-	Members  // the dashboard's members, sessions, activity and run listing
-	OAuth    // the OAuth server's clients, codes and tokens
-	Throttle // the dashboard's attempt counters
+	Accounts     // accounts and their balances
+	Keys         // API keys, their credit limits and spend
+	Money        // holds and the atomic Settle
+	Runs         // stored runs and the usage rollups
+	Idempotency  // idempotency keys, of sync and async calls (async.go)
+	Async        // asynchronous runs in flight (async.go)
+	Webhooks     // webhook endpoints and their delivery queue (webhooks.go)
+	Throttle     // the dashboard's attempt counters (throttle.go)
+	Members      // the dashboard's members, sessions and activity (members.go)
+	OAuth        // the OAuth server's clients, codes and tokens (oauth.go)
+	Ledger       // money in: ledger rows, provider events, billing settings (ledger.go)
+	Cache        // the freshness cache (cache.go)
+	Expirer      // run retention (retention.go)
+	Exporter     // the account listing of `caddy sdr export` (export.go)
+	WriteChecker // whether writes can succeed now (writable.go)
+	Pinger       // whether the store answers (ping.go)
+	Capable      // the optional capabilities, listed once (capabilities.go)
 
-	// Webhooks: webhook endpoints and their delivery queue.
-	Webhooks
+	// Close releases the store.
+	Close() error
+}
 
-	Ledger // money in: ledger rows, provider events, billing settings (ledger.go)
-
-	Async // asynchronous runs in flight and idempotency keys (async.go)
+// Accounts are the accounts and their balances.
+type Accounts interface {
 	// CreateAccount creates an account; ErrExists if the id is taken.
 	CreateAccount(ctx context.Context, id string, balance credits.Micros, now time.Time) (Account, error)
 	// GetAccount returns an account; ErrNotFound if absent.
@@ -144,7 +162,10 @@ type Store interface {
 	// balance: ErrInsufficient) and returns the account; the ledger gets an
 	// adjustment row with no reason (Move records one with a reason).
 	AddCredits(ctx context.Context, id string, amount credits.Micros) (Account, error)
+}
 
+// Keys are the accounts' API keys, their credit limits and their spend.
+type Keys interface {
 	// CreateKey stores a new key (ErrNotFound if its account is absent,
 	// ErrExists if the id or the hash is taken).
 	CreateKey(ctx context.Context, k Key) error
@@ -161,6 +182,21 @@ type Store interface {
 	RevokeKey(ctx context.Context, id string, at time.Time) (Key, error)
 	// KeySpend returns what a key spent in the period bucket containing at.
 	KeySpend(ctx context.Context, keyID, period string, at time.Time) (credits.Micros, error)
+}
+
+// Money is what moves credits for a call: the holds taken before upstream
+// work and the Settle that captures them.
+type Money interface {
+	// Reserve, in one atomic step, sets the hold of call h.ID to
+	// h.Price × n, replacing the hold it had (so a failover re-sizes it):
+	// n is the most records, at most h.Records, that both the account's
+	// available balance (balance − its other holds) and the key's room in
+	// each window of its credit limit (limit − spent − its other holds)
+	// pay for. n = 0 leaves no hold. Settle captures the hold of its run
+	// id; Release drops it; holds do not outlive a crash (see Hold).
+	Reserve(ctx context.Context, h Hold) (HoldResult, error)
+	// Release drops the hold of a call, if it has one.
+	Release(ctx context.Context, id string) error
 
 	// Settle, in ONE transaction: debits min(len(Run.Data), balance/Price,
 	// hold/Price) records × Price from the run's account (never below zero;
@@ -173,6 +209,10 @@ type Store interface {
 	// bucket of each period. A failed run (Price 0, no data) is written and
 	// counted as a request with no charge.
 	Settle(ctx context.Context, s Settlement) (SettleResult, error)
+}
+
+// Runs are the stored runs of an account and its daily usage rollups.
+type Runs interface {
 	// GetRun returns a run of the account; ErrNotFound for an unknown id or
 	// another account's run.
 	GetRun(ctx context.Context, accountID, runID string) (runs.Run, error)
@@ -183,22 +223,11 @@ type Store interface {
 	// again; dst lets the caller reuse one buffer across calls, since the
 	// answer is tens of KB. ErrNotFound as GetRun.
 	GetRunJSON(ctx context.Context, dst []byte, accountID, runID string) ([]byte, error)
-	// Reserve, in one atomic step, sets the hold of call h.ID to
-	// h.Price × n, replacing the hold it had (so a failover re-sizes it):
-	// n is the most records, at most h.Records, that both the account's
-	// available balance (balance − its other holds) and the key's room in
-	// each window of its credit limit (limit − spent − its other holds)
-	// pay for. n = 0 leaves no hold. Settle captures the hold of its run
-	// id; Release drops it; holds do not outlive a crash (see Hold).
-	Reserve(ctx context.Context, h Hold) (HoldResult, error)
-	// Release drops the hold of a call, if it has one.
-	Release(ctx context.Context, id string) error
+	// ListRuns returns an account's runs matching f, newest first.
+	ListRuns(ctx context.Context, accountID string, f RunFilter) ([]RunSummary, error)
 
 	// Usage returns the account's rollup rows with Day >= since.
 	Usage(ctx context.Context, accountID string, since time.Time) ([]UsageRow, error)
-
-	// Close releases the store.
-	Close() error
 }
 
 // ErrInsufficient is returned by AddCredits when a negative amount would

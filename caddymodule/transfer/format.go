@@ -95,14 +95,22 @@ func (l keyLine) key() (store.Key, error) {
 // exportStats counts what an export wrote.
 type exportStats struct{ accounts, keys int }
 
+// exported is the part of the store an export reads.
+type exported interface {
+	store.Exporter
+	store.Keys
+}
+
+// imported is the part of the store an import writes.
+type imported interface {
+	store.Accounts
+	store.Keys
+}
+
 // exportStore writes every account of s, then every key, as JSON lines.
-func exportStore(ctx context.Context, s store.Store, w io.Writer) (exportStats, error) {
+func exportStore(ctx context.Context, s exported, w io.Writer) (exportStats, error) {
 	var st exportStats
-	ex, ok := s.(store.Exporter)
-	if !ok {
-		return st, fmt.Errorf("%T cannot list its accounts (store.Exporter)", s)
-	}
-	accounts, err := ex.ListAccounts(ctx)
+	accounts, err := s.ListAccounts(ctx)
 	if err != nil {
 		return st, err
 	}
@@ -154,7 +162,7 @@ func (s importStats) String() string {
 // past bad lines so that one run reports every problem; the returned error
 // is non-nil only for a failure to read r or a store failure that makes
 // going on pointless (a cancelled context).
-func importStore(ctx context.Context, s store.Store, r io.Reader, report io.Writer) (importStats, error) {
+func importStore(ctx context.Context, s imported, r io.Reader, report io.Writer) (importStats, error) {
 	var st importStats
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)

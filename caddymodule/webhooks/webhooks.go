@@ -82,9 +82,16 @@ var DefaultSchedule = []time.Duration{
 	5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour,
 }
 
+// Store is the part of the account store webhooks use: the endpoints and
+// their delivery queue. Declared here so that webhooks depend on that
+// concern and not on the whole store.Store.
+type Store interface {
+	store.Webhooks
+}
+
 // Config is what a Service works with; Store is required.
 type Config struct {
-	Store store.Store
+	Store Store
 	// AllowPrivate accepts endpoints on loopback, private and other
 	// non-public addresses, and plain http (the Caddyfile's
 	// webhooks_allow_private: tests, or receivers inside the operator's
@@ -113,7 +120,7 @@ type Config struct {
 // Service registers endpoints, queues deliveries and runs the worker that
 // sends them. Build it with New.
 type Service struct {
-	store    store.Store
+	store    Store
 	guard    guard
 	client   *http.Client
 	schedule []time.Duration

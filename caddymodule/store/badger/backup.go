@@ -79,3 +79,8 @@ func Restore(dir string, backups ...io.Reader) error {
 
 // Interface guards
 var _ store.Backuper = (*Store)(nil)
+
+// Capabilities lists the badger store's optional parts: its online backup.
+func (s *Store) Capabilities() store.Capabilities {
+	return store.Capabilities{Backup: s}
+}

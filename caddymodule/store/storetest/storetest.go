@@ -70,6 +70,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	suites = append(suites, asyncSuites...)
 	suites = append(suites, ledgerSuites...)
 	suites = append(suites, cacheSuites...)
+	suites = append(suites, capabilitySuites...)
 	for _, s := range suites {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()

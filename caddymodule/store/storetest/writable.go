@@ -21,10 +21,7 @@ import (
 // can again by itself within a few seconds, and a settle then charges, so
 // the balance is the start minus what was charged.
 func WriteFault(t *testing.T, s store.Store, fail func(bool), wantReason string) {
-	wc, ok := s.(store.WriteChecker)
-	if !ok {
-		t.Fatalf("%T does not implement store.WriteChecker", s)
-	}
+	var wc store.WriteChecker = s
 	mustAccount(t, s, "acme", cr(1))
 	start := balanceOf(t, s, "acme")
 	if err := wc.Writable(); err != nil {
