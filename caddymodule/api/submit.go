@@ -102,38 +102,6 @@ type asyncRequest struct {
 	CacheControl string `json:"cache_control,omitempty"`
 }
 
-// runningRun is the document of an async run in flight: the Run of the
-// API with status running, no completed_at yet, and the attempts so far.
-type runningRun struct {
-	ID          string            `json:"id"`
-	Kind        string            `json:"kind,omitempty"`
-	Status      string            `json:"status"`
-	Platform    string            `json:"platform,omitempty"`
-	Service     string            `json:"service,omitempty"`
-	Source      string            `json:"source,omitempty"`
-	Type        string            `json:"type,omitempty"`
-	URL         string            `json:"url"`
-	Queries     []string          `json:"queries,omitempty"`
-	CreditsUsed int64             `json:"credits_used"`
-	Data        []json.RawMessage `json:"data"`
-	Pagination  runs.Pagination   `json:"pagination"`
-	CreatedAt   time.Time         `json:"created_at"`
-	Attempts    []runs.Attempt    `json:"attempts"`
-	Livemode    bool              `json:"livemode"`
-}
-
-func runningDoc(run *runs.Run, attempts []runs.Attempt) []byte {
-	if attempts == nil {
-		attempts = []runs.Attempt{}
-	}
-	b, _ := json.Marshal(runningRun{
-		ID: run.ID, Kind: run.Kind, Status: runs.StatusRunning, Platform: run.Platform, Service: run.Service,
-		Source: run.Source, Type: run.Type, URL: run.URL, Queries: run.Queries, Data: []json.RawMessage{},
-		Pagination: run.Pagination, CreatedAt: run.CreatedAt, Attempts: attempts, Livemode: run.Livemode,
-	})
-	return b
-}
-
 // submitAsync answers 202 with the run once everything that refuses a
 // sync call has passed (submit), recording the outcome on the call's
 // Idempotency-Key.
