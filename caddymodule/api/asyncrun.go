@@ -12,8 +12,6 @@ import (
 
 	"socialrouter/caddymodule/async"
 	"socialrouter/caddymodule/billing"
-	"socialrouter/caddymodule/errkind"
-	"socialrouter/caddymodule/limits"
 	"socialrouter/caddymodule/router"
 	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
@@ -129,32 +127,6 @@ func (ar *AsyncRunner) run(ctx context.Context, r store.AsyncRun, p async.Progre
 	}
 	_, _ = a.settle(bg, bill, run, res, rerr, c.platform)
 	return a.settledOutcome(bg, run)
-}
-
-// prepareStored prepares a stored async request with this node's
-// registry, as the submit did.
-func (a *API) prepareStored(b []byte) (*prepared, *Error) {
-	var req asyncRequest
-	if err := json.Unmarshal(b, &req); err != nil {
-		return nil, kindError(errkind.Internal, "the stored async request is unreadable: "+err.Error())
-	}
-	c, apiErr := a.prepareStoredCall(req)
-	if c != nil {
-		c.cc = parseCacheControl(http.Header{"Cache-Control": {req.CacheControl}})
-	}
-	return c, apiErr
-}
-
-// prepareStoredCall prepares the call of a stored async request.
-func (a *API) prepareStoredCall(req asyncRequest) (*prepared, *Error) {
-	if req.Kind == KindSearch {
-		return a.prepareSearch(req.Body, limits.AsyncLimitMax)
-	}
-	svc, apiErr := a.Service(req.Platform, req.Service)
-	if apiErr != nil {
-		return nil, apiErr
-	}
-	return a.prepareExtract(svc, req.Body, limits.AsyncLimitMax)
 }
 
 // settleAsync stores a run that failed with apiErr before or without
