@@ -5,14 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 
 	"go.uber.org/zap"
 
 	"socialrouter/caddymodule/async"
-	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/router"
-	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/sources"
 	"socialrouter/caddymodule/store"
 )
@@ -41,36 +38,6 @@ func resumePoint(r store.AsyncRun) (router.Resumed, bool) {
 		before = before[:n-1]
 	}
 	return router.Resumed{Offer: rec.Offer, Records: rec.Records, Before: before, Started: rec.Started}, true
-}
-
-// resumeFrom seeds the progress with the state of a resumed run.
-func (b *runProgress) resumeFrom(from router.Resumed) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.attempts = append(slices.Clip(from.Before), runs.Attempt{Offer: from.Offer, Outcome: outcomeRunning})
-	for _, s := range from.Started {
-		b.attempts[len(b.attempts)-1].Handles = sources.MergeHandles(b.attempts[len(b.attempts)-1].Handles, s.Handle)
-	}
-	b.resume = resumeRecord{Offer: from.Offer, Records: from.Records, Started: from.Started}
-	b.resuming = true
-}
-
-// started records upstream work the attempt under way started (the
-// router's OnHandle), durably before the work is waited for.
-func (b *runProgress) started(o *registry.Offer, s router.Started) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if o.ID != b.resume.Offer {
-		return // a late batch of an attempt already over: its work was aborted
-	}
-	b.resume.Started = append(b.resume.Started, s)
-	if n := len(b.attempts); n > 0 {
-		b.attempts[n-1].Handles = sources.MergeHandles(b.attempts[n-1].Handles, s.Handle)
-	}
-	// Written even when the run is ending (cancelled): the abort needs
-	// the handle. An error leaves the work unrecorded; a lost lease stops
-	// the run through its context.
-	_ = b.write(context.WithoutCancel(b.runCtx))
 }
 
 // handedOff reports whether a run's context ended because the run goes

@@ -6,16 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
 	"socialrouter/caddymodule/async"
 	"socialrouter/caddymodule/billing"
-	"socialrouter/caddymodule/errkind"
-	"socialrouter/caddymodule/limits"
-	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/router"
 	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
@@ -133,32 +129,6 @@ func (ar *AsyncRunner) run(ctx context.Context, r store.AsyncRun, p async.Progre
 	return a.settledOutcome(bg, run)
 }
 
-// prepareStored prepares a stored async request with this node's
-// registry, as the submit did.
-func (a *API) prepareStored(b []byte) (*prepared, *Error) {
-	var req asyncRequest
-	if err := json.Unmarshal(b, &req); err != nil {
-		return nil, kindError(errkind.Internal, "the stored async request is unreadable: "+err.Error())
-	}
-	c, apiErr := a.prepareStoredCall(req)
-	if c != nil {
-		c.cc = parseCacheControl(http.Header{"Cache-Control": {req.CacheControl}})
-	}
-	return c, apiErr
-}
-
-// prepareStoredCall prepares the call of a stored async request.
-func (a *API) prepareStoredCall(req asyncRequest) (*prepared, *Error) {
-	if req.Kind == KindSearch {
-		return a.prepareSearch(req.Body, limits.AsyncLimitMax)
-	}
-	svc, apiErr := a.Service(req.Platform, req.Service)
-	if apiErr != nil {
-		return nil, apiErr
-	}
-	return a.prepareExtract(svc, req.Body, limits.AsyncLimitMax)
-}
-
 // settleAsync stores a run that failed with apiErr before or without
 // routing, uncharged.
 func (a *API) settleAsync(ctx context.Context, bill *billing.Call, run *runs.Run, attempts []runs.Attempt, apiErr *Error, platform string) async.Outcome {
@@ -219,109 +189,6 @@ func failureAttempts(err error) []runs.Attempt {
 		return f.Attempts
 	}
 	return nil
-}
-
-// Outcomes of the attempts of a running run that are not the router's:
-// the one under way, and one that ended without serving (the router
-// tells how only when the walk ends).
-const (
-	outcomeRunning    = "running"
-	outcomeFailedOver = "failed_over"
-)
-
-// runProgress is an async run's progress as the router walks its offers
-// (router.Request's Proceed, OnAttempt and OnHandle; the money is the
-// run's billing.Call alone): each attempt beginning writes the running
-// document with the attempts so far, and the run's hold; each upstream
-// work started is written (the resume record) before the work is waited
-// for, so a worker that takes the run over resumes it instead of starting
-// it again; and a failover first reads whether the run was cancelled.
-type runProgress struct {
-	run      *runs.Run
-	progress async.Progress
-	// runCtx is the worker's context of the run: cancelled, no attempt
-	// begins.
-	runCtx context.Context
-	// cancelled reads whether the run is cancelled in the store: a cancel
-	// made on another node reaches this worker only at its next renewal,
-	// and no failover may start paid work for it meanwhile.
-	cancelled func(context.Context) bool
-
-	// mu orders the writes: the last one written is the newest state.
-	mu       sync.Mutex
-	attempts []runs.Attempt
-	hold     store.Hold
-	resume   resumeRecord
-	// resuming: the next attempt to begin is the recorded one, again.
-	resuming bool
-	// stopped: a failover found the run cancelled in the store.
-	stopped bool
-}
-
-// proceed stops a failover of a run cancelled in the store, before its
-// money is held; the first attempt and the resumed one do not ask.
-func (b *runProgress) proceed(ctx context.Context, o *registry.Offer) error {
-	b.mu.Lock()
-	failover := len(b.attempts) > 0 && !(b.resuming && o.ID == b.resume.Offer)
-	b.mu.Unlock()
-	if failover && b.cancelled != nil && b.cancelled(ctx) {
-		b.mu.Lock()
-		b.stopped = true
-		b.mu.Unlock()
-		return async.ErrCancelled
-	}
-	return nil
-}
-
-// began records an attempt beginning, its money held (or its offer
-// passed over as unpayable), and writes the progress.
-func (b *runProgress) began(ctx context.Context, at router.Begun) error {
-	o, covered := at.Offer, at.Records
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	switch n := len(b.attempts); {
-	case b.resuming && o.ID == b.resume.Offer && !at.Unpayable:
-		// The recorded attempt begins again, with its work.
-		b.resume.Records = covered
-	default:
-		if n > 0 && b.attempts[n-1].Outcome == outcomeRunning {
-			b.attempts[n-1].Outcome = outcomeFailedOver
-		}
-		b.resume = resumeRecord{}
-		if !at.Unpayable {
-			b.attempts = append(b.attempts, runs.Attempt{Offer: o.ID, Outcome: outcomeRunning, Records: 0})
-			b.resume = resumeRecord{Offer: o.ID, Records: covered}
-		} else {
-			b.attempts = append(b.attempts, runs.Attempt{Offer: o.ID, Outcome: router.OutcomeUnpayable, Message: at.Note})
-		}
-	}
-	b.resuming = false
-	b.hold = store.Hold{Price: o.Price, Records: covered}
-	// An error here leaves GET showing older progress; a lost lease
-	// stops the run through its context.
-	_ = b.write(ctx)
-	if err := context.Cause(b.runCtx); handedOff(err) && !at.Unpayable {
-		// Cancelled or handed over meanwhile: no attempt begins.
-		return err
-	}
-	return nil
-}
-
-// write writes the run's state as it stands; b.mu is held.
-func (b *runProgress) write(ctx context.Context) error {
-	var rec []byte
-	if b.resume.Offer != "" {
-		rec, _ = json.Marshal(b.resume)
-	}
-	return b.progress(ctx, async.State{Doc: runningDoc(b.run, b.attempts), Hold: b.hold, Resume: rec})
-}
-
-// cancelledInStore reports whether a failover stopped because the run
-// was cancelled in the store.
-func (b *runProgress) cancelledInStore() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.stopped
 }
 
 // asyncNotFound is the 404 of a run id the account does not have.

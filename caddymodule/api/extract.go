@@ -11,7 +11,6 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"socialrouter/caddymodule/registry"
-	"socialrouter/caddymodule/router"
 	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
 )
@@ -43,51 +42,6 @@ func (a *API) extract(w http.ResponseWriter, r *http.Request) {
 	}
 	c.cc = parseCacheControl(r.Header)
 	a.serveCall(w, r, key, c, body, async)
-}
-
-// prepared is a validated extract or search call, ready to route: what
-// the sync path runs at once and the async worker runs later.
-type prepared struct {
-	svc *registry.Service
-	// req lacks Now and Budget, set when it runs.
-	req router.Request
-	// kind is KindExtract or KindSearch, platform the usage key.
-	kind     string
-	platform string
-	// fill sets on the run what the call ran.
-	fill func(run *runs.Run)
-	// finish, if set, completes a routed run before its settle (the
-	// search's next cursor).
-	finish func(run *runs.Run, res *router.Result, err error)
-	// cc is the caller's Cache-Control (cachecontrol.go).
-	cc cacheControl
-}
-
-// Kinds of prepared calls, as stored in an async run's request.
-const (
-	KindExtract = "extract"
-	KindSearch  = runs.KindSearch
-)
-
-// prepareExtract validates an extract body with limit up to maxLimit.
-func (a *API) prepareExtract(svc *registry.Service, body map[string]json.RawMessage, maxLimit int) (*prepared, *Error) {
-	in, apiErr := parseExtractLimit(svc, body, maxLimit)
-	if apiErr != nil {
-		return nil, apiErr
-	}
-	return &prepared{
-		svc:      svc,
-		req:      router.Request{Service: svc, Inputs: in.Inputs, Options: in.Options, Limit: in.Limit, Pin: in.Pin},
-		kind:     KindExtract,
-		platform: svc.Platform,
-		fill: func(run *runs.Run) {
-			run.Platform, run.Service, run.URL = svc.Platform, svc.Name, in.Inputs[0]
-			if svc.InputKind == registry.KindQuery {
-				run.Queries = in.Raw
-				run.URL = in.Raw[0]
-			}
-		},
-	}, nil
 }
 
 // Extract is one extraction call for an authenticated key with a decoded

@@ -1,3 +1,9 @@
+// Async submission: an async run of a validated call started — the
+// account's cap of runs in flight checked, the money for its first
+// payable offer held ahead (reserveAhead), the run stored and handed to a
+// worker — answered 202 (submitAsync) or, without HTTP, SubmitExtract and
+// SubmitSearch.
+
 package api
 
 import (
@@ -5,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -22,117 +27,6 @@ import (
 // DefaultAsyncDeadline ends an async run that has not finished (failed,
 // like an attempt past its deadline) when no deadline is configured.
 const DefaultAsyncDeadline = time.Hour
-
-// prefersAsync reports whether the request asks Prefer: respond-async
-// (RFC 7240) and this API runs async calls.
-func (a *API) prefersAsync(h http.Header) bool {
-	if a.Async == nil {
-		return false
-	}
-	for _, v := range h.Values("Prefer") {
-		for _, p := range strings.Split(v, ",") {
-			name, _, _ := strings.Cut(p, ";")
-			name, _, _ = strings.Cut(name, "=")
-			if strings.EqualFold(strings.TrimSpace(name), "respond-async") {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// limitMax is the largest limit of a sync or an async call.
-func limitMax(async bool) int {
-	if async {
-		return limits.AsyncLimitMax
-	}
-	return limits.ExtractLimitMax
-}
-
-// serveCall runs a validated call: with its Idempotency-Key, if any,
-// claimed first (or the first call's answer replayed), then synchronously
-// or, when the client prefers it, as an async run answered 202 at once.
-func (a *API) serveCall(w http.ResponseWriter, r *http.Request, key store.Key, c *prepared, body map[string]json.RawMessage, async bool) {
-	idem, apiErr := idempotencyKey(r.Header)
-	if apiErr != nil {
-		apiErr.write(w)
-		return
-	}
-	id := newRunID(time.Now().UTC())
-	if idem != "" {
-		fp := fingerprint(c, body)
-		for {
-			rec, created, apiErr := a.claimKey(r, key, idem, fp, id, async)
-			if apiErr != nil {
-				apiErr.write(w)
-				return
-			}
-			if created {
-				break
-			}
-			if err := a.replay(w, r, key, rec, fp, async); !errors.Is(err, errKeyFree) {
-				return
-			}
-		}
-	}
-	if async {
-		a.submitAsync(w, r, key, c, body, id, idem)
-		return
-	}
-	run, apiErr := a.execute(r.Context(), key, c, id)
-	if apiErr != nil {
-		_, stored := apiErr.Extra["run_id"]
-		a.endKey(r, key, idem, id, stored, apiErr.Status)
-		apiErr.write(w)
-		return
-	}
-	a.endKey(r, key, idem, id, true, http.StatusOK)
-	setAge(w, run.CachedSince)
-	writeRun(w, run)
-}
-
-// asyncRequest is an async run's call as stored: enough to prepare it
-// again on any node, with the registry of that node's config.
-type asyncRequest struct {
-	Kind     string                     `json:"kind"`
-	Platform string                     `json:"platform,omitempty"`
-	Service  string                     `json:"service,omitempty"`
-	Body     map[string]json.RawMessage `json:"body"`
-	// CacheControl is the call's Cache-Control header (cachecontrol.go).
-	CacheControl string `json:"cache_control,omitempty"`
-}
-
-// runningRun is the document of an async run in flight: the Run of the
-// API with status running, no completed_at yet, and the attempts so far.
-type runningRun struct {
-	ID          string            `json:"id"`
-	Kind        string            `json:"kind,omitempty"`
-	Status      string            `json:"status"`
-	Platform    string            `json:"platform,omitempty"`
-	Service     string            `json:"service,omitempty"`
-	Source      string            `json:"source,omitempty"`
-	Type        string            `json:"type,omitempty"`
-	URL         string            `json:"url"`
-	Queries     []string          `json:"queries,omitempty"`
-	CreditsUsed int64             `json:"credits_used"`
-	Data        []json.RawMessage `json:"data"`
-	Pagination  runs.Pagination   `json:"pagination"`
-	CreatedAt   time.Time         `json:"created_at"`
-	Attempts    []runs.Attempt    `json:"attempts"`
-	Livemode    bool              `json:"livemode"`
-}
-
-func runningDoc(run *runs.Run, attempts []runs.Attempt) []byte {
-	if attempts == nil {
-		attempts = []runs.Attempt{}
-	}
-	b, _ := json.Marshal(runningRun{
-		ID: run.ID, Kind: run.Kind, Status: runs.StatusRunning, Platform: run.Platform, Service: run.Service,
-		Source: run.Source, Type: run.Type, URL: run.URL, Queries: run.Queries, Data: []json.RawMessage{},
-		Pagination: run.Pagination, CreatedAt: run.CreatedAt, Attempts: attempts, Livemode: run.Livemode,
-	})
-	return b
-}
 
 // submitAsync answers 202 with the run once everything that refuses a
 // sync call has passed (submit), recording the outcome on the call's
@@ -201,24 +95,6 @@ func (a *API) submit(ctx context.Context, key store.Key, c *prepared, body map[s
 		a.Async.Submit(ar)
 	}
 	return ar.Doc, nil
-}
-
-// ExceedsSync reports whether a call body asks more than a synchronous
-// call serves (a limit above limits.ExtractLimitMax for an extract, above
-// the search cap for a search), so a front-end without Prefer (MCP) runs
-// it asynchronously; false when this API runs no async calls.
-func (a *API) ExceedsSync(search bool, body map[string]json.RawMessage) bool {
-	if a.Async == nil {
-		return false
-	}
-	f, ok := jsonNumber(body["limit"])
-	if !ok {
-		return false
-	}
-	if search {
-		return f > limits.SearchLimitMax
-	}
-	return f > limits.ExtractLimitMax
 }
 
 // SubmitExtract is an extract call run asynchronously, without the HTTP
