@@ -348,11 +348,12 @@ func (s *Store) queueGroupWrites(b *pgx.Batch, group []*waiter, accounts []strin
 	return nil
 }
 
-// groupWrites gathers what a group's settles write, so that each table
-// takes one statement whatever the group's size: a statement costs the
-// server a parse, a plan and an executor start, more than each of these
-// rows. Debits, usage and key spend are summed per row (one statement may
-// not update a row twice).
+// groupWrites gathers what a group's settles write. The small rows take
+// one statement per table whatever the group's size (a statement costs
+// the server a parse, a plan and an executor start, more than each of
+// these rows), summed per row first (one statement may not update a row
+// twice): debits, usage, key spend. The runs, whose documents are
+// kilobytes, take one insert each (see queue).
 type groupWrites struct {
 	runs       []groupRun
 	debit      map[string]int64 // per account
