@@ -53,6 +53,12 @@ type inflightResult struct {
 	proto       string        // the callers' protocol to Caddy: h1 or h2c
 	conns       int64         // connections the load generator opened to Caddy
 	rssKiB      []int64       // VmRSS of the Caddy process every 100 ms over the level
+	// The kernel's view (netstat.go): its TCP counters over the level
+	// (listen overflows and drops, resets sent), and the longest accept
+	// queue of Caddy's listener sampled, against the queue's bound.
+	tcpDelta   string
+	acceptPeak int
+	acceptSeen bool
 }
 
 // rssTrace is the level's VmRSS samples, one every step (a multiple of
@@ -133,6 +139,7 @@ func (rep *report) inflight(ctx context.Context, tmp string, cfg *config) error 
 			fmt.Fprintf(w, "    %6d %-14s %5s %8.0f %8.0f %8.1f %7d %7.0fms %7.0fms %9d %7d %6d %8.2f %6.1f%s%s\n",
 				r.calls, r.target, r.proto, float64(r.idleKiB)/1024, float64(r.peakKiB)/1024, r.perCallKiB(), r.failed,
 				ms(percentile(r.added, 0.5)), ms(percentile(r.added, 0.99)), r.maxInFlight, r.fdsPeak, r.conns, cpu, r.wall.Seconds(), hw, errNote(r))
+			fmt.Fprintf(w, "           kernel over the level: %s; %s\n", r.tcpDelta, acceptNote(r))
 		}
 		ratio := float64(g.peakKiB) / float64(p.peakKiB)
 		fmt.Fprintf(w, "    %6d gateway/reverse_proxy peak RSS %.2f ×  target ≤ 1.1 ×  %s;  memory per call %.2f ×;  errors %d / %d\n",
@@ -145,9 +152,19 @@ func (rep *report) inflight(ctx context.Context, tmp string, cfg *config) error 
 	fmt.Fprintln(w, "    idle: VmRSS after one warm call; peak: VmHWM after the level (reset through /proc/<pid>/clear_refs after the")
 	fmt.Fprintln(w, "    warm call); KiB/call = (peak − idle) / calls; added: a call's latency minus the upstream's; in flight: most calls")
 	fmt.Fprintln(w, "    open at once at the load generator; fds: most descriptors the Caddy process held (sampled); conns: connections the load")
-	fmt.Fprintln(w, "    generator opened to Caddy; CPU ms/c: Caddy process CPU per call")
+	fmt.Fprintln(w, "    generator opened to Caddy; CPU ms/c: Caddy process CPU per call. kernel: the TCP counters of /proc/net/netstat and")
+	fmt.Fprintln(w, "    /proc/net/snmp over the level (the whole network namespace: other work on the machine counts too), and the")
+	fmt.Fprintln(w, "    longest accept queue of Caddy's listener sampled every 100 ms (/proc/net/tcp) against its bound")
 	fmt.Fprintln(w)
 	return nil
+}
+
+// acceptNote is the longest accept queue sampled, against its bound.
+func acceptNote(r inflightResult) string {
+	if !r.acceptSeen {
+		return "accept queue not seen"
+	}
+	return fmt.Sprintf("accept queue at most %d (bound: net.core.somaxconn %d)", r.acceptPeak, somaxconn())
 }
 
 func errNote(r inflightResult) string {
@@ -295,7 +312,8 @@ func inflightRun(ctx context.Context, tmp string, cfg *config, n int, gateway bo
 	res.hwmReset = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0) == nil
 	cpu0 := cpuTime(pid)
 
-	stopSampling := sampleFDs(pid, &res)
+	tcp0 := readTCPCounters()
+	stopSampling := sampleFDs(pid, urlPort(t.url), &res)
 	var heap sync.WaitGroup
 	if cfg.profileDir != "" {
 		// With -profile-dir: the goroutines and the in-use heap once every
@@ -324,6 +342,7 @@ func inflightRun(ctx context.Context, tmp string, cfg *config, n int, gateway bo
 	holdCalls(ctx, t, n, cfg.inflightRamp, cfg.inflightLatency, proto, &res)
 	heap.Wait()
 	stopSampling()
+	res.tcpDelta = tcpCountersDelta(tcp0, readTCPCounters())
 	res.procCPU = cpuTime(pid) - cpu0
 	res.peakKiB = memKiB(pid, "VmHWM")
 	if e.gw.exited() {
@@ -450,8 +469,9 @@ func holdCalls(ctx context.Context, t *target, n int, ramp, latency time.Duratio
 }
 
 // sampleFDs records, every 100 ms until stopped, the most descriptors the
-// Caddy process held.
-func sampleFDs(pid int, res *inflightResult) (stop func()) {
+// Caddy process held, its VmRSS, and the longest accept queue of its
+// listener on port.
+func sampleFDs(pid, port int, res *inflightResult) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -464,6 +484,9 @@ func sampleFDs(pid int, res *inflightResult) (stop func()) {
 				res.fdsPeak = n
 			}
 			res.rssKiB = append(res.rssKiB, memKiB(pid, "VmRSS"))
+			if q, ok := listenQueue(port); ok {
+				res.acceptPeak, res.acceptSeen = max(res.acceptPeak, q), true
+			}
 			select {
 			case <-done:
 				return

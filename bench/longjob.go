@@ -112,7 +112,7 @@ func longJobRun(ctx context.Context, tmp string, cfg *config, n int, gateway boo
 	res.idleKiB = memKiB(pid, "VmRSS")
 	res.hwmReset = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0) == nil
 	cpu0 := cpuTime(pid)
-	stopSampling := sampleFDs(pid, &res)
+	stopSampling := sampleFDs(pid, 0, &res) // port 0: no listener sampled
 	// The runtime's view once every call has started and none has been
 	// answered: where a held call's memory is (heap or stacks).
 	held := time.AfterFunc(cfg.inflightRamp+(job-cfg.inflightRamp)/2, func() {

@@ -179,6 +179,9 @@ func (rep *report) settles(ctx context.Context, tmp string, cfg *config) error {
 			if f.serverOK {
 				srv = fmt.Sprintf("; PostgreSQL backends %5.0f µs", f.serverUS)
 			}
+			if f.perGroup > 0 {
+				srv += fmt.Sprintf("; %.1f settles per group transaction", f.perGroup)
+			}
 			fmt.Fprintf(w, "    %-9s %7d callers: CPU %5.0f µs user + %5.0f µs system%s; %6.0f B written to storage (fsync, msync, writeback)\n",
 				f.store, f.callers, f.userUS, f.sysUS, srv, f.written)
 		}

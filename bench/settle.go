@@ -179,6 +179,19 @@ type settleFigures struct {
 	// the bench's connections); serverOK false where not measured.
 	serverUS float64
 	serverOK bool
+	// perGroup is the settles per group transaction (a store that groups
+	// settles, PostgreSQL's); 0 where not reported.
+	perGroup float64
+}
+
+// settleGroups is the groups of settles s ran so far (0, false when s does
+// not group them).
+func settleGroups(s store.Store) (int64, bool) {
+	g, ok := s.(interface{ SettleGroups() int64 })
+	if !ok {
+		return 0, false
+	}
+	return g.SettleGroups(), true
 }
 
 // benchSettles measures each caller count in interleaved rounds:
@@ -207,6 +220,7 @@ func benchSettles(ctx context.Context, name string, s store.Store, server func(c
 			srv0 = server(ctx)
 		}
 		n0 := st.done.Load()
+		g0, grouped := settleGroups(s)
 		for r := 0; r < rounds; r++ {
 			// A B, B A, A B, …: the store slows as it fills (its first
 			// rounds at one caller ran up to 1.7 × its later ones), which
@@ -236,6 +250,9 @@ func benchSettles(ctx context.Context, name string, s store.Store, server func(c
 			if k := float64(st.done.Load() - n0); k > 0 {
 				f.userUS, f.sysUS = float64((u1-u0).Microseconds())/k, float64((s1-s0).Microseconds())/k
 				f.written, f.usageOK = float64(w1-w0)/k, true
+				if g1, _ := settleGroups(s); grouped && g1 > g0 {
+					f.perGroup = k / float64(g1-g0)
+				}
 				if server != nil {
 					if d := server(ctx) - srv0; d > 0 {
 						f.serverUS, f.serverOK = float64(d.Microseconds())/k, true

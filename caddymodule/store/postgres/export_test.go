@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"socialrouter/caddymodule/store"
+	"socialrouter/caddymodule/store/internal/settle"
 )
 
 // BatchTx is s.batchTx: what queue queues, as one transaction in one
@@ -59,4 +60,44 @@ func SetWriteFault(s *Store, err error) {
 		return
 	}
 	s.ws.fault.Store(&err)
+}
+
+// settleWaiters prepares settlements as the settle line queues them.
+func settleWaiters(ctx context.Context, sts []store.Settlement) ([]*waiter, error) {
+	group := make([]*waiter, len(sts))
+	for i, st := range sts {
+		p, err := settle.Prepare(st)
+		if err != nil {
+			return nil, err
+		}
+		group[i] = &waiter{ctx: ctx, p: p, pk: settle.Pack(p)}
+	}
+	return group, nil
+}
+
+// SettleFull is s.settleFull: the settlements as one group paid in full,
+// in one round trip, or an error and nothing written.
+func SettleFull(s *Store, ctx context.Context, sts []store.Settlement) ([]store.SettleResult, error) {
+	group, err := settleWaiters(ctx, sts)
+	if err != nil {
+		return nil, err
+	}
+	res, _, err := s.settleFull(group)
+	return res, err
+}
+
+// SettleGroup is s.settleGroup: the settlements as one group of the
+// settle line, each with its own outcome. together reports whether they
+// committed in one transaction.
+func SettleGroup(s *Store, ctx context.Context, sts []store.Settlement) (res []store.SettleResult, errs []error, together bool) {
+	group, err := settleWaiters(ctx, sts)
+	if err != nil {
+		return nil, []error{err}, false
+	}
+	together = s.settleGroup(group)
+	res, errs = make([]store.SettleResult, len(group)), make([]error, len(group))
+	for i, g := range group {
+		res[i], errs[i] = g.res, g.err
+	}
+	return res, errs, together
 }

@@ -57,6 +57,14 @@ func (s *Store) pipelineOnce(ctx context.Context, reads func(b *pgx.Batch), writ
 		rollback(ctx, conn)
 		return false, err
 	}
+	return s.commitBatch(ctx, conn, b, true)
+}
+
+// commitBatch sends b, a transaction's last pipeline, with COMMIT queued
+// at its end, on conn, inside the transaction. sent says whether the
+// transaction's statements reached the server before (then a broken
+// connection is ambiguous whatever pgx says of this pipeline).
+func (s *Store) commitBatch(ctx context.Context, conn *pgxpool.Conn, b *pgx.Batch, sent bool) (ambiguous bool, err error) {
 	b.Queue("COMMIT")
 	err = conn.SendBatch(ctx, b).Close()
 	if err == nil && s.commitFault != nil {
@@ -72,7 +80,34 @@ func (s *Store) pipelineOnce(ctx context.Context, reads func(b *pgx.Batch), writ
 		rollback(ctx, conn)
 		return false, err
 	}
-	return true, err
+	return sent || !pgconn.SafeToRetry(err), err
+}
+
+// oneTripTx runs what queue queues as one transaction in ONE round trip,
+// BEGIN and COMMIT included: pipelineTx for a transaction whose writes
+// need nothing its reads return (every check that can refuse it fails in
+// the server). Unlike batchTx it is an explicit transaction block, so
+// SET LOCAL applies. A deadlock or a serialization failure runs it again;
+// ambiguous is as in pipelineTx.
+func (s *Store) oneTripTx(ctx context.Context, queue func(b *pgx.Batch)) (ambiguous bool, err error) {
+	for attempt := 0; ; attempt++ {
+		ambiguous, err = s.oneTripOnce(ctx, queue)
+		if err == nil || ambiguous || !retryable(err) || attempt == maxRetries {
+			return ambiguous, err
+		}
+	}
+}
+
+func (s *Store) oneTripOnce(ctx context.Context, queue func(b *pgx.Batch)) (ambiguous bool, err error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Release() // closed rather than reused if the ROLLBACK fails (pipelineOnce)
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	queue(b)
+	return s.commitBatch(ctx, conn, b, false)
 }
 
 // batchTx runs what queue queues as one transaction in ONE round trip: no

@@ -206,6 +206,13 @@ func docSize(records []json.RawMessage) int {
 	return n
 }
 
+// Full returns what a settle paid in full keeps and charges: every record,
+// at the run's full cost. Plan gives the same whenever the payable money
+// covers that cost.
+func (p *Prepared) Full() (records int, charged credits.Micros) {
+	return len(p.Data), p.fullCharge
+}
+
 // Doc returns the stored form of the run keeping records records charged
 // charged in total.
 func (p *Prepared) Doc(records int, charged credits.Micros) ([]byte, error) {

@@ -101,3 +101,38 @@ func TestDocRoundTrip(t *testing.T) {
 		t.Errorf("Doc changed the caller's run before Apply")
 	}
 }
+
+// TestFull: Plan keeps every record at the full cost exactly when the
+// payable money covers Full's charge, for one price and for lines; the
+// PostgreSQL store's one-trip group settles on this (it sends Full's
+// charge and checks, in the server, that the hold and the balance cover
+// it).
+func TestFull(t *testing.T) {
+	data := []json.RawMessage{json.RawMessage(`{"a":1}`), json.RawMessage(`{"b":2}`), json.RawMessage(`{"c":3}`)}
+	cases := []store.Settlement{
+		{Price: 1725},
+		{Price: 0},
+		{Price: 7, Lines: []store.Line{{Offer: "x", Price: 5}, {Offer: "y", Price: 0}, {Offer: "x", Price: 9}}},
+		{Price: 0, Lines: []store.Line{{Offer: "x"}, {Offer: "y"}, {Offer: "z"}}},
+	}
+	for i, s := range cases {
+		s.Run = &runs.Run{ID: "ext_1", AccountID: "acme", Data: data}
+		p, err := Prepare(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		records, charged := p.Full()
+		if records != len(data) {
+			t.Errorf("case %d: Full keeps %d records; want %d", i, records, len(data))
+		}
+		for _, payable := range []credits.Micros{0, 1, charged - 1, charged, charged + 1, 1 << 40} {
+			if payable < 0 {
+				continue // a balance and a hold are never below zero
+			}
+			r, c := p.Plan(payable)
+			if full := r == records && c == charged; full != (payable >= charged) {
+				t.Errorf("case %d: Plan(%d) = %d, %d; Full = %d, %d", i, payable, r, c, records, charged)
+			}
+		}
+	}
+}
