@@ -21,8 +21,9 @@ import (
 
 // execute runs a prepared call synchronously as run id (a new id if
 // empty): take an in-flight slot, route with the money held before each
-// attempt, settle.
-func (a *API) execute(ctx context.Context, key store.Key, c *prepared, id string) (*runs.Run, *Error) {
+// attempt, settle. With answer set, a settled run's API JSON comes back
+// there too, the bytes the store wrote (store.Settlement.Answer).
+func (a *API) execute(ctx context.Context, key store.Key, c *prepared, id string, answer *[]byte) (*runs.Run, *Error) {
 	run, release, apiErr := a.startRun(key)
 	if apiErr != nil {
 		return nil, apiErr
@@ -51,13 +52,19 @@ func (a *API) execute(ctx context.Context, key store.Key, c *prepared, id string
 	if res != nil {
 		note.apply(run, len(res.Records))
 	}
-	return a.settle(ctx, bill, run, res, err, c.platform) // cached_records over the records kept (store.Line.Cached)
+	return a.settleAnswer(ctx, bill, run, res, err, c.platform, answer) // cached_records over the records kept (store.Line.Cached)
 }
 
 // settle stores a routed run (success or failure) and returns it, or the
 // error to answer. A settle that commits tells bill, whose deferred
 // Release then skips the store.
 func (a *API) settle(ctx context.Context, bill *billing.Call, run *runs.Run, res *router.Result, err error, platform string) (*runs.Run, *Error) {
+	return a.settleAnswer(ctx, bill, run, res, err, platform, nil)
+}
+
+// settleAnswer is settle, with the served run's API JSON set in answer
+// when answer is not nil and the store hands it back.
+func (a *API) settleAnswer(ctx context.Context, bill *billing.Call, run *runs.Run, res *router.Result, err error, platform string, answer *[]byte) (*runs.Run, *Error) {
 	run.CompletedAt = time.Now().UTC()
 	noteRun(ctx, run)
 	ctx = context.WithoutCancel(ctx)
@@ -97,7 +104,9 @@ func (a *API) settle(ctx context.Context, bill *billing.Call, run *runs.Run, res
 		run.Data = []json.RawMessage{}
 	}
 	run.Pagination.Total = res.Total
-	sr, serr := a.Store.Settle(ctx, servedSettlement(run, res, platform))
+	st := servedSettlement(run, res, platform)
+	st.Answer = answer
+	sr, serr := a.Store.Settle(ctx, st)
 	if serr != nil {
 		a.Logger.Error("settling run", zap.String("run_id", run.ID), zap.Error(serr))
 		return nil, kindError(errkind.StoreUnavailable,

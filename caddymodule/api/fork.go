@@ -72,7 +72,8 @@ func (a *API) serveCall(w http.ResponseWriter, r *http.Request, key store.Key, c
 		a.submitAsync(w, r, key, c, body, id, idem)
 		return
 	}
-	run, apiErr := a.execute(r.Context(), key, c, id)
+	var answer []byte // the stored bytes, when the store hands them back
+	run, apiErr := a.execute(r.Context(), key, c, id, &answer)
 	if apiErr != nil {
 		_, stored := apiErr.Extra["run_id"]
 		a.endKey(r, key, idem, id, stored, apiErr.Status)
@@ -81,7 +82,7 @@ func (a *API) serveCall(w http.ResponseWriter, r *http.Request, key store.Key, c
 	}
 	a.endKey(r, key, idem, id, true, http.StatusOK)
 	setAge(w, run.CachedSince)
-	writeRun(w, run)
+	writeSettled(w, run, answer)
 }
 
 // ExceedsSync reports whether a call body asks more than a synchronous

@@ -4,16 +4,28 @@ import (
 	"net/http"
 
 	"socialrouter/caddymodule/runs"
-	"socialrouter/internal/bufpool"
 	"socialrouter/internal/httpjson"
 )
 
 // runBufs holds the buffers runs are answered from (stored runs read by
-// GET /v1/extractions/{id}, runs encoded by writeRun): a fresh buffer per
-// look-up made the garbage collector that route's largest cost. It is
-// package-level because it holds only free buffers, no config or account
-// state, so every config generation can share it.
-var runBufs bufpool.Pool
+// GET /v1/extractions/{id}, runs encoded by writeRun, the documents a
+// settle hands back): a fresh buffer per look-up made the garbage
+// collector that route's largest cost. It is the stores' pool
+// (runs.DocBufs), so a settle's buffer returns to it once the answer is
+// written; it holds only free buffers, no config or account state.
+var runBufs = &runs.DocBufs
+
+// writeSettled answers a settled run: answer, the bytes the store wrote
+// (store.Settlement.Answer), when it handed them back, else the run
+// encoded (writeRun). answer goes back to runBufs.
+func writeSettled(w http.ResponseWriter, run *runs.Run, answer []byte) {
+	if answer == nil {
+		writeRun(w, run)
+		return
+	}
+	writeRaw(w, http.StatusOK, answer)
+	runBufs.Put(&answer)
+}
 
 // writeRun answers a run, encoding it once: the header through
 // encoding/json, the records appended as they are, into a pooled buffer

@@ -4,8 +4,17 @@ import (
 	"encoding/json"
 	"strconv"
 
+	"socialrouter/internal/bufpool"
 	"socialrouter/internal/jsonstr"
 )
+
+// DocBufs holds the buffers run documents are rendered into and answered
+// from: the stored document a settle renders, which becomes the call's
+// answer (store.Settlement.Answer), and the stored runs GET
+// /v1/extractions/{id} reads. One pool for both, since a settle's buffer
+// goes back from the API once the answer is written. It holds only free
+// buffers, no account or config state.
+var DocBufs bufpool.Pool
 
 // AppendRun appends run as JSON, with records as its data, to dst: the
 // bytes AppendJSON writes for it (encoding/json, HTML left unescaped), and

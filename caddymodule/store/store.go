@@ -94,6 +94,13 @@ type Settlement struct {
 	// Offer are then those of the last offer that served (served_by),
 	// whose row counts the request. Nil: every record is Offer's at Price.
 	Lines []Line
+	// Answer, when set, receives the run's API JSON once Settle has
+	// committed: the document it stored, its scope members cut off (what
+	// GET /v1/extractions/{id} answers), so a call answers the bytes it
+	// stored instead of encoding the run again. It is a runs.DocBufs
+	// buffer the caller owns (and puts back once written); left nil when
+	// the settle fails or the stored document has another shape.
+	Answer *[]byte
 }
 
 // Line is the offer and price of one record of a run that more than one

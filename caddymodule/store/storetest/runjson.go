@@ -74,6 +74,20 @@ func sameRunJSON(t *testing.T, s store.Store, account, id string) {
 	}
 }
 
+// sameAnswer checks the answer a settle handed back (store.Settlement.Answer)
+// against GetRunJSON: the same bytes, so a call answers what a later GET
+// of its run answers.
+func sameAnswer(t *testing.T, s store.Store, account, id string, answer []byte) {
+	t.Helper()
+	stored, err := s.GetRunJSON(ctx(t), nil, account, id)
+	if err != nil {
+		t.Fatalf("GetRunJSON(%q, %q): %v", account, id, err)
+	}
+	if !bytes.Equal(answer, stored) {
+		t.Errorf("the settle's answer differs from GetRunJSON(%q, %q):\n got %s\nwant %s", account, id, answer, stored)
+	}
+}
+
 // testRunJSON settles runs whose JSON exercises encoding edge cases (HTML
 // characters and line separators that json.Marshal escapes, records with
 // insignificant whitespace, escapes in the scope ids, a search run with a
@@ -130,8 +144,12 @@ func testRunJSON(t *testing.T, open func(t *testing.T) store.Store) {
 			if run.Status == "failed" {
 				p = 0
 			}
-			mustSettle(t, s, settlement(run, p, base))
+			st := settlement(run, p, base)
+			var answer []byte
+			st.Answer = &answer
+			mustSettle(t, s, st)
 			sameRunJSON(t, s, tc.account, run.ID)
+			sameAnswer(t, s, tc.account, run.ID, answer)
 			if first == nil {
 				first = run
 			}

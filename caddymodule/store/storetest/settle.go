@@ -41,7 +41,10 @@ func testSettleCharge(t *testing.T, open func(t *testing.T) store.Store) {
 			run := newRun(account, k.ID, tc.records)
 			produced := append([]json.RawMessage(nil), run.Data...)
 
-			res := mustSettle(t, s, settlement(run, tc.price, base))
+			st := settlement(run, tc.price, base)
+			var answer []byte
+			st.Answer = &answer
+			res := mustSettle(t, s, st)
 			charged := credits.Micros(tc.wantRecords) * tc.price
 			want := store.SettleResult{Records: tc.wantRecords, Charged: charged, Balance: tc.balance - charged}
 			if res != want {
@@ -68,6 +71,7 @@ func testSettleCharge(t *testing.T, open func(t *testing.T) store.Store) {
 			}
 			sameRun(t, got, *run)
 			sameRunJSON(t, s, account, run.ID)
+			sameAnswer(t, s, account, run.ID, answer)
 
 			rows, err := s.Usage(ctx(t), account, base.AddDate(0, 0, -1))
 			if err != nil {

@@ -15,7 +15,6 @@ import (
 	"socialrouter/caddymodule/credits"
 	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
-	"socialrouter/internal/bufpool"
 )
 
 // Check rejects a settlement no store could write correctly: no run, a
@@ -155,15 +154,15 @@ type Prepared struct {
 	buf        *[]byte // full's pooled buffer, until Release
 }
 
-// docBufs holds the buffers run documents are rendered into: a document
-// is tens of KB and dead once its transaction has committed.
-var docBufs bufpool.Pool
+// A run document is rendered into a runs.DocBufs buffer: tens of KB, dead
+// once its transaction has committed, unless it is handed to the caller as
+// its answer (store.Settlement.Answer).
 
 // Release hands the rendered document's buffer back for reuse. Call it
 // once the transaction that wrote the document has committed (both stores
 // copy a value by then) and Doc is not called again.
 func (p *Prepared) Release() {
-	docBufs.Put(p.buf)
+	runs.DocBufs.Put(p.buf)
 	p.buf, p.full = nil, nil
 }
 
@@ -186,7 +185,7 @@ func Prepare(s store.Settlement) (*Prepared, error) {
 	if s.Lines == nil {
 		p.fullCharge = credits.Micros(n) * s.Price
 	}
-	buf := docBufs.Get(docSize(p.Data))
+	buf := runs.DocBufs.Get(docSize(p.Data))
 	full, err := p.render((*buf)[:0], n, p.fullCharge)
 	if err != nil {
 		return nil, err
@@ -197,7 +196,7 @@ func Prepare(s store.Settlement) (*Prepared, error) {
 }
 
 // docSize is about what a run document of records takes: the records and
-// a header, so that docBufs hands out a buffer of the document's size.
+// a header, so that runs.DocBufs hands out a buffer of the document's size.
 func docSize(records []json.RawMessage) int {
 	n := 1 << 10
 	for _, r := range records {
@@ -239,12 +238,45 @@ func (p *Prepared) render(dst []byte, records int, charged credits.Micros) ([]by
 }
 
 // Apply records the outcome on the caller's run, once the transaction has
-// committed: Data truncated (never null), CreditsUsed and Returned set.
+// committed: Data truncated (never null), CreditsUsed and Returned set;
+// and, when the settlement asks for it (Answer), hands the caller the
+// stored document's API form.
 func (p *Prepared) Apply(records int, charged credits.Micros) {
 	p.S.Run.Data = kept(p.Data, records)
 	p.S.Run.CreditsUsed = charged
 	p.S.Run.Pagination.Returned = records
 	p.S.Run.CachedRecords = p.cachedAmong(records)
+	if p.S.Answer != nil {
+		p.answer(records, charged)
+	}
+}
+
+// answer sets *p.S.Answer to the API form of the document stored for
+// records records charged charged: the rendered buffer itself when that
+// is the full document (the common case: it is the caller's from now on,
+// and Release no longer recycles it), else a new rendering (a balance
+// that paid for fewer records). The store copied or compressed the
+// document before its commit, so cutting it in place is safe.
+func (p *Prepared) answer(records int, charged credits.Micros) {
+	var buf *[]byte
+	if records == len(p.Data) && p.full != nil {
+		buf, p.buf, p.full = p.buf, nil, nil
+	} else {
+		buf = runs.DocBufs.Get(docSize(p.Data[:records]))
+		doc, err := p.render((*buf)[:0], records, charged)
+		if err != nil {
+			runs.DocBufs.Put(buf)
+			return
+		}
+		*buf = doc
+	}
+	api, ok := cutScope(*buf)
+	if !ok {
+		runs.DocBufs.Put(buf)
+		return
+	}
+	*buf = api
+	*p.S.Answer = *buf
 }
 
 // cachedAmong is the run's cached_records once its first records records
