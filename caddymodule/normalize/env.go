@@ -53,8 +53,7 @@ func (e *env) reset() {
 	clear(e.vars)
 	clear(e.frames) // they hold views of the caller's item
 	e.frames = e.frames[:0]
-	clear(e.spans)
-	e.spans = e.spans[:0]
+	e.spans = e.spans[:0] // pushFrame zeroes the slots it takes
 	e.elemEnds = e.elemEnds[:0]
 	e.elemHint = 0
 	clear(e.pairs)
@@ -106,20 +105,19 @@ func (e *env) putBuf(b []value) {
 
 // newArr stores a copy of vs as a built array.
 func (e *env) newArr(vs []value) value {
-	c := e.comps.alloc(1)
+	c := &e.comps.alloc(1)[0]
+	*c = comp{}
 	if len(vs) > 0 {
-		c[0].arr = e.vals.alloc(len(vs))
-		copy(c[0].arr, vs)
+		c.arr = e.vals.alloc(len(vs))
+		copy(c.arr, vs)
 	}
-	return value{k: kArr, c: &c[0]}
+	return value{k: kArr, c: c}
 }
 
 // newObj stores a built object of n keys, to be filled by the caller.
 func (e *env) newObj(n int, sorted bool) *comp {
 	c := &e.comps.alloc(1)[0]
-	c.keys = e.strs.alloc(n)
-	c.vals = e.vals.alloc(n)
-	c.sorted = sorted
+	*c = comp{keys: e.strs.alloc(n), vals: e.vals.alloc(n), sorted: sorted}
 	return c
 }
 
@@ -130,14 +128,18 @@ func (e *env) newObj(n int, sorted bool) *comp {
 // quoteKeys(keys).
 func (e *env) newObjKeys(keys, quoted []string) *comp {
 	c := &e.comps.alloc(1)[0]
-	c.keys = keys
-	c.quoted = quoted
-	c.vals = e.vals.alloc(len(keys))
-	c.sorted = true
+	*c = comp{keys: keys, quoted: quoted, vals: e.vals.alloc(len(keys)), sorted: true}
 	return c
 }
 
-// arena hands out slices from reusable chunks.
+// arena hands out slices from reusable chunks. A slice handed out holds
+// what an earlier run left there: every caller writes each element before
+// anything reads it (newArr copies, newObj's callers fill every member,
+// a comp is set whole). Reset does not clear the chunks, which was 3–4 %
+// of a normalize (issue 38); what they still point at (views of earlier
+// items, strings of the run's arena) is kept alive at most until the env
+// is overwritten or dropped from its sync.Pool, which drops it within two
+// collections.
 type arena[T any] struct {
 	chunks [][]T
 	cur    int
@@ -165,7 +167,6 @@ func (a *arena[T]) alloc(n int) []T {
 
 func (a *arena[T]) reset() {
 	for i := 0; i < len(a.chunks) && i <= a.cur; i++ {
-		clear(a.chunks[i])
 		a.chunks[i] = a.chunks[i][:0]
 	}
 	a.cur = 0

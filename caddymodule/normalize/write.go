@@ -2,8 +2,8 @@ package normalize
 
 import (
 	"math"
+	"math/bits"
 	"strconv"
-	"strings"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -188,48 +188,118 @@ func appendJSONString(b []byte, s string) []byte {
 	return jsonstr.Append(b, s, true)
 }
 
-// appendRawString writes the string literal body (JSON text, escapes
-// included) as json.Marshal writes the string it decodes to.
+// appendRawString writes the string literal body (JSON text of the item,
+// escapes included) as json.Marshal writes the string it decodes to. The
+// item passed jsonscan's strict check: the body is valid UTF-8 with no
+// control byte and no bare '"', so of what json.Marshal escapes only '<',
+// '>', '&', U+2028 and U+2029 can appear as they are, beside the body's
+// own escapes. One pass finds all of them (rawPlain), where an
+// IndexByte for the escapes and the general escaper's pass, which also
+// stops at every non-ASCII rune to check it, were two (issue 38).
 func appendRawString(b []byte, body string) []byte {
 	b = append(b, '"')
-	for {
-		i := strings.IndexByte(body, '\\')
-		if i < 0 {
-			b = appendStringContent(b, body)
-			return append(b, '"')
+	start := 0
+	for i := 0; ; {
+		if i = rawPlain(body, i); i >= len(body) {
+			break
 		}
-		b = appendStringContent(b, body[:i])
-		var r rune
-		switch c := body[i+1]; c {
-		case 'b':
-			r = '\b'
-		case 'f':
-			r = '\f'
-		case 'n':
-			r = '\n'
-		case 'r':
-			r = '\r'
-		case 't':
-			r = '\t'
-		case 'u':
-			r = jsonscan.DecodeU4(body[i:])
-			i += 4
-			if utf16.IsSurrogate(r) {
-				if dec := utf16.DecodeRune(r, jsonscan.DecodeU4(body[i+2:])); dec != unicode.ReplacementChar {
-					r = dec
-					i += 6
-				} else {
-					r = unicode.ReplacementChar
-				}
+		switch c := body[i]; c {
+		case '\\':
+			b, i = appendEscape(append(b, body[start:i]...), body, i)
+			start = i
+		case 0xE2: // U+2028 and U+2029 are E2 80 A8 and E2 80 A9
+			if i+2 < len(body) && body[i+1] == 0x80 && body[i+2]&^1 == 0xA8 {
+				b = append(b, body[start:i]...)
+				b = append(b, '\\', 'u', '2', '0', '2', '8'+body[i+2]-0xA8)
+				i += 3
+				start = i
+			} else {
+				i++
 			}
-		default: // " \ /
-			r = rune(c)
+		case '"': // never bare in a checked body; written as json.Marshal would
+			b = append(b, body[start:i]...)
+			b = append(b, '\\', '"')
+			i++
+			start = i
+		default: // '<', '>', '&'
+			b = append(b, body[start:i]...)
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			i++
+			start = i
 		}
-		var tmp [utf8.UTFMax]byte
-		b = appendStringContent(b, unsafe.String(&tmp[0], utf8.EncodeRune(tmp[:], r)))
-		body = body[i+2:]
 	}
+	b = append(b, body[start:]...)
+	return append(b, '"')
 }
+
+// appendEscape writes the character of the escape at body[i] as
+// json.Marshal writes it, and returns the index after the escape.
+func appendEscape(b []byte, body string, i int) ([]byte, int) {
+	var r rune
+	next := i + 2
+	switch c := body[i+1]; c {
+	case 'b':
+		r = '\b'
+	case 'f':
+		r = '\f'
+	case 'n':
+		r = '\n'
+	case 'r':
+		r = '\r'
+	case 't':
+		r = '\t'
+	case 'u':
+		r = jsonscan.DecodeU4(body[i:])
+		next = i + 6
+		if utf16.IsSurrogate(r) {
+			if dec := utf16.DecodeRune(r, jsonscan.DecodeU4(body[next:])); dec != unicode.ReplacementChar {
+				r = dec
+				next += 6
+			} else {
+				r = unicode.ReplacementChar
+			}
+		}
+	default: // " \ /
+		r = rune(c)
+	}
+	var tmp [utf8.UTFMax]byte
+	return appendStringContent(b, unsafe.String(&tmp[0], utf8.EncodeRune(tmp[:], r))), next
+}
+
+const hexDigits = "0123456789abcdef"
+
+// rawStop marks the bytes at which rawPlain stops.
+var rawStop = [256]bool{'\\': true, '<': true, '>': true, '&': true, '"': true, 0xE2: true}
+
+// rawPlain is the index of the first byte of body from i that
+// appendRawString must look at ('\\', '<', '>', '&', '"' or 0xE2), or
+// len(body): eight bytes a step, then byte by byte.
+func rawPlain(s string, i int) int {
+	for ; i+8 <= len(s); i += 8 {
+		// The lowest flagged byte of the mask is exact. '"' and '&' (0x22,
+		// 0x26) differ in one bit, as do '<' and '>' (0x3c, 0x3e): one
+		// test each.
+		_ = s[i+7]
+		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		m := zeroByte(w^(ones8*'\\')) | zeroByte((w|ones8*0x04)^(ones8*'&')) |
+			zeroByte((w|ones8*0x02)^(ones8*'>')) | zeroByte(w^(ones8*0xE2))
+		if m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for ; i < len(s) && !rawStop[s[i]]; i++ {
+	}
+	return i
+}
+
+const (
+	ones8  = 0x0101010101010101
+	highs8 = 0x8080808080808080
+)
+
+// zeroByte flags the zero bytes of x (the lowest flag exact).
+func zeroByte(x uint64) uint64 { return (x - ones8) &^ x & highs8 }
 
 // appendStringContent is appendJSONString without the quotes.
 func appendStringContent(b []byte, s string) []byte { return jsonstr.AppendContent(b, s, true) }
