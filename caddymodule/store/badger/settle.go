@@ -61,6 +61,8 @@ type committer struct {
 	last      int
 	gathering bool
 	arrived   chan struct{}
+	// gap and most replace gatherGap and gatherFor when set (tests).
+	gap, most time.Duration
 	// batches and batched count the transactions and the writes they
 	// carried (Batches).
 	batches, batched atomic.Int64
@@ -82,11 +84,15 @@ func (c *committer) gather() {
 	case <-c.arrived: // a signal left from an earlier gather
 	default:
 	}
-	deadline := time.Now().Add(gatherFor)
-	t := time.NewTimer(gatherGap)
+	gap, most := gatherGap, gatherFor
+	if c.gap > 0 {
+		gap, most = c.gap, c.most
+	}
+	deadline := time.Now().Add(most)
+	t := time.NewTimer(gap)
 	defer t.Stop()
 	for len(c.queue) < maxBatch {
-		wait := min(gatherGap, time.Until(deadline))
+		wait := min(gap, time.Until(deadline))
 		if wait <= 0 {
 			return
 		}
