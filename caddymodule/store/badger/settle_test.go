@@ -6,19 +6,26 @@ import (
 	"time"
 )
 
-// TestCommitPanicFailsTheBatchOnly: a write whose apply panics fails with
-// an error, and the write queue is not left busy: the next writes commit.
-func TestCommitPanicFailsTheBatchOnly(t *testing.T) {
+// acmeStore is a store without fsync holding account acme with 10 µ-credits.
+func acmeStore(t *testing.T) *Store {
+	t.Helper()
 	s, err := Open(t.TempDir(), Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	ctx := context.Background()
-	if _, err := s.CreateAccount(ctx, "acme", 10, time.Now()); err != nil {
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.CreateAccount(context.Background(), "acme", 10, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	err = s.write(ctx, &writeReq{account: "acme", apply: func(b *batch) (error, error) { panic("boom") }})
+	return s
+}
+
+// TestCommitPanicFailsTheBatchOnly: a write whose apply panics fails with
+// an error, and the write queue is not left busy: the next writes commit.
+func TestCommitPanicFailsTheBatchOnly(t *testing.T) {
+	s := acmeStore(t)
+	ctx := context.Background()
+	err := s.write(ctx, &writeReq{account: "acme", apply: func(b *batch) (error, error) { panic("boom") }})
 	if err == nil {
 		t.Fatal("a panicking write succeeded")
 	}
@@ -44,15 +51,8 @@ func TestCommitPanicFailsTheBatchOnly(t *testing.T) {
 // writes, the next leader waits for writes still arriving (gather) and
 // commits them in its transaction; a lone writer never waits.
 func TestGatherJoinsWritesStillArriving(t *testing.T) {
-	s, err := Open(t.TempDir(), Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := acmeStore(t)
 	ctx := context.Background()
-	if _, err := s.CreateAccount(ctx, "acme", 10, time.Now()); err != nil {
-		t.Fatal(err)
-	}
 	// A long gap: a leader that gathers with nothing arriving is seen.
 	s.settles.mu.Lock()
 	s.settles.gap, s.settles.most = 2*time.Second, 20*time.Second
