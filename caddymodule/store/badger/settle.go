@@ -40,11 +40,11 @@ const (
 // While writes come from several callers at once, a leader first gathers
 // (gather): it waits while they keep arriving, gatherGap at most between
 // two, gatherFor at most in all, so that the callers one commit woke come
-// back into the next instead of each fsync carrying half of them. On a
-// 2-core machine with 16 callers of cache hits, whose settles are most of
-// their CPU, this took the batch from about 8 writes to 16 (bench/README.md,
-// section 13; docs/cache.md). A lone writer (the last batch was one
-// write) never waits. PostgreSQL's commit_delay and commit_siblings are
+// back into the next instead of each fsync carrying a few of them. On a
+// 2-core machine with 16 callers of cache hits, whose durable writes are
+// most of their CPU, this took a transaction from 4.5 writes to 13 and a
+// hit from 424 to 244 µs of CPU (BenchmarkCachedHit; docs/perf-log.md,
+// round 13). A lone writer (the last batch was one write) never waits. PostgreSQL's commit_delay and commit_siblings are
 // the same idea.
 const (
 	gatherGap = 200 * time.Microsecond
