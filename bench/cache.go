@@ -104,6 +104,23 @@ func (rep *report) cachePhase(ctx context.Context, tmp string, cfg *config) erro
 	fmt.Fprintf(w, "    ratio %.2f ×   target ≤ 1.5 ×  %s   (%d rounds of %s each, interleaved)\n", cpuRatio, mark(cpuRatio <= 1.5), cfg.rounds, cfg.round)
 	fmt.Fprintln(w)
 	rep.check("cache: CPU per cached record / GET of the run", fmt.Sprintf("%.2f ×", cpuRatio), "≤ 1.5 ×", cpuRatio <= 1.5)
+	if cfg.profileDir == "" {
+		return nil
+	}
+	// With -profile-dir: where a hit's CPU goes, and the GET's, outside
+	// the measured rounds (cache-hit-cpu.pb.gz, cache-get-cpu.pb.gz).
+	secs := max(int(cfg.profile.Seconds()), 1)
+	for _, p := range []struct {
+		name, title string
+		t           *target
+	}{
+		{"cache-hit", "cached POST /v1/extract/pro_net/profile.info of the hottest input", hot},
+		{"cache-get", "GET /v1/extractions/{id} of its record", get},
+	} {
+		if err := rep.profileOne(ctx, w, e, cfg, profileDir(cfg, tmp), p.name, p.title, p.t, secs, 25, 45); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
