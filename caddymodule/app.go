@@ -19,6 +19,7 @@ import (
 	"socialrouter/caddymodule/admin"
 	"socialrouter/caddymodule/api"
 	"socialrouter/caddymodule/cache"
+	"socialrouter/caddymodule/callbacks"
 	"socialrouter/caddymodule/mcp"
 	"socialrouter/caddymodule/metrics"
 	"socialrouter/caddymodule/payments"
@@ -129,6 +130,17 @@ type SourceConfig struct {
 	Token string `json:"token,omitempty"`
 	// TokenFile names a file holding the token, read at Provision.
 	TokenFile string `json:"token_file,omitempty"`
+	// CallbackBase, if set, is the public base URL at which this source's
+	// upstream reaches the gateway: its runs are started with the
+	// upstream's callback parameters (callbacks.go) and waited for by
+	// callback, polled only after CallbackFallback without one.
+	CallbackBase string `json:"callback_base,omitempty"`
+	// CallbackSecret keys the callbacks' URL tokens (at least 32 bytes,
+	// the same on every node); like Token, best a runtime placeholder.
+	CallbackSecret string `json:"callback_secret,omitempty"`
+	// CallbackFallback is how long a batch waits for its callback before
+	// polling. Default: 2m.
+	CallbackFallback caddy.Duration `json:"callback_fallback,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -154,6 +166,9 @@ const sharedKey = "social_router.shared"
 type shared struct {
 	breakers *router.Breakers
 	inflight *api.InFlight
+	// hub wakes the batches waiting for an upstream's callback
+	// (callbacks.go); it outlives reloads, as the waiting batches do.
+	hub *callbacks.Hub
 }
 
 func (shared) Destruct() error { return nil }
@@ -195,7 +210,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 
 	v, _, _ := stores.LoadOrNew(sharedKey, func() (caddy.Destructor, error) {
-		return &shared{breakers: router.NewBreakers(), inflight: api.NewInFlight()}, nil
+		return &shared{breakers: router.NewBreakers(), inflight: api.NewInFlight(), hub: callbacks.NewHub()}, nil
 	})
 	a.shared = v.(*shared)
 

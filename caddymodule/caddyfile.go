@@ -52,6 +52,9 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //			base_url <url>
 //			token <token>          # best a runtime placeholder: {env.SOURCE_A_TOKEN}
 //			token_file <path>      # or a file holding it
+//			callback_base <url>    # the upstream calls back here (docs/upstreams.md)
+//			callback_secret <s>    # ≥ 32 bytes, every node the same: {env.SDR_CALLBACK_SECRET}
+//			callback_fallback <d>  # poll after this long without a callback (default 2m)
 //		}
 //		attempt_timeout <duration>
 //		soft_timeout <duration>
@@ -136,17 +139,31 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 						return d.ArgErr()
 					}
 				case "token":
-					// An empty environment placeholder leaves no argument.
-					if d.NextArg() {
-						sc.Token = d.Val()
-					}
-					if d.NextArg() {
+					if !secretArg(d, &sc.Token) {
 						return d.ArgErr()
 					}
 				case "token_file":
 					if !d.AllArgs(&sc.TokenFile) {
 						return d.ArgErr()
 					}
+				case "callback_base":
+					if !d.AllArgs(&sc.CallbackBase) {
+						return d.ArgErr()
+					}
+				case "callback_secret": // too short or empty: refused at Provision, where it is resolved
+					if !secretArg(d, &sc.CallbackSecret) {
+						return d.ArgErr()
+					}
+				case "callback_fallback":
+					var s string
+					if !d.AllArgs(&s) {
+						return d.ArgErr()
+					}
+					dur, err := caddy.ParseDuration(s)
+					if err != nil || dur <= 0 {
+						return d.Errf("callback_fallback must be a positive duration, got %q", s)
+					}
+					sc.CallbackFallback = caddy.Duration(dur)
 				default:
 					return d.Errf("unknown source subdirective %q", d.Val())
 				}
@@ -263,3 +280,12 @@ var (
 	_ caddyfile.Unmarshaler = (*App)(nil)
 	_ caddyfile.Unmarshaler = (*Handler)(nil)
 )
+
+// secretArg reads a secret's one argument into dst: none is fine (an empty
+// environment placeholder leaves no argument), two are not.
+func secretArg(d *caddyfile.Dispenser, dst *string) bool {
+	if d.NextArg() {
+		*dst = d.Val()
+	}
+	return !d.NextArg()
+}

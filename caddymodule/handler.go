@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"net/http"
+	"strings"
 	"sync/atomic"
 
 	"github.com/caddyserver/caddy/v2"
@@ -10,6 +11,7 @@ import (
 
 	"socialrouter/caddymodule/api"
 	"socialrouter/caddymodule/payments"
+	"socialrouter/caddymodule/sources"
 )
 
 func init() {
@@ -62,12 +64,17 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-// ServeHTTP serves /mcp and a /v1 path and hands anything else to the next
-// handler.
+// ServeHTTP serves /mcp, a /v1 path, the payment provider's webhook and
+// the upstreams' callbacks (/_sdr/callbacks/…) and hands anything else to
+// the next handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	setHSTS(w, r, h.hsts)
 	if r.URL.Path == payments.WebhookPath && h.app != nil {
 		h.app.servePaymentsWebhook(w, r)
+		return nil
+	}
+	if strings.HasPrefix(r.URL.Path, sources.CallbackPrefix) && h.app != nil {
+		h.app.serveCallback(w, r)
 		return nil
 	}
 	if r.URL.Path == "/mcp" {

@@ -88,11 +88,16 @@ func (a *App) compile(ctx context.Context) (*compiled, error) {
 		if err != nil {
 			return nil, fmt.Errorf("configuring source %s: %v", src.ID, err)
 		}
+		cb, err := a.callbackConfig(src.ID, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("configuring source %s: %v", src.ID, err)
+		}
 		c, err := sources.New(src.Protocol, sources.Config{
 			BaseURL:      cfg.BaseURL,
 			Token:        tok,
 			HTTPClient:   metrics.UpstreamClient(src.ID),
 			PollInterval: time.Duration(a.PollInterval),
+			Callbacks:    cb,
 			Logger:       a.logger.Named("sources." + src.ID),
 		})
 		if err != nil {

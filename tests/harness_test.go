@@ -262,6 +262,7 @@ type gwConfig struct {
 	SiteExtra       string
 	Token           string // upstream bearer token of both sources
 	AppExtra        string // extra social_router options
+	SourceExtra     string // extra options of both source blocks
 }
 
 const gwTemplate = `{
@@ -274,10 +275,12 @@ const gwTemplate = `{
 		source source_a {
 			base_url {{.SimA}}
 			{{if .Token}}token {{.Token}}{{end}}
+			{{.SourceExtra}}
 		}
 		source source_b {
 			base_url {{.SimB}}
 			{{if .Token}}token {{.Token}}{{end}}
+			{{.SourceExtra}}
 		}
 		attempt_timeout {{.AttemptTimeout}}
 		soft_timeout {{.SoftTimeout}}

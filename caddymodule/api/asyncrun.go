@@ -92,7 +92,7 @@ func (ar *AsyncRunner) run(ctx context.Context, r store.AsyncRun, p async.Progre
 		return err == nil && cur.Cancelled
 	}}
 	req := c.req
-	req.Now, req.Budget = r.CreatedAt, bill
+	req.Now, req.Budget, req.RunID = r.CreatedAt, bill, r.ID
 	req.Proceed, req.OnAttempt, req.OnHandle = prog.proceed, prog.began, prog.started
 	rtr := a.asyncRouterFor(r.AccountID)
 	rctx, stop := handOver(ctx)

@@ -41,7 +41,7 @@ func (a *API) execute(ctx context.Context, key store.Key, c *prepared, id string
 	bill := billing.New(a.Store, run.ID, key, now)
 	defer bill.Release(context.WithoutCancel(ctx)) // a no-op once settled
 	req := c.req
-	req.Now, req.Budget = now, bill
+	req.Now, req.Budget, req.RunID = now, bill, run.ID
 	res, note, err := a.routeCached(ctx, a.routerFor(key.AccountID), c, req)
 	if apiErr := a.refusedForMoney(ctx, bill, run, res, err); apiErr != nil {
 		return nil, apiErr

@@ -156,7 +156,8 @@ func (r *Router) call(bs *batchSet, p *pulse, client sources.Client, o *registry
 	if callLimit > 0 && req.scope() == registry.ScopePerInput {
 		callLimit *= max(1, len(inputs))
 	}
-	c := sources.Call{Target: o.Target, Params: o.Params, Body: body, Limit: callLimit, PerInput: limit, OnHandle: bs.started}
+	c := sources.Call{Target: o.Target, Params: o.Params, Body: body, Limit: callLimit, PerInput: limit, OnHandle: bs.started,
+		RunID: req.RunID, Batch: i}
 	if req.OnHandle != nil {
 		c.OnHandle = func(h sources.Handle) {
 			bs.started(h)

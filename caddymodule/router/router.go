@@ -214,6 +214,10 @@ type Request struct {
 	// by the attempt's batches; it may block for a store write, not for
 	// longer.
 	OnHandle func(o *registry.Offer, s Started)
+	// RunID, if set, names the run the call serves: a source with
+	// callbacks is asked to call back to a URL naming it and the batch
+	// (sources.Call.RunID); without it every upstream is polled.
+	RunID string
 
 	// resumed, set by Resume, is the upstream work of the attempt being
 	// resumed: its batches wait for that work instead of starting it.

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"socialrouter/internal/jsonscan"
@@ -70,17 +71,21 @@ func (a *ActorRun) Do(ctx context.Context, c Call) (*Result, error) {
 	if string(body) == "null" {
 		body = []byte("{}")
 	}
-	h, err := a.start(ctx, c, body)
+	w := a.callback(c)
+	if w != nil {
+		defer w.Close()
+	}
+	h, err := a.start(ctx, c, body, w)
 	if err != nil {
 		return nil, err
 	}
 	c.started(h)
-	return a.Resume(ctx, c, h)
+	return a.resume(ctx, c, h, w)
 }
 
 // start starts the run and returns its handle.
-func (a *ActorRun) start(ctx context.Context, c Call, body []byte) (Handle, error) {
-	ans, err := a.exchange(ctx, http.MethodPost, a.startURL(ctx, c), body, c.Activity)
+func (a *ActorRun) start(ctx context.Context, c Call, body []byte, w Wait) (Handle, error) {
+	ans, err := a.exchange(ctx, http.MethodPost, a.startURL(ctx, c, w != nil), body, c.Activity)
 	if err != nil {
 		return Handle{}, err
 	}
@@ -96,12 +101,16 @@ func (a *ActorRun) start(ctx context.Context, c Call, body []byte) (Handle, erro
 		return Handle{}, malformed(ans, errors.New("run answer without data.id and data.defaultDatasetId"))
 	}
 	ans.release()
+	if w != nil {
+		w.Bind(h)
+	}
 	return h, nil
 }
 
 // startURL is the run-start endpoint of call c: the offer's params, the
-// run's timeout (the call's remaining time) and its caps.
-func (a *ActorRun) startURL(ctx context.Context, c Call) string {
+// run's timeout (the call's remaining time) and its caps, and with
+// callback its ad-hoc webhook.
+func (a *ActorRun) startURL(ctx context.Context, c Call, callback bool) string {
 	q := url.Values{}
 	perItem := 0.0
 	for k, v := range c.Params {
@@ -120,6 +129,9 @@ func (a *ActorRun) startURL(ctx context.Context, c Call) string {
 			q.Set("maxTotalChargeUsd", strconv.FormatFloat(perItem*float64(c.Limit), 'f', -1, 64))
 		}
 	}
+	if callback {
+		q.Set("webhooks", actorWebhooks(a.cfg.Callbacks.url(c.RunID, c.Batch)))
+	}
 	return a.baseURL + "/v2/acts/" + url.PathEscape(c.Target) + "/runs?" + q.Encode()
 }
 
@@ -127,7 +139,17 @@ func (a *ActorRun) startURL(ctx context.Context, c Call) string {
 // items). When it stops waiting first (ctx done, a failure), it aborts
 // the run from a detached context.
 func (a *ActorRun) Resume(ctx context.Context, c Call, h Handle) (*Result, error) {
-	res, err := a.wait(ctx, c, h)
+	w := a.callback(c)
+	if w != nil {
+		defer w.Close()
+		w.Bind(h)
+	}
+	return a.resume(ctx, c, h, w)
+}
+
+// resume is Resume with the callback wait w (nil: none).
+func (a *ActorRun) resume(ctx context.Context, c Call, h Handle, w Wait) (*Result, error) {
+	res, err := a.wait(ctx, c, h, w)
 	if err != nil {
 		var e *Error
 		if !errors.As(err, &e) || e.Outcome != OutcomeRunFailed {
@@ -139,8 +161,21 @@ func (a *ActorRun) Resume(ctx context.Context, c Call, h Handle) (*Result, error
 	return res, nil
 }
 
-// wait polls the run until it ends, then reads its items.
-func (a *ActorRun) wait(ctx context.Context, c Call, h Handle) (*Result, error) {
+// wait waits for the run's callback (w) or polls the run until it ends,
+// then reads its items. A callback that reports success is not checked by
+// a poll: the items are read at once.
+func (a *ActorRun) wait(ctx context.Context, c Call, h Handle, w Wait) (*Result, error) {
+	if st, ok := a.awaitCallback(ctx, c, w); ok {
+		switch st {
+		case JobSucceeded:
+			return a.items(ctx, c, h)
+		case JobTimedOut:
+			return a.timedOut(ctx, c, h, 0)
+		default:
+			return nil, &Error{Outcome: OutcomeRunFailed, Retryable: true,
+				Message: fmt.Sprintf("run %s ended %s upstream (reported by its webhook)", h.RunID, strings.ToUpper(string(st)))}
+		}
+	}
 	runURL := a.baseURL + "/v2/actor-runs/" + url.PathEscape(h.RunID)
 	errs := 0
 	for {
@@ -170,14 +205,7 @@ func (a *ActorRun) wait(ctx context.Context, c Call, h Handle) (*Result, error) 
 		case "SUCCEEDED":
 			return a.items(ctx, c, h)
 		case "TIMED-OUT":
-			// A run that timed out upstream keeps (and was charged for)
-			// what it collected: serve that; without any it is a timeout.
-			res, err := a.items(ctx, c, h)
-			if err == nil && len(res.Items) == 0 {
-				return nil, &Error{Outcome: OutcomeTimeout, Status: ans.status, Retryable: true,
-					Message: fmt.Sprintf("run %s timed out upstream before collecting anything", h.RunID)}
-			}
-			return res, err
+			return a.timedOut(ctx, c, h, ans.status)
 		case "FAILED", "ABORTED":
 			return nil, &Error{Outcome: OutcomeRunFailed, Status: ans.status, Retryable: true,
 				Message: fmt.Sprintf("run %s ended %s upstream", h.RunID, st)}
@@ -187,6 +215,17 @@ func (a *ActorRun) wait(ctx context.Context, c Call, h Handle) (*Result, error) 
 				Message: fmt.Sprintf("run %s has status %q", h.RunID, st)}
 		}
 	}
+}
+
+// timedOut serves a run that timed out upstream: it keeps (and was
+// charged for) what it collected; without any it is a timeout.
+func (a *ActorRun) timedOut(ctx context.Context, c Call, h Handle, status int) (*Result, error) {
+	res, err := a.items(ctx, c, h)
+	if err == nil && len(res.Items) == 0 {
+		return nil, &Error{Outcome: OutcomeTimeout, Status: status, Retryable: true,
+			Message: fmt.Sprintf("run %s timed out upstream before collecting anything", h.RunID)}
+	}
+	return res, err
 }
 
 // items reads the run's dataset, page by page, up to c.Limit items.

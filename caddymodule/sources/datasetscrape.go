@@ -91,7 +91,7 @@ func (d *DatasetScrape) Do(ctx context.Context, c Call) (*Result, error) {
 		return d.trigger(ctx, c, body)
 	}
 	c.waiting(MaxScrapeWait)
-	ans, err := d.exchange(ctx, http.MethodPost, d.endpoint("scrape", c), body, c.Activity)
+	ans, err := d.exchange(ctx, http.MethodPost, d.endpoint("scrape", c, false), body, c.Activity)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +99,7 @@ func (d *DatasetScrape) Do(ctx context.Context, c Call) (*Result, error) {
 	case http.StatusOK:
 		return itemsResult(ans)
 	case http.StatusAccepted:
-		return d.snapshotFrom(ctx, c, ans)
+		return d.snapshotFrom(ctx, c, ans, nil)
 	}
 	if ans.status < 300 {
 		return nil, malformed(ans, fmt.Errorf("unexpected status %d for a scrape", ans.status))
@@ -107,12 +107,17 @@ func (d *DatasetScrape) Do(ctx context.Context, c Call) (*Result, error) {
 	return nil, statusError(ans)
 }
 
-// trigger starts an asynchronous collection and waits for it.
+// trigger starts an asynchronous collection and waits for it: for its
+// notify, where the source has callbacks, else by polling.
 func (d *DatasetScrape) trigger(ctx context.Context, c Call, body []byte) (*Result, error) {
 	if in, ok := onlyInput(body); ok {
 		body = in // the documented /trigger body: the inputs array
 	}
-	ans, err := d.exchange(ctx, http.MethodPost, d.endpoint("trigger", c), body, c.Activity)
+	w := d.callback(c)
+	if w != nil {
+		defer w.Close()
+	}
+	ans, err := d.exchange(ctx, http.MethodPost, d.endpoint("trigger", c, w != nil), body, c.Activity)
 	if err != nil {
 		return nil, err
 	}
@@ -122,25 +127,30 @@ func (d *DatasetScrape) trigger(ctx context.Context, c Call, body []byte) (*Resu
 		}
 		return nil, statusError(ans)
 	}
-	return d.snapshotFrom(ctx, c, ans)
+	return d.snapshotFrom(ctx, c, ans, w)
 }
 
 // snapshotFrom reads the snapshot id of a 202 scrape or a trigger answer
-// and waits for the snapshot.
-func (d *DatasetScrape) snapshotFrom(ctx context.Context, c Call, ans *answer) (*Result, error) {
+// and waits for the snapshot (for its notify on w, when not nil).
+func (d *DatasetScrape) snapshotFrom(ctx context.Context, c Call, ans *answer, w Wait) (*Result, error) {
 	id := jsonscan.Field(ans.body, "snapshot_id")
 	if id == "" {
 		return nil, malformed(ans, errors.New("answer without snapshot_id"))
 	}
 	ans.release()
 	h := Handle{Protocol: ProtocolDatasetScrape, SnapshotID: id}
+	if w != nil {
+		w.Bind(h)
+	}
 	c.started(h)
-	return d.Resume(ctx, c, h)
+	return d.resume(ctx, c, h, w)
 }
 
 // endpoint is the URL of /scrape or /trigger for call c: the offer's
-// params, the dataset, and the caps (never more records than reserved).
-func (d *DatasetScrape) endpoint(path string, c Call) string {
+// params, the dataset, and the caps (never more records than reserved);
+// with notify, the trigger's documented notify URL and the auth_header it
+// is to send.
+func (d *DatasetScrape) endpoint(path string, c Call, notify bool) string {
 	q := url.Values{}
 	for k, v := range c.Params {
 		q.Set(k, v)
@@ -154,14 +164,25 @@ func (d *DatasetScrape) endpoint(path string, c Call) string {
 	if c.Limit > 0 {
 		q.Set("limit_multiple_results", strconv.Itoa(c.Limit))
 	}
+	if notify {
+		cb := d.cfg.Callbacks
+		q.Set("notify", cb.url(c.RunID, c.Batch))
+		q.Set("auth_header", CallbackAuth(cb.Secret, cb.Source))
+	}
 	return d.baseURL + "/datasets/v3/" + path + "?" + q.Encode()
 }
 
 // Resume waits for snapshot h to be ready and downloads it. When it stops
 // waiting first (ctx done, a failure), it cancels the snapshot from a
-// detached context.
+// detached context. A resumed snapshot is polled: its handle does not say
+// whether it was started with a notify (a /scrape's is not).
 func (d *DatasetScrape) Resume(ctx context.Context, c Call, h Handle) (*Result, error) {
-	res, err := d.snapshot(ctx, c, h.SnapshotID)
+	return d.resume(ctx, c, h, nil)
+}
+
+// resume is Resume with the notify wait w (nil: none).
+func (d *DatasetScrape) resume(ctx context.Context, c Call, h Handle, w Wait) (*Result, error) {
+	res, err := d.snapshot(ctx, c, h.SnapshotID, w)
 	if err != nil {
 		var e *Error
 		if !errors.As(err, &e) || e.Outcome != OutcomeSnapshot {
@@ -188,16 +209,25 @@ func (d *DatasetScrape) Abort(ctx context.Context, h Handle) error {
 	return nil
 }
 
-// snapshot polls snapshot id's progress until ready, then downloads it.
-// Polls start at the poll interval and grow to MaxPollFactor times it.
-func (d *DatasetScrape) snapshot(ctx context.Context, c Call, id string) (*Result, error) {
+// snapshot waits for snapshot id's notify (w) or polls its progress
+// until ready, then downloads it. Polls start at the poll interval and
+// grow to MaxPollFactor times it. A notify that says ready is not checked
+// by a progress poll: the download follows at once.
+func (d *DatasetScrape) snapshot(ctx context.Context, c Call, id string, w Wait) (*Result, error) {
 	progressURL := d.baseURL + "/datasets/v3/progress/" + url.PathEscape(id)
 	snapshotURL := d.baseURL + "/datasets/v3/snapshot/" + url.PathEscape(id) + "?format=json"
-	delay := d.poll
-	timer := time.NewTimer(delay)
-	defer timer.Stop()
-	c.waiting(delay)
+	delay, first := d.poll, d.poll
 	ready := false
+	if st, ok := d.awaitCallback(ctx, c, w); ok {
+		if st != JobSucceeded {
+			return nil, &Error{Outcome: OutcomeSnapshot, Retryable: true,
+				Message: fmt.Sprintf("snapshot %s %s (reported by its notify)", id, st)}
+		}
+		ready, first = true, 0
+	}
+	timer := time.NewTimer(first)
+	defer timer.Stop()
+	c.waiting(first)
 	pollErrs := 0
 	for {
 		select {

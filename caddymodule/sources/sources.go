@@ -46,6 +46,11 @@ type Call struct {
 	// work for the call (a run, a snapshot), with its handle, so the caller
 	// can record it before the work ends (and abort or resume it later).
 	OnHandle func(Handle)
+	// RunID and Batch name the run and batch the call serves: with a
+	// source whose Config.Callbacks is set, the upstream is asked to call
+	// back to a URL naming them (callback.go). An empty RunID: polling.
+	RunID string
+	Batch int
 }
 
 // waiting tells c's caller a documented wait of up to d begins.
@@ -195,7 +200,10 @@ type Config struct {
 	// (dataset_scrape); later waits grow to MaxPollFactor times it. Default
 	// 2s.
 	PollInterval time.Duration
-	Logger       *zap.Logger
+	// Callbacks, if set, has the upstream call the gateway back when a
+	// call's work ends, instead of being polled (callback.go).
+	Callbacks *CallbackConfig
+	Logger    *zap.Logger
 }
 
 // Constructor builds a Client of one protocol.

@@ -60,10 +60,15 @@ func (s *Sim) startRun(r *http.Request, target string, body []byte) (*job, Fault
 	if secs, err := strconv.ParseFloat(q.Get("timeout"), 64); err == nil && secs > 0 {
 		timeout = time.Duration(secs * float64(time.Second))
 	}
+	defs, err := parseWebhooks(q.Get("webhooks"))
+	if err != nil {
+		return nil, f, errAnswer(http.StatusBadRequest, apiError("invalid-input", "webhooks must be a base64-encoded JSON array of webhook definitions: "+err.Error()))
+	}
 	items, errs := s.actorItems(fx, f, body, maxItems)
 	j := &job{id: newID(""), kind: KindActorRun, target: target, datasetID: newID(""), items: items, errItems: errs,
 		chargeCap: maxItems, params: queryMap(r), failAt: runFailure(f), malformed: f.Malformed}
 	j.id, j.datasetID = "run_"+j.id, "ds_"+j.datasetID
+	s.attachCallback(j, r, f, defs)
 	return s.startJob(j, s.jobDuration(f), timeout), f, answer{}
 }
 
@@ -192,6 +197,7 @@ func (s *Sim) runGet(w http.ResponseWriter, r *http.Request) {
 	if j == nil {
 		return
 	}
+	j.polled()
 	if f, ok := s.peekFault(j.target); ok && f.PollStatus != 0 {
 		s.takeFault(j.target, nil)
 		s.faultAnswer(Fault{Status: f.PollStatus, RetryAfter: f.RetryAfter}, ProtocolActorRun).write(w, r)

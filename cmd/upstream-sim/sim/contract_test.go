@@ -1,9 +1,12 @@
 package sim
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -36,6 +39,22 @@ type contractStep struct {
 	Text   string            `json:"text"`
 	// Save keeps answer values for later steps' {placeholders}.
 	Save map[string]string `json:"save"`
+	// Webhooks, if set, is a run start's ad-hoc webhook definitions: filled
+	// ({callback} is the test's receiver), base64-encoded and sent as the
+	// webhooks query parameter.
+	Webhooks json.RawMessage `json:"webhooks"`
+	// Callback, on a step without a method, expects the next request the
+	// simulator sends to the receiver: its body (Want) and headers.
+	Callback *struct {
+		Want   map[string]string `json:"want"`
+		Header map[string]string `json:"header"`
+	} `json:"callback"`
+}
+
+// received is a callback the contract's receiver got.
+type received struct {
+	header http.Header
+	body   []byte
 }
 
 // TestDocumentedContracts replays the upstreams' documented exchanges
@@ -56,7 +75,14 @@ func TestDocumentedContracts(t *testing.T) {
 				t.Fatal(err)
 			}
 			s, srv := start(t, Options{TimeScale: c.TimeScale})
-			vars := map[string]string{"actor": actorTarget, "dataset": companyTarget}
+			got := make(chan received, 16)
+			rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				b, _ := io.ReadAll(r.Body)
+				got <- received{r.Header.Clone(), b}
+			}))
+			t.Cleanup(rcv.Close)
+			vars := map[string]string{"actor": actorTarget, "dataset": companyTarget,
+				"callback": rcv.URL + "/hook", "callback_q": url.QueryEscape(rcv.URL + "/hook")}
 			fill := func(v string) string {
 				for k, x := range vars {
 					v = strings.ReplaceAll(v, "{"+k+"}", x)
@@ -77,7 +103,15 @@ func TestDocumentedContracts(t *testing.T) {
 					}
 				}
 				time.Sleep(s.scaled(time.Duration(st.WaitS * float64(time.Second))))
-				req, _ := http.NewRequest(st.Method, srv.URL+fill(st.Path), strings.NewReader(string(st.Body)))
+				if st.Callback != nil && st.Method == "" {
+					checkCallback(t, i, st, got, fill)
+					continue
+				}
+				path := fill(st.Path)
+				if len(st.Webhooks) > 0 {
+					path += "&webhooks=" + url.QueryEscape(base64.StdEncoding.EncodeToString([]byte(fill(string(st.Webhooks)))))
+				}
+				req, _ := http.NewRequest(st.Method, srv.URL+path, strings.NewReader(string(st.Body)))
 				resp, err := http.DefaultClient.Do(req)
 				if err != nil {
 					t.Fatal(err)
@@ -110,5 +144,31 @@ func TestDocumentedContracts(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkCallback waits for the next callback the receiver got and checks it
+// against step i.
+func checkCallback(t *testing.T, i int, st contractStep, got <-chan received, fill func(string) string) {
+	t.Helper()
+	var cb received
+	select {
+	case cb = <-got:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("step %d (%s): no callback within 5 s", i, st.Doc)
+	}
+	for path, want := range st.Callback.Want {
+		v := gjson.GetBytes(cb.body, path)
+		switch want = fill(want); {
+		case want == "string" && (v.Type != gjson.String || v.Str == ""):
+			t.Errorf("step %d callback (%s): %s = %s, want a string: %s", i, st.Doc, path, v.Raw, cb.body)
+		case want != "string" && v.String() != want:
+			t.Errorf("step %d callback (%s): %s = %q, want %q: %s", i, st.Doc, path, v.String(), want, cb.body)
+		}
+	}
+	for h, want := range st.Callback.Header {
+		if v := cb.header.Get(h); v != fill(want) {
+			t.Errorf("step %d callback (%s): header %s = %q, want %q", i, st.Doc, h, v, fill(want))
+		}
 	}
 }

@@ -91,6 +91,9 @@ func (s *Sim) newSnapshot(r *http.Request, target string, body []byte, sync bool
 	if f.Malformed {
 		j.items = [][]byte{[]byte(`{"truncated":`)}
 	}
+	if !sync {
+		s.attachCallback(j, r, f, nil) // notify is a /trigger parameter
+	}
 	return s.startJob(j, s.jobDuration(f), 0), f, answer{}
 }
 
@@ -253,6 +256,7 @@ func (s *Sim) progress(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, scrapeError("snapshot_not_found", "Snapshot does not exist"))
 		return
 	}
+	j.polled()
 	if f, ok := s.peekFault(j.target); ok && f.PollStatus != 0 {
 		s.takeFault(j.target, nil)
 		s.faultAnswer(Fault{Status: f.PollStatus, RetryAfter: f.RetryAfter}, ProtocolDatasetScrape).write(w, r)
@@ -291,6 +295,7 @@ func (s *Sim) snapshotDownload(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, http.StatusOK, joinArray(rows))
 	default:
+		j.polled()
 		status, msg := http.StatusAccepted, "Snapshot is not ready yet, try again in 10s"
 		if j.notReady == "200" {
 			status, st, msg = http.StatusOK, "building", "Snapshot is building, try again in 10s"

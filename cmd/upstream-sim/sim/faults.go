@@ -85,6 +85,10 @@ type Fault struct {
 	// DeadInputs adds substrings that make an input unknown (to those of
 	// Options.DeadInputs): its answer is a dead_page error row.
 	DeadInputs []string `json:"dead_inputs,omitempty"`
+	// DropCallbacks makes the target's jobs end without their callbacks
+	// (ad-hoc webhooks, notify): a lost callback, which a waiter must
+	// survive by polling. The ledger shows the delivery as dropped.
+	DropCallbacks bool `json:"drop_callbacks,omitempty"`
 	// Times limits the fault to the next n calls; 0 means forever. GET
 	// /_sim/faults shows the calls left.
 	Times int `json:"times,omitempty"`

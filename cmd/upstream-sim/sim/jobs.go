@@ -57,6 +57,14 @@ type job struct {
 	done     chan struct{}
 	fetched  int // rows handed out (dataset item pages, snapshot downloads)
 	canceled bool
+
+	// onEnd, if set, is called (without j.mu) once the job has ended: its
+	// callbacks (callbacks.go). statusPolls and lastPoll count the polls
+	// of its status, callbacks its callback deliveries.
+	onEnd       func(state string)
+	statusPolls int
+	lastPoll    time.Time
+	callbacks   []CallbackLog
 }
 
 // LedgerEntry is one job of the upstream cost ledger (GET /_sim/ledger):
@@ -85,6 +93,12 @@ type LedgerEntry struct {
 	StartedAt time.Time         `json:"started_at"`
 	EndedAt   *time.Time        `json:"ended_at,omitempty"`
 	Params    map[string]string `json:"params,omitempty"`
+	// Polls counts the polls of the job's status after its start (run
+	// GETs, progress, not-ready downloads); LastPollAt is the latest.
+	Polls      int        `json:"polls"`
+	LastPollAt *time.Time `json:"last_poll_at,omitempty"`
+	// Callbacks are the job's callback deliveries (callbacks.go).
+	Callbacks []CallbackLog `json:"callbacks,omitempty"`
 }
 
 // newID is a random upstream id with a prefix ("s_" for snapshots, as the
@@ -129,8 +143,8 @@ func (s *Sim) startJob(j *job, dur, timeout time.Duration) *job {
 // finish ends a running job in state st; a job already ended stays as it is.
 func (j *job) finish(st string) bool {
 	j.mu.Lock()
-	defer j.mu.Unlock()
 	if j.state != stateRunning {
+		j.mu.Unlock()
 		return false
 	}
 	j.state = st
@@ -139,6 +153,11 @@ func (j *job) finish(st string) bool {
 		j.timer.Stop()
 	}
 	close(j.done)
+	onEnd := j.onEnd
+	j.mu.Unlock()
+	if onEnd != nil {
+		onEnd(st)
+	}
 	return true
 }
 
@@ -191,7 +210,12 @@ func (j *job) entry(scale float64) LedgerEntry {
 	defer j.mu.Unlock()
 	e := LedgerEntry{ID: j.id, Kind: j.kind, Target: j.target, DatasetID: j.datasetID, Status: j.state,
 		Running: j.state == stateRunning, Aborted: j.state == stateAborted, StartedAt: j.started.UTC(),
-		ErrorRows: j.errItems, Delivered: j.fetched, Params: j.params}
+		ErrorRows: j.errItems, Delivered: j.fetched, Params: j.params, Polls: j.statusPolls,
+		Callbacks: append([]CallbackLog(nil), j.callbacks...)}
+	if !j.lastPoll.IsZero() {
+		t := j.lastPoll.UTC()
+		e.LastPollAt = &t
+	}
 	if j.state == stateSucceeded {
 		e.Items = len(j.items) - j.errItems
 		e.Charged = e.Items

@@ -12,16 +12,20 @@
 //
 // Protocol endpoints (the upstreams' documented ones):
 //
-//	POST /v2/acts/{target}/runs?timeout=&maxItems=&maxTotalChargeUsd=  → 201 {"data": run}
+//	POST /v2/acts/{target}/runs?timeout=&maxItems=&maxTotalChargeUsd=&webhooks=  → 201 {"data": run}
 //	GET  /v2/actor-runs/{id}?waitForFinish=                            → {"data": run}
 //	POST /v2/actor-runs/{id}/abort                                     → {"data": run}
 //	GET  /v2/datasets/{id}/items?format=json&clean=&offset=&limit=      → [items]
 //	POST /v2/acts/{target}/run-sync-get-dataset-items?timeout=&maxItems=
 //	POST /datasets/v3/scrape?dataset_id={target}&format=json&include_errors=true  (≤ 20 inputs, no discovery)
-//	POST /datasets/v3/trigger?dataset_id={target}&type=&discover_by=&limit_per_input=&limit_multiple_results=
+//	POST /datasets/v3/trigger?dataset_id={target}&type=&discover_by=&limit_per_input=&limit_multiple_results=&notify=&auth_header=
 //	GET  /datasets/v3/progress/{snapshot_id}
 //	GET  /datasets/v3/snapshot/{snapshot_id}?format=json
 //	POST /datasets/v3/snapshot/{snapshot_id}/cancel
+//
+// A run started with ad-hoc webhooks, and a trigger with notify, call back
+// when the job ends, as documented (callbacks.go); fault drop_callbacks
+// loses them. The ledger counts each job's status polls and callbacks.
 //
 // An input that contains one of Options.DeadInputs (default
 // "does-not-exist") is unknown: it is answered with a dead_page error row,
