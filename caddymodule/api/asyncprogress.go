@@ -25,7 +25,7 @@ import (
 type runningRun struct {
 	ID          string            `json:"id"`
 	Kind        string            `json:"kind,omitempty"`
-	Status      string            `json:"status"`
+	Status      runs.Status       `json:"status"`
 	Platform    string            `json:"platform,omitempty"`
 	Service     string            `json:"service,omitempty"`
 	Source      string            `json:"source,omitempty"`

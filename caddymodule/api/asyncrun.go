@@ -175,9 +175,9 @@ func (a *API) settledOutcome(ctx context.Context, run *runs.Run) async.Outcome {
 }
 
 // statusOf reads the status of a run document.
-func statusOf(doc []byte) string {
+func statusOf(doc []byte) runs.Status {
 	var v struct {
-		Status string `json:"status"`
+		Status runs.Status `json:"status"`
 	}
 	_ = json.Unmarshal(doc, &v)
 	return v.Status

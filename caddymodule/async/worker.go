@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
 )
 
@@ -37,7 +38,7 @@ type Outcome struct {
 	// Status is runs.StatusCompleted, StatusFailed or StatusCancelled once
 	// the run is settled; "" when it was left unsettled (lease lost,
 	// stopping, or a store error), for the next claim.
-	Status string
+	Status runs.Status
 	// Doc is the settled run's JSON, for the notifier.
 	Doc []byte
 }
@@ -263,7 +264,7 @@ func (w *Worker) launch(r store.AsyncRun, resume bool) {
 		}
 		bg := context.WithoutCancel(ctx)
 		if notifier != nil {
-			if err := notifier.Notify(bg, r.AccountID, "run."+out.Status, out.Doc); err != nil {
+			if err := notifier.Notify(bg, r.AccountID, out.Status.Event(), out.Doc); err != nil {
 				w.cfg.Logger.Error("notifying the end of an async run", zap.String("run_id", r.ID), zap.Error(err))
 			}
 		}
