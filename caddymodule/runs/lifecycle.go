@@ -219,6 +219,7 @@ var transitions = build(
 	row(Runner, "upstream work started as the run is left is recorded, if the lease still allows", []State{Left}, Left),
 
 	row(Settler, "the walk ends served: settled and charged", []State{Running, Upstream, CancelRequested, Left}, Completed),
+	row(Settler, "served whole from the freshness cache or another call's work: no attempt began", []State{Leased}, Completed),
 	row(Settler, "the walk ends unserved, the call no longer prepares, no offer could be paid for, or the deadline passed", []State{Leased, Running, Upstream, CancelRequested, Left}, Failed),
 	row(Settler, "the cancel stopped it: settled with nothing charged, its hold released", []State{CancelRequested}, Cancelled),
 	row(Runner, "a claim finds it settled already: its worker died between the settle and the removal; the event is sent again", []State{Leased, CancelRequested}, Completed, Failed, Cancelled),
