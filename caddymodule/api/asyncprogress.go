@@ -153,7 +153,13 @@ func (b *runProgress) began(ctx context.Context, at router.Begun) error {
 func (b *runProgress) write(ctx context.Context) error {
 	var rec []byte
 	if b.resume.Offer != "" {
-		rec, _ = json.Marshal(b.resume)
+		r := b.resume
+		before := b.attempts[:len(b.attempts)-1] // the last is the one under way
+		if before == nil {
+			before = []runs.Attempt{}
+		}
+		r.Before = &before
+		rec, _ = json.Marshal(r)
 	}
 	return b.progress(ctx, async.State{Doc: runningDoc(b.run, b.life.State(), b.attempts), Hold: b.hold, Resume: rec})
 }
