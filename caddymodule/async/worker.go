@@ -35,8 +35,8 @@ var (
 
 // Outcome is how a run ended.
 type Outcome struct {
-	// Status is runs.StatusCompleted, StatusFailed or StatusCancelled once
-	// the run is settled; "" when it was left unsettled (lease lost,
+	// Status is the settled run's status (its life's: runs.Life.Settle);
+	// "" when it was left unsettled (lease lost,
 	// stopping, or a store error), for the next claim.
 	Status runs.Status
 	// Doc is the settled run's JSON, for the notifier.
@@ -261,6 +261,10 @@ func (w *Worker) launch(r store.AsyncRun, resume bool) {
 		}
 		if out.Status == "" {
 			return // left for the next claim
+		}
+		if err := runs.Check(out.Status.Settled(), runs.Removed, runs.Worker); err != nil {
+			w.cfg.Logger.Error("an async run ended unsettled", zap.String("run_id", r.ID), zap.Error(err))
+			return
 		}
 		bg := context.WithoutCancel(ctx)
 		if notifier != nil {
