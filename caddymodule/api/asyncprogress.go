@@ -25,7 +25,7 @@ import (
 type runningRun struct {
 	ID          string            `json:"id"`
 	Kind        string            `json:"kind,omitempty"`
-	Status      string            `json:"status"`
+	Status      runs.Status       `json:"status"`
 	Platform    string            `json:"platform,omitempty"`
 	Service     string            `json:"service,omitempty"`
 	Source      string            `json:"source,omitempty"`
@@ -40,12 +40,12 @@ type runningRun struct {
 	Livemode    bool              `json:"livemode"`
 }
 
-func runningDoc(run *runs.Run, attempts []runs.Attempt) []byte {
+func runningDoc(run *runs.Run, at runs.State, attempts []runs.Attempt) []byte {
 	if attempts == nil {
 		attempts = []runs.Attempt{}
 	}
 	b, _ := json.Marshal(runningRun{
-		ID: run.ID, Kind: run.Kind, Status: runs.StatusRunning, Platform: run.Platform, Service: run.Service,
+		ID: run.ID, Kind: run.Kind, Status: at.Status(), Platform: run.Platform, Service: run.Service,
 		Source: run.Source, Type: run.Type, URL: run.URL, Queries: run.Queries, Data: []json.RawMessage{},
 		Pagination: run.Pagination, CreatedAt: run.CreatedAt, Attempts: attempts, Livemode: run.Livemode,
 	})
@@ -70,6 +70,9 @@ const (
 type runProgress struct {
 	run      *runs.Run
 	progress async.Progress
+	// life is the run's life: each attempt moves it to Running, each
+	// upstream work recorded to Upstream.
+	life *runs.Life
 	// runCtx is the worker's context of the run: cancelled, no attempt
 	// begins.
 	runCtx context.Context
@@ -99,6 +102,7 @@ func (b *runProgress) proceed(ctx context.Context, o *registry.Offer) error {
 		b.mu.Lock()
 		b.stopped = true
 		b.mu.Unlock()
+		_ = b.life.Move(runs.CancelRequested, runs.Runner)
 		return async.ErrCancelled
 	}
 	return nil
@@ -112,9 +116,16 @@ func (b *runProgress) began(ctx context.Context, at router.Begun) error {
 	defer b.mu.Unlock()
 	switch n := len(b.attempts); {
 	case b.resuming && o.ID == b.resume.Offer && !at.Unpayable:
-		// The recorded attempt begins again, with its work.
+		// The recorded attempt begins again, with its work (Upstream).
 		b.resume.Records = covered
 	default:
+		var moved error
+		if !at.Unpayable {
+			moved = b.life.Move(runs.Running, runs.Runner)
+		}
+		if moved != nil {
+			return moved
+		}
 		if n > 0 && b.attempts[n-1].Outcome == outcomeRunning {
 			b.attempts[n-1].Outcome = outcomeFailedOver
 		}
@@ -142,9 +153,15 @@ func (b *runProgress) began(ctx context.Context, at router.Begun) error {
 func (b *runProgress) write(ctx context.Context) error {
 	var rec []byte
 	if b.resume.Offer != "" {
-		rec, _ = json.Marshal(b.resume)
+		r := b.resume
+		before := b.attempts[:len(b.attempts)-1] // the last is the one under way
+		if before == nil {
+			before = []runs.Attempt{}
+		}
+		r.Before = &before
+		rec, _ = json.Marshal(r)
 	}
-	return b.progress(ctx, async.State{Doc: runningDoc(b.run, b.attempts), Hold: b.hold, Resume: rec})
+	return b.progress(ctx, async.State{Doc: runningDoc(b.run, b.life.State(), b.attempts), Hold: b.hold, Resume: rec})
 }
 
 // cancelledInStore reports whether a failover stopped because the run
@@ -165,6 +182,7 @@ func (b *runProgress) resumeFrom(from router.Resumed) {
 	}
 	b.resume = resumeRecord{Offer: from.Offer, Records: from.Records, Started: from.Started}
 	b.resuming = true
+	_ = b.life.Move(runs.Upstream, runs.Runner) // from Leased: a run claimed
 }
 
 // started records upstream work the attempt under way started (the
@@ -175,6 +193,9 @@ func (b *runProgress) started(o *registry.Offer, s router.Started) {
 	if o.ID != b.resume.Offer {
 		return // a late batch of an attempt already over: its work was aborted
 	}
+	// Refused only once the run is settled; the handle is recorded
+	// whatever: the abort or the next worker needs it.
+	_ = b.life.Move(runs.Upstream, runs.Runner)
 	b.resume.Started = append(b.resume.Started, s)
 	if n := len(b.attempts); n > 0 {
 		b.attempts[n-1].Handles = sources.MergeHandles(b.attempts[n-1].Handles, s.Handle)

@@ -41,7 +41,7 @@ func TestRunProgressCancelledFailover(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			asked := 0
 			var written []async.State
-			b := &runProgress{run: &runs.Run{ID: "ext_progress", AccountID: "acme"}, runCtx: t.Context(),
+			b := &runProgress{run: &runs.Run{ID: "ext_progress", AccountID: "acme"}, runCtx: t.Context(), life: runs.At(runs.Leased),
 				progress:  func(_ context.Context, s async.State) error { written = append(written, s); return nil },
 				cancelled: func(context.Context) bool { asked++; return tc.cancelled },
 				attempts:  slices.Clone(tc.attempts), resuming: tc.resuming}

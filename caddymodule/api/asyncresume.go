@@ -10,17 +10,24 @@ import (
 
 	"socialrouter/caddymodule/async"
 	"socialrouter/caddymodule/router"
+	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/sources"
 	"socialrouter/caddymodule/store"
 )
 
 // resumeRecord is an async run's record of its attempt under way
-// (store.AsyncRun.Resume): the offer, the records its hold covers, and
-// the upstream work its batches started.
+// (store.AsyncRun.Resume): the offer, the records its hold covers, the
+// upstream work its batches started, and the attempts before it. It is
+// the resume's own record: the running document (store.AsyncRun.Doc) is
+// for display and is never read back.
 type resumeRecord struct {
 	Offer   string           `json:"offer"`
 	Records int              `json:"records"`
 	Started []router.Started `json:"started,omitempty"`
+	// Before are the attempts before this one. Format 1 records (written
+	// before 2026-11, issue 39) have none: Before is then nil and
+	// legacyBefore reads them from the document, that once.
+	Before *[]runs.Attempt `json:"before,omitempty"`
 }
 
 // resumePoint reads where a left run resumes: the attempt recorded with
@@ -31,13 +38,25 @@ func resumePoint(r store.AsyncRun) (router.Resumed, bool) {
 	if len(r.Resume) == 0 || json.Unmarshal(r.Resume, &rec) != nil || rec.Offer == "" || len(rec.Started) == 0 {
 		return router.Resumed{}, false
 	}
-	var doc runningRun
-	_ = json.Unmarshal(r.Doc, &doc)
-	before := doc.Attempts
-	if n := len(before); n > 0 && before[n-1].Offer == rec.Offer && before[n-1].Outcome == outcomeRunning {
-		before = before[:n-1]
+	var before []runs.Attempt
+	if rec.Before != nil {
+		before = *rec.Before
+	} else {
+		before = legacyBefore(r.Doc, rec.Offer)
 	}
 	return router.Resumed{Offer: rec.Offer, Records: rec.Records, Before: before, Started: rec.Started}, true
+}
+
+// legacyBefore reads the attempts before the one under way from the
+// running document of a format 1 resume record, which did not hold them.
+func legacyBefore(doc []byte, offer string) []runs.Attempt {
+	var d runningRun
+	_ = json.Unmarshal(doc, &d)
+	before := d.Attempts
+	if n := len(before); n > 0 && before[n-1].Offer == offer && before[n-1].Outcome == outcomeRunning {
+		before = before[:n-1]
+	}
+	return before
 }
 
 // handedOff reports whether a run's context ended because the run goes

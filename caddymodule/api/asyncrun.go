@@ -47,9 +47,18 @@ func (ar *AsyncRunner) Run(ctx context.Context, r store.AsyncRun, p async.Progre
 func (ar *AsyncRunner) run(ctx context.Context, r store.AsyncRun, p async.Progress, from *router.Resumed) async.Outcome {
 	a := ar.a
 	bg := context.WithoutCancel(ctx)
+	// The run's life on this worker: claimed or submitted to it.
+	life := runs.At(runs.Leased)
+	if errors.Is(context.Cause(ctx), async.ErrCancelled) {
+		_ = life.Move(runs.CancelRequested, runs.Worker)
+	}
 	// Settled already: a worker died between the settle and the delete.
-	if doc, err := a.Store.GetRunJSON(bg, nil, r.AccountID, r.ID); err == nil {
-		return async.Outcome{Status: statusOf(doc), Doc: doc}
+	if stored, err := a.Store.GetRun(bg, r.AccountID, r.ID); err == nil {
+		if lerr := life.Found(stored.Status); lerr != nil {
+			a.Logger.Error("a claimed async run is stored unsettled", zap.String("run_id", r.ID), zap.Error(lerr))
+			return async.Outcome{}
+		}
+		return a.storedOutcome(bg, r.AccountID, r.ID, stored.Status)
 	}
 	key, err := a.Store.GetKey(bg, r.KeyID)
 	if err != nil {
@@ -72,7 +81,7 @@ func (ar *AsyncRunner) run(ctx context.Context, r store.AsyncRun, p async.Progre
 	}
 	if apiErr != nil {
 		// The registry changed since the submit: the call is no longer valid.
-		return a.settleAsync(bg, bill, run, nil, apiErr, "")
+		return a.settleAsync(bg, bill, life, run, nil, apiErr, "")
 	}
 	if r.HoldRecords > 0 {
 		// Holds do not outlive a crash: take the run's hold again before
@@ -83,11 +92,11 @@ func (ar *AsyncRunner) run(ctx context.Context, r store.AsyncRun, p async.Progre
 			return async.Outcome{}
 		}
 	}
-	if errors.Is(context.Cause(ctx), async.ErrCancelled) {
+	if life.State() == runs.CancelRequested {
 		a.abortRecorded(bg, r)
-		return a.settleCancelled(bg, bill, run, nil, c.platform)
+		return a.settleCancelled(bg, bill, life, run, nil, c.platform)
 	}
-	prog := &runProgress{run: run, progress: p, runCtx: ctx, cancelled: func(ctx context.Context) bool {
+	prog := &runProgress{run: run, life: life, progress: p, runCtx: ctx, cancelled: func(ctx context.Context) bool {
 		cur, err := a.Store.GetAsyncRun(ctx, r.AccountID, r.ID)
 		return err == nil && cur.Cancelled
 	}}
@@ -107,17 +116,24 @@ func (ar *AsyncRunner) run(ctx context.Context, r store.AsyncRun, p async.Progre
 		res, note, rerr = a.routeCached(rctx, rtr, c, req)
 	}
 	if rerr != nil {
-		switch cause := context.Cause(ctx); {
-		case errors.Is(cause, async.ErrCancelled), prog.cancelledInStore():
-			return a.settleCancelled(bg, bill, run, failureAttempts(rerr), c.platform)
-		case errors.Is(cause, async.ErrLeaseLost), errors.Is(cause, async.ErrStopping):
+		cause := context.Cause(ctx)
+		if errors.Is(cause, async.ErrCancelled) || prog.cancelledInStore() {
+			_ = life.Move(runs.CancelRequested, runs.Worker)
+		}
+		if errors.Is(cause, async.ErrLeaseLost) || errors.Is(cause, async.ErrStopping) {
+			_ = life.Move(runs.Left, runs.Worker)
+		}
+		switch life.State() {
+		case runs.CancelRequested:
+			return a.settleCancelled(bg, bill, life, run, failureAttempts(rerr), c.platform)
+		case runs.Left:
 			// Another worker runs it, or the next one will: its hold and
 			// its upstream work stay.
 			return async.Outcome{}
 		}
 	}
 	if apiErr := a.refusedForMoney(bg, bill, run, res, rerr); apiErr != nil {
-		return a.settleAsync(bg, bill, run, nil, apiErr, c.platform)
+		return a.settleAsync(bg, bill, life, run, nil, apiErr, c.platform)
 	}
 	if c.finish != nil {
 		c.finish(run, res, rerr)
@@ -125,14 +141,17 @@ func (ar *AsyncRunner) run(ctx context.Context, r store.AsyncRun, p async.Progre
 	if res != nil {
 		note.apply(run, len(res.Records))
 	}
-	_, _ = a.settle(bg, bill, run, res, rerr, c.platform)
-	return a.settledOutcome(bg, run)
+	_, _ = a.settle(bg, bill, life, run, res, rerr, c.platform)
+	return a.settledOutcome(bg, bill, run)
 }
 
 // settleAsync stores a run that failed with apiErr before or without
 // routing, uncharged.
-func (a *API) settleAsync(ctx context.Context, bill *billing.Call, run *runs.Run, attempts []runs.Attempt, apiErr *Error, platform string) async.Outcome {
-	run.Status = runs.StatusFailed
+func (a *API) settleAsync(ctx context.Context, bill *billing.Call, life *runs.Life, run *runs.Run, attempts []runs.Attempt, apiErr *Error, platform string) async.Outcome {
+	if err := life.Settle(run, runs.Failed); err != nil {
+		a.Logger.Error("settling a failed async run", zap.String("run_id", run.ID), zap.Error(err))
+		return async.Outcome{}
+	}
 	run.CompletedAt = time.Now().UTC()
 	run.Error = &runs.RunError{Code: apiErr.Code, Type: apiErr.Type, Message: apiErr.Message}
 	run.Attempts = attempts
@@ -141,13 +160,16 @@ func (a *API) settleAsync(ctx context.Context, bill *billing.Call, run *runs.Run
 		return async.Outcome{}
 	}
 	bill.Settled()
-	return a.settledOutcome(ctx, run)
+	return a.settledOutcome(ctx, bill, run)
 }
 
 // settleCancelled stores a cancelled run: nothing delivered, nothing
 // charged, its hold released by the settle.
-func (a *API) settleCancelled(ctx context.Context, bill *billing.Call, run *runs.Run, attempts []runs.Attempt, platform string) async.Outcome {
-	run.Status = runs.StatusCancelled
+func (a *API) settleCancelled(ctx context.Context, bill *billing.Call, life *runs.Life, run *runs.Run, attempts []runs.Attempt, platform string) async.Outcome {
+	if err := life.Settle(run, runs.Cancelled); err != nil {
+		a.Logger.Error("settling a cancelled async run", zap.String("run_id", run.ID), zap.Error(err))
+		return async.Outcome{}
+	}
 	run.CompletedAt = time.Now().UTC()
 	run.Attempts = attempts
 	run.Data = []json.RawMessage{}
@@ -160,27 +182,35 @@ func (a *API) settleCancelled(ctx context.Context, bill *billing.Call, run *runs
 		return async.Outcome{}
 	}
 	bill.Settled()
-	return a.settledOutcome(ctx, run)
+	return a.settledOutcome(ctx, bill, run)
 }
 
-// settledOutcome reads the run as stored: the outcome of a settled run,
-// or none when the settle did not commit (the next claim runs it again).
-func (a *API) settledOutcome(ctx context.Context, run *runs.Run) async.Outcome {
-	doc, err := a.Store.GetRunJSON(ctx, nil, run.AccountID, run.ID)
+// settledOutcome is the outcome of a run settled here: its status as its
+// life set it when this settle committed; when it did not (another
+// worker settled it first, or the store failed), the status stored, or
+// none (the next claim runs it again).
+func (a *API) settledOutcome(ctx context.Context, bill *billing.Call, run *runs.Run) async.Outcome {
+	status := run.Status
+	if !bill.Committed() {
+		stored, err := a.Store.GetRun(ctx, run.AccountID, run.ID)
+		if err != nil {
+			a.Logger.Error("reading a settled async run", zap.String("run_id", run.ID), zap.Error(err))
+			return async.Outcome{}
+		}
+		status = stored.Status
+	}
+	return a.storedOutcome(ctx, run.AccountID, run.ID, status)
+}
+
+// storedOutcome is the outcome of a stored run settled with status: its
+// document, for the notifier.
+func (a *API) storedOutcome(ctx context.Context, accountID, id string, status runs.Status) async.Outcome {
+	doc, err := a.Store.GetRunJSON(ctx, nil, accountID, id)
 	if err != nil {
-		a.Logger.Error("reading a settled async run", zap.String("run_id", run.ID), zap.Error(err))
+		a.Logger.Error("reading a settled async run", zap.String("run_id", id), zap.Error(err))
 		return async.Outcome{}
 	}
-	return async.Outcome{Status: statusOf(doc), Doc: doc}
-}
-
-// statusOf reads the status of a run document.
-func statusOf(doc []byte) string {
-	var v struct {
-		Status string `json:"status"`
-	}
-	_ = json.Unmarshal(doc, &v)
-	return v.Status
+	return async.Outcome{Status: status, Doc: doc}
 }
 
 func failureAttempts(err error) []runs.Attempt {

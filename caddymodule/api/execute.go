@@ -29,6 +29,10 @@ func (a *API) execute(ctx context.Context, key store.Key, c *prepared, id string
 		return nil, apiErr
 	}
 	defer release()
+	life, lerr := runs.Begin(runs.Running, runs.Submitter)
+	if lerr != nil {
+		return nil, storeUnavailable() // the lifecycle table lost its first row: a bug
+	}
 	if id != "" {
 		run.ID = id
 	}
@@ -52,19 +56,20 @@ func (a *API) execute(ctx context.Context, key store.Key, c *prepared, id string
 	if res != nil {
 		note.apply(run, len(res.Records))
 	}
-	return a.settleAnswer(ctx, bill, run, res, err, c.platform, answer) // cached_records over the records kept (store.Line.Cached)
+	return a.settleAnswer(ctx, bill, life, run, res, err, c.platform, answer) // cached_records over the records kept (store.Line.Cached)
 }
 
 // settle stores a routed run (success or failure) and returns it, or the
-// error to answer. A settle that commits tells bill, whose deferred
-// Release then skips the store.
-func (a *API) settle(ctx context.Context, bill *billing.Call, run *runs.Run, res *router.Result, err error, platform string) (*runs.Run, *Error) {
-	return a.settleAnswer(ctx, bill, run, res, err, platform, nil)
+// error to answer; life moves it to its settled state and sets its
+// status (runs.Life.Settle). A settle that commits tells bill, whose
+// deferred Release then skips the store.
+func (a *API) settle(ctx context.Context, bill *billing.Call, life *runs.Life, run *runs.Run, res *router.Result, err error, platform string) (*runs.Run, *Error) {
+	return a.settleAnswer(ctx, bill, life, run, res, err, platform, nil)
 }
 
 // settleAnswer is settle, with the served run's API JSON set in answer
 // when answer is not nil and the store hands it back.
-func (a *API) settleAnswer(ctx context.Context, bill *billing.Call, run *runs.Run, res *router.Result, err error, platform string, answer *[]byte) (*runs.Run, *Error) {
+func (a *API) settleAnswer(ctx context.Context, bill *billing.Call, life *runs.Life, run *runs.Run, res *router.Result, err error, platform string, answer *[]byte) (*runs.Run, *Error) {
 	run.CompletedAt = time.Now().UTC()
 	noteRun(ctx, run)
 	ctx = context.WithoutCancel(ctx)
@@ -74,7 +79,10 @@ func (a *API) settleAnswer(ctx context.Context, bill *billing.Call, run *runs.Ru
 			f = &router.Failure{Kind: errkind.ProviderError, Message: err.Error()}
 		}
 		e := failureError(f).with("run_id", run.ID).with("attempts", nonNilAttempts(f.Attempts))
-		run.Status = runs.StatusFailed
+		if lerr := life.Settle(run, runs.Failed); lerr != nil {
+			a.Logger.Error("settling a failed run", zap.String("run_id", run.ID), zap.Error(lerr))
+			return nil, e
+		}
 		run.Error = &runs.RunError{Code: e.Code, Type: e.Type, Message: e.Message}
 		run.Attempts = f.Attempts
 		offer := ""
@@ -92,7 +100,11 @@ func (a *API) settleAnswer(ctx context.Context, bill *billing.Call, run *runs.Ru
 		}
 		return nil, e
 	}
-	run.Status = runs.StatusCompleted
+	if lerr := life.Settle(run, runs.Completed); lerr != nil {
+		a.Logger.Error("settling a served run", zap.String("run_id", run.ID), zap.Error(lerr))
+		return nil, kindError(errkind.StoreUnavailable,
+			"the run could not be recorded, so nothing was charged; retry shortly").with("run_id", run.ID)
+	}
 	run.ServedBy = res.Offer.ID
 	if run.Kind == runs.KindSearch {
 		run.Provider = res.Offer.Source.ID

@@ -69,7 +69,7 @@ func TestSettleTellsBill(t *testing.T) {
 			if tc.served {
 				res, err = &router.Result{Offer: offer, Records: []json.RawMessage{json.RawMessage(`{"a":1}`)}, Total: 1}, nil
 			}
-			a.settle(ctx, bill, run, res, err, "pro_net")
+			a.settle(ctx, bill, runs.At(runs.Running), run, res, err, "pro_net")
 			if err := bill.Release(ctx); err != nil {
 				t.Fatal(err)
 			}

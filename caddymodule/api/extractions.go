@@ -178,18 +178,18 @@ func (a *API) cancelRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	finished := func(doc []byte) {
+	finished := func(st runs.Status) {
 		newError(http.StatusConflict, "run_finished", typeValidation,
-			fmt.Sprintf("the run is already %s: only a running run can be cancelled", statusOf(doc))).with("run_id", id).write(w)
+			fmt.Sprintf("the run is already %s: only a running run can be cancelled", st)).with("run_id", id).write(w)
 	}
-	if doc, err := a.Store.GetRunJSON(ctx, nil, key.AccountID, id); err == nil {
-		finished(doc)
+	if run, err := a.Store.GetRun(ctx, key.AccountID, id); err == nil {
+		finished(run.Status)
 		return
 	}
 	ar, err := a.Store.CancelAsyncRun(ctx, key.AccountID, id)
 	if errors.Is(err, store.ErrNotFound) {
-		if doc, err := a.Store.GetRunJSON(ctx, nil, key.AccountID, id); err == nil {
-			finished(doc)
+		if run, err := a.Store.GetRun(ctx, key.AccountID, id); err == nil {
+			finished(run.Status)
 			return
 		}
 		asyncNotFound(id).write(w)
@@ -199,6 +199,13 @@ func (a *API) cancelRun(w http.ResponseWriter, r *http.Request) {
 		a.Logger.Error("cancelling an async run", zap.Error(err))
 		storeUnavailable().write(w)
 		return
+	}
+	from := runs.Queued
+	if ar.Owner != "" {
+		from = runs.Leased // or further: a worker holds it
+	}
+	if err := runs.Check(from, runs.CancelRequested, runs.Canceller); err != nil {
+		a.Logger.Error("cancelling an async run", zap.Error(err))
 	}
 	var done <-chan struct{}
 	if a.Async != nil {
@@ -219,14 +226,17 @@ func (a *API) cancelRun(w http.ResponseWriter, r *http.Request) {
 	// Another node's worker, or none yet: wait for the settle.
 	deadline := time.Now().Add(cancelWait)
 	for {
-		doc, err := a.Store.GetRunJSON(ctx, nil, key.AccountID, id)
+		run, err := a.Store.GetRun(ctx, key.AccountID, id)
 		if err == nil {
-			if statusOf(doc) != runs.StatusCancelled {
-				finished(doc)
+			if run.Status.Settled() != runs.Cancelled {
+				finished(run.Status)
 				return
 			}
-			writeRaw(w, http.StatusOK, doc)
-			return
+			doc, err := a.Store.GetRunJSON(ctx, nil, key.AccountID, id)
+			if err == nil {
+				writeRaw(w, http.StatusOK, doc)
+				return
+			}
 		}
 		if !errors.Is(err, store.ErrNotFound) || time.Now().After(deadline) {
 			break

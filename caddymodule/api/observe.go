@@ -133,7 +133,7 @@ func (a *API) endCall(c *call, service string, d time.Duration) {
 		}
 		fields = append(fields,
 			zap.String("run_id", run.ID), zap.String("account_id", run.AccountID), zap.String("key_id", run.KeyID),
-			zap.String("offer", offer), zap.String("outcome", run.Status),
+			zap.String("offer", offer), zap.String("outcome", string(run.Status)),
 			zap.Int("records", run.Pagination.Returned), zap.String("credits", run.CreditsUsed.String()),
 			zap.Int("attempts", len(run.Attempts)))
 	} else if k := c.key; k != nil {

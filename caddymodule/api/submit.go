@@ -70,11 +70,20 @@ func (a *API) submit(ctx context.Context, key store.Key, c *prepared, body map[s
 	if deadline <= 0 {
 		deadline = DefaultAsyncDeadline
 	}
+	local := a.Async.Room()
+	to := runs.Queued // for any node's worker
+	if local {
+		to = runs.Leased // to this node's, which has room
+	}
+	life, err := runs.Begin(to, runs.Submitter)
+	if err != nil {
+		a.Logger.Error("submitting an async run", zap.String("run_id", id), zap.Error(err))
+		return nil, storeUnavailable()
+	}
 	ar := store.AsyncRun{
-		ID: id, AccountID: key.AccountID, KeyID: key.ID, Request: req, Doc: runningDoc(run, nil),
+		ID: id, AccountID: key.AccountID, KeyID: key.ID, Request: req, Doc: runningDoc(run, life.State(), nil),
 		HoldPrice: hold.Price, HoldRecords: hold.Records, CreatedAt: now, Deadline: now.Add(deadline),
 	}
-	local := a.Async.Room()
 	if local {
 		ar.Owner, ar.LeaseUntil = a.Async.Owner(), now.Add(a.Async.Lease())
 	}

@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
 )
 
@@ -34,10 +35,10 @@ var (
 
 // Outcome is how a run ended.
 type Outcome struct {
-	// Status is runs.StatusCompleted, StatusFailed or StatusCancelled once
-	// the run is settled; "" when it was left unsettled (lease lost,
+	// Status is the settled run's status (its life's: runs.Life.Settle);
+	// "" when it was left unsettled (lease lost,
 	// stopping, or a store error), for the next claim.
-	Status string
+	Status runs.Status
 	// Doc is the settled run's JSON, for the notifier.
 	Doc []byte
 }
@@ -261,9 +262,13 @@ func (w *Worker) launch(r store.AsyncRun, resume bool) {
 		if out.Status == "" {
 			return // left for the next claim
 		}
+		if err := runs.Check(out.Status.Settled(), runs.Removed, runs.Worker); err != nil {
+			w.cfg.Logger.Error("an async run ended unsettled", zap.String("run_id", r.ID), zap.Error(err))
+			return
+		}
 		bg := context.WithoutCancel(ctx)
 		if notifier != nil {
-			if err := notifier.Notify(bg, r.AccountID, "run."+out.Status, out.Doc); err != nil {
+			if err := notifier.Notify(bg, r.AccountID, out.Status.Event(), out.Doc); err != nil {
 				w.cfg.Logger.Error("notifying the end of an async run", zap.String("run_id", r.ID), zap.Error(err))
 			}
 		}

@@ -196,6 +196,13 @@ func (c *Call) Settled() {
 	c.mu.Unlock()
 }
 
+// Committed reports whether Settled was told: the run's Settle committed.
+func (c *Call) Committed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.settled
+}
+
 // Release drops what the call still holds: after a failed or refused call,
 // or a settle that did not commit. After Settled it returns at once: on
 // PostgreSQL it would be a round trip deleting nothing.

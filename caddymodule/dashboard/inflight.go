@@ -38,7 +38,7 @@ func runningRun(ar store.AsyncRun) (runs.Run, error) {
 	if err := json.Unmarshal(ar.Doc, &run); err != nil {
 		return runs.Run{}, fmt.Errorf("decoding async run %s: %v", ar.ID, err)
 	}
-	run.ID, run.Status = ar.ID, runs.StatusRunning
+	run.ID, run.Status = ar.ID, runs.Queued.Status() // an async run in flight, whatever its state
 	if run.CreatedAt.IsZero() {
 		run.CreatedAt = ar.CreatedAt
 	}

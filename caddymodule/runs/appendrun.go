@@ -48,7 +48,7 @@ func AppendRun(dst []byte, run *Run, records []json.RawMessage, scoped bool, acc
 	b = appendString(b, run.ID)
 	b = appendOpt(b, `,"kind":`, run.Kind)
 	b = append(b, `,"status":`...)
-	b = appendString(b, run.Status)
+	b = appendString(b, string(run.Status))
 	b = appendOpt(b, `,"platform":`, run.Platform)
 	b = appendOpt(b, `,"service":`, run.Service)
 	b = appendOpt(b, `,"source":`, run.Source)

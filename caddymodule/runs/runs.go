@@ -1,7 +1,9 @@
 // Package runs is the run model: the record of one extraction or search
-// call (Run, its Attempts and its RunError) and its JSON form, the Run of
-// the API. The router produces attempts, the store persists runs and the
-// API answers them; all three share these types.
+// call (Run, its Attempts and its RunError), its JSON form, the Run of
+// the API, and its life (lifecycle.go: the states of a run, the allowed
+// transitions and who makes them, the typed Status). The router produces
+// attempts, the store persists runs and the API answers them; all three
+// share these types.
 package runs
 
 import (
@@ -9,16 +11,6 @@ import (
 	"time"
 
 	"socialrouter/caddymodule/credits"
-)
-
-// Run statuses.
-const (
-	StatusCompleted = "completed"
-	StatusFailed    = "failed"
-	// An async run is running until it settles, and cancelled when its
-	// customer cancelled it first (it is settled with no charge).
-	StatusRunning   = "running"
-	StatusCancelled = "cancelled"
 )
 
 // KindSearch is the Kind of a search run (an extraction run has none).
@@ -57,7 +49,7 @@ type RunError struct {
 type Run struct {
 	ID       string `json:"id"`
 	Kind     string `json:"kind,omitempty"` // KindSearch for search runs
-	Status   string `json:"status"`         // StatusCompleted or StatusFailed
+	Status   Status `json:"status"`         // set by Life.Settle (lifecycle.go)
 	Platform string `json:"platform,omitempty"`
 	Service  string `json:"service,omitempty"`
 	// Source and Type are set on search runs.

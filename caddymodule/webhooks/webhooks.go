@@ -26,16 +26,21 @@ import (
 
 	"go.uber.org/zap"
 
+	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
 )
 
 // Event types an endpoint can subscribe to, and the type of the test
 // event every endpoint receives on demand.
+// The run events are the lifecycle's (runs.State.Event).
+var (
+	EventRunCompleted = runs.Completed.Event()
+	EventRunFailed    = runs.Failed.Event()
+	EventRunCancelled = runs.Cancelled.Event()
+)
+
 const (
-	EventRunCompleted = "run.completed"
-	EventRunFailed    = "run.failed"
-	EventRunCancelled = "run.cancelled"
-	EventTest         = "webhook.test"
+	EventTest = "webhook.test"
 	// Money events (package payments): the balance fell under the
 	// account's threshold; an automatic recharge failed or needs the
 	// customer.

@@ -70,7 +70,7 @@ ON CONFLICT (key_id, period, bucket) DO UPDATE SET credits = key_spend.credits +
 // records records, in rundoc's form (pk's when packed), and the fields
 // the run list reads as columns.
 func queueInsertRun(b *pgx.Batch, run *runs.Run, keyID *string, charged credits.Micros, records int, doc []byte, pk settle.Packed) {
-	b.Queue(insertRunSQL, run.ID, run.AccountID, keyID, run.Status, int64(charged), run.CreatedAt, pk.Value(records, doc),
+	b.Queue(insertRunSQL, run.ID, run.AccountID, keyID, string(run.Status), int64(charged), run.CreatedAt, pk.Value(records, doc),
 		run.Kind, run.Platform, run.Service, run.ServedBy, records)
 }
 
