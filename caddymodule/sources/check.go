@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 
 	"socialrouter/internal/jsonscan"
 )
@@ -29,29 +31,21 @@ var (
 
 // Check reads run h once (GET /v2/actor-runs/{id}, no waitForFinish).
 func (a *ActorRun) Check(ctx context.Context, h Handle) (bool, error) {
-	ans, err := a.exchange(ctx, http.MethodGet, a.baseURL+"/v2/actor-runs/"+url.PathEscape(h.RunID), nil, nil)
-	if err != nil {
-		return false, err
-	}
-	defer ans.release()
-	if ans.status == http.StatusNotFound {
-		return true, nil
-	}
-	if ans.status != http.StatusOK {
-		return false, statusError(ans)
-	}
-	switch st := jsonscan.Field(ans.body, "data", "status"); st {
-	case "READY", "RUNNING", "ABORTING", "TIMING-OUT":
-		return false, nil
-	case "":
-		return false, malformed(ans, fmt.Errorf("run %s answer without data.status", h.RunID))
-	}
-	return true, nil
+	return a.checkStatus(ctx, a.baseURL+"/v2/actor-runs/"+url.PathEscape(h.RunID), "run "+h.RunID,
+		[]string{"READY", "RUNNING", "ABORTING", "TIMING-OUT"}, "data", "status")
 }
 
 // Check reads snapshot h's progress once (GET /datasets/v3/progress/{id}).
 func (d *DatasetScrape) Check(ctx context.Context, h Handle) (bool, error) {
-	ans, err := d.exchange(ctx, http.MethodGet, d.baseURL+"/datasets/v3/progress/"+url.PathEscape(h.SnapshotID), nil, nil)
+	return d.checkStatus(ctx, d.baseURL+"/datasets/v3/progress/"+url.PathEscape(h.SnapshotID), "snapshot "+h.SnapshotID,
+		[]string{"starting", "running", "building", "collecting", "digesting"}, "status")
+}
+
+// checkStatus reads one status answer at u: the work ended unless the
+// status at path is one of running; a 404 (work the upstream no longer
+// knows) is ended too.
+func (b *base) checkStatus(ctx context.Context, u, what string, running []string, path ...string) (bool, error) {
+	ans, err := b.exchange(ctx, http.MethodGet, u, nil, nil)
 	if err != nil {
 		return false, err
 	}
@@ -62,11 +56,9 @@ func (d *DatasetScrape) Check(ctx context.Context, h Handle) (bool, error) {
 	if ans.status != http.StatusOK {
 		return false, statusError(ans)
 	}
-	switch st := jsonscan.Field(ans.body, "status"); st {
-	case "starting", "running", "building", "collecting", "digesting":
-		return false, nil
-	case "":
-		return false, malformed(ans, fmt.Errorf("progress of snapshot %s without status", h.SnapshotID))
+	st := jsonscan.Field(ans.body, path...)
+	if st == "" {
+		return false, malformed(ans, fmt.Errorf("status of %s: answer without %s", what, strings.Join(path, ".")))
 	}
-	return true, nil
+	return !slices.Contains(running, st), nil
 }

@@ -77,41 +77,32 @@ func (x *leaseIndex) nodeLive(node string, now time.Time) bool {
 // claimable lists the runs no live lease holds at now, oldest first, at
 // most n.
 func (x *leaseIndex) claimable(s *Store, now time.Time, n int) []string {
-	type cand struct {
-		id      string
-		created time.Time
-	}
-	var cands []cand
-	x.mu.Lock()
-	for id, m := range x.runs {
-		if !s.liveLocked(m, now) {
-			cands = append(cands, cand{id, m.created})
-		}
-	}
-	x.mu.Unlock()
-	slices.SortFunc(cands, func(a, b cand) int { return a.created.Compare(b.created) })
-	ids := make([]string, 0, min(n, len(cands)))
-	for _, c := range cands[:min(n, len(cands))] {
-		ids = append(ids, c.id)
-	}
-	return ids
+	return x.pick(n, func(m leaseMeta) (time.Time, bool) { return m.created, !s.liveLocked(m, now) })
 }
 
 // due lists owner's parked runs due at now, earliest first, at most n.
 func (x *leaseIndex) due(owner string, now time.Time, n int) []string {
+	return x.pick(n, func(m leaseMeta) (time.Time, bool) {
+		return m.due, m.owner == owner && !m.due.IsZero() && !m.due.After(now)
+	})
+}
+
+// pick lists at most n runs that match, by the time it gives, earliest
+// first.
+func (x *leaseIndex) pick(n int, match func(leaseMeta) (time.Time, bool)) []string {
 	type cand struct {
-		id  string
-		due time.Time
+		id string
+		at time.Time
 	}
 	var cands []cand
 	x.mu.Lock()
 	for id, m := range x.runs {
-		if m.owner == owner && !m.due.IsZero() && !m.due.After(now) {
-			cands = append(cands, cand{id, m.due})
+		if at, ok := match(m); ok {
+			cands = append(cands, cand{id, at})
 		}
 	}
 	x.mu.Unlock()
-	slices.SortFunc(cands, func(a, b cand) int { return a.due.Compare(b.due) })
+	slices.SortFunc(cands, func(a, b cand) int { return a.at.Compare(b.at) })
 	ids := make([]string, 0, min(n, len(cands)))
 	for _, c := range cands[:min(n, len(cands))] {
 		ids = append(ids, c.id)

@@ -27,18 +27,6 @@ func dueIDs(t *testing.T, s store.Store, owner string, now time.Time) []string {
 	return idsOf(got)
 }
 
-func sameIDs(a []string, b ...string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // park parks owner's run r, due at due, with a resume record.
 func park(t *testing.T, s store.Store, owner string, r store.AsyncRun, due time.Time) {
 	t.Helper()
@@ -82,7 +70,7 @@ func testAsyncParkSweep(t *testing.T, open func(t *testing.T) store.Store) {
 	if ids := dueIDs(t, s, "node1", base.Add(5*time.Second)); len(ids) != 0 {
 		t.Errorf("due before its time: %v", ids)
 	}
-	if ids := dueIDs(t, s, "node1", base.Add(10*time.Second)); !sameIDs(ids, "ext_p1") {
+	if ids := dueIDs(t, s, "node1", base.Add(10*time.Second)); !slices.Equal(ids, []string{"ext_p1"}) {
 		t.Errorf("due at its time = %v, want [ext_p1] (ext_p2 is not parked)", ids)
 	}
 	if ids := dueIDs(t, s, "node2", base.Add(time.Hour)); len(ids) != 0 {
@@ -110,7 +98,7 @@ func testAsyncParkSweep(t *testing.T, open func(t *testing.T) store.Store) {
 	if err != nil || owner != "node1" || !parked {
 		t.Errorf("WakeAsyncRun = %q, %v, %v; want node1, parked", owner, parked, err)
 	}
-	if ids := dueIDs(t, s, "node1", base.Add(12*time.Second)); !sameIDs(ids, "ext_p1") {
+	if ids := dueIDs(t, s, "node1", base.Add(12*time.Second)); !slices.Equal(ids, []string{"ext_p1"}) {
 		t.Errorf("woken run not due: %v", ids)
 	}
 	if _, parked, err := s.WakeAsyncRun(ctx(t), "ext_p2", base); err != nil || parked {
@@ -173,12 +161,12 @@ func testAsyncParkTakeover(t *testing.T, open func(t *testing.T) store.Store) {
 	// ext_t3 runs in a goroutine of node1 whose lease lapsed at 50 s,
 	// ext_t4's at 45 s: taken; the parked ones stay node1's.
 	got, err := s.ClaimAsyncRuns(ctx(t), "node2", 10, base.Add(55*time.Second), base.Add(300*time.Second))
-	if ids := idsOf(got); err != nil || !sameIDs(ids, "ext_t3", "ext_t4") {
+	if ids := idsOf(got); err != nil || !slices.Equal(ids, []string{"ext_t3", "ext_t4"}) {
 		t.Errorf("claim after the goroutine leases lapsed = %v, %v; want [ext_t3 ext_t4]", ids, err)
 	}
 	// node1 stops beating: its parked runs are node2's, still parked.
 	got, err = s.ClaimAsyncRuns(ctx(t), "node2", 10, base.Add(61*time.Second), base.Add(100*time.Second))
-	if ids := idsOf(got); err != nil || !sameIDs(ids, "ext_t1", "ext_t2") {
+	if ids := idsOf(got); err != nil || !slices.Equal(ids, []string{"ext_t1", "ext_t2"}) {
 		t.Fatalf("claim after node1's beat lapsed = %v, %v; want [ext_t1 ext_t2]", ids, err)
 	}
 	for _, r := range got {
@@ -190,7 +178,7 @@ func testAsyncParkTakeover(t *testing.T, open func(t *testing.T) store.Store) {
 	if err := s.UpdateAsyncRun(ctx(t), "node1", got[0]); !errors.Is(err, store.ErrLeaseLost) {
 		t.Errorf("UpdateAsyncRun by the dead node: %v, want ErrLeaseLost", err)
 	}
-	if ids := dueIDs(t, s, "node2", base.Add(2*time.Hour)); !sameIDs(ids, "ext_t1", "ext_t2") {
+	if ids := dueIDs(t, s, "node2", base.Add(2*time.Hour)); !slices.Equal(ids, []string{"ext_t1", "ext_t2"}) {
 		t.Errorf("node2's sweep = %v", ids)
 	}
 	if got, _ := s.ClaimAsyncRuns(ctx(t), "node3", 10, base.Add(150*time.Second), base.Add(200*time.Second)); len(got) != 0 {
