@@ -36,6 +36,13 @@ type Async struct {
 	// nodes together: a submit past it is 429 too_many_async_runs, before
 	// any hold. Default: 100.
 	AsyncMaxPerAccount int `json:"async_max_per_account,omitempty"`
+	// AsyncCheckMax is the longest wait between two status checks of a
+	// parked run's upstream work (a quarter of the run's age, at least 2
+	// s, at most this). Default: 5m.
+	AsyncCheckMax caddy.Duration `json:"async_check_max,omitempty"`
+	// AsyncCheckRate bounds the status checks of parked runs this node
+	// makes per second, however many it holds. Default: 200.
+	AsyncCheckRate int `json:"async_check_rate,omitempty"`
 }
 
 // asyncState is what a config generation uses of the async side: the
@@ -58,22 +65,25 @@ func (h workerHandle) Destruct() error {
 	return nil
 }
 
-// unmarshalAsync reads async_deadline, async_lease, async_workers or
-// async_max_per_account.
+// unmarshalAsync reads async_deadline, async_lease, async_workers,
+// async_max_per_account, async_check_max or async_check_rate.
 func (a *App) unmarshalAsync(d *caddyfile.Dispenser) error {
 	name := d.Val()
 	var s string
 	if !d.AllArgs(&s) {
 		return d.ArgErr()
 	}
-	if name == "async_workers" || name == "async_max_per_account" {
+	if name == "async_workers" || name == "async_max_per_account" || name == "async_check_rate" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
 			return d.Errf("%s must be a positive integer, got %q", name, s)
 		}
-		if name == "async_workers" {
+		switch name {
+		case "async_workers":
 			a.AsyncWorkers = n
-		} else {
+		case "async_check_rate":
+			a.AsyncCheckRate = n
+		default:
 			a.AsyncMaxPerAccount = n
 		}
 		return nil
@@ -82,17 +92,20 @@ func (a *App) unmarshalAsync(d *caddyfile.Dispenser) error {
 	if err != nil || dur <= 0 {
 		return d.Errf("%s must be a positive duration, got %q", name, s)
 	}
-	if name == "async_deadline" {
+	switch name {
+	case "async_deadline":
 		a.AsyncDeadline = caddy.Duration(dur)
-	} else {
+	case "async_check_max":
+		a.AsyncCheckMax = caddy.Duration(dur)
+	default:
 		a.AsyncLease = caddy.Duration(dur)
 	}
 	return nil
 }
 
 func (a *App) validateAsync() error {
-	if a.AsyncDeadline < 0 || a.AsyncLease < 0 || a.AsyncWorkers < 0 || a.AsyncMaxPerAccount < 0 {
-		return fmt.Errorf("async_deadline, async_lease, async_workers and async_max_per_account must not be negative")
+	if a.AsyncDeadline < 0 || a.AsyncLease < 0 || a.AsyncWorkers < 0 || a.AsyncMaxPerAccount < 0 || a.AsyncCheckMax < 0 || a.AsyncCheckRate < 0 {
+		return fmt.Errorf("async_deadline, async_lease, async_workers, async_max_per_account, async_check_max and async_check_rate must not be negative")
 	}
 	return nil
 }
@@ -109,6 +122,8 @@ func (a *App) provisionAsync() {
 			Owner:      ownerName(),
 			Lease:      time.Duration(a.AsyncLease),
 			MaxRunning: a.AsyncWorkers,
+			CheckMax:   time.Duration(a.AsyncCheckMax),
+			CheckRate:  a.AsyncCheckRate,
 			Logger:     a.logger.Named("async"),
 		})}, nil
 	})

@@ -70,6 +70,8 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 //		async_deadline <duration>   # app_async.go
 //		async_lease <duration>
 //		async_workers <n>
+//		async_check_max <duration>
+//		async_check_rate <n>
 //		async_max_per_account <n>   # async runs in flight per account (default 100)
 //		payments stripe { … }       # top-ups by card (payments.go)
 //	}
@@ -192,7 +194,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			default:
 				a.PollInterval = caddy.Duration(dur)
 			}
-		case "async_deadline", "async_lease", "async_workers", "async_max_per_account":
+		case "async_deadline", "async_lease", "async_workers", "async_max_per_account", "async_check_max", "async_check_rate":
 			if err := a.unmarshalAsync(d); err != nil {
 				return err
 			}

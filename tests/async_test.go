@@ -498,9 +498,11 @@ func TestAsyncSigkillResume(t *testing.T) {
 }
 
 // TestAsyncTwoNodesTakeover: two nodes on one PostgreSQL schema; the runs
-// of a node killed with SIGKILL are taken over by the other once their
-// lease lapses, and every one completes, charged once, its upstream job
-// resumed rather than started again.
+// of a node are parked once their jobs started (no goroutine waits for
+// them, the node's one heartbeat holds them); killed with SIGKILL, its
+// runs are taken over by the other node within the heartbeat's lapse,
+// and every one completes, charged once, its upstream job resumed rather
+// than started again.
 func TestAsyncTwoNodesTakeover(t *testing.T) {
 	pgURL, _ := mnEnv(t)
 	s := startSim(t, "-time-scale", "0.01")
@@ -518,11 +520,15 @@ func TestAsyncTwoNodesTakeover(t *testing.T) {
 	start := balanceMicros(t, a, key)
 	ids := submitMany(t, a, key, 20)
 	awaitJobs(t, s, a, key, ids)
+	owner := awaitParked(t, url, ids)
 	if err := a.p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_, _ = a.p.cmd.Process.Wait()
 	t0 := time.Now()
+	// The lease (2 s) lapses, then the other node's claim (every 2 s).
+	awaitOwnerGone(t, url, owner, ids, 8*time.Second)
+	t.Logf("the killed node's parked runs taken over %s after the kill", time.Since(t0).Round(time.Millisecond))
 	sum := finishAll(t, b, key, ids)
 	t.Logf("20 runs of the killed node finished on the other %s after the kill", time.Since(t0).Round(time.Millisecond))
 	eachJobOnce(t, s, 20)

@@ -90,6 +90,16 @@ type runProgress struct {
 	resuming bool
 	// stopped: a failover found the run cancelled in the store.
 	stopped bool
+
+	// mayPark: the run may park once every batch of the attempt under
+	// way reported its work here (reported, of batches): its goroutine
+	// then stops waiting and the node's poller resumes it. Not an
+	// attempt of a chunk failover (partial): its resume would not keep
+	// what the offers before it served.
+	mayPark  bool
+	partial  bool
+	batches  int
+	reported map[int]bool
 }
 
 // proceed stops a failover of a run cancelled in the store, before its
@@ -138,6 +148,7 @@ func (b *runProgress) began(ctx context.Context, at router.Begun) error {
 		}
 	}
 	b.resuming = false
+	b.partial, b.batches, b.reported = at.Partial, 0, nil
 	b.hold = store.Hold{Price: o.Price, Records: covered}
 	// An error here leaves GET showing older progress; a lost lease
 	// stops the run through its context.
@@ -151,6 +162,12 @@ func (b *runProgress) began(ctx context.Context, at router.Begun) error {
 
 // write writes the run's state as it stands; b.mu is held.
 func (b *runProgress) write(ctx context.Context) error {
+	return b.writeParking(ctx, false)
+}
+
+// writeParking writes the run's state, parking the run with it when
+// park; b.mu is held.
+func (b *runProgress) writeParking(ctx context.Context, park bool) error {
 	var rec []byte
 	if b.resume.Offer != "" {
 		r := b.resume
@@ -161,7 +178,15 @@ func (b *runProgress) write(ctx context.Context) error {
 		r.Before = &before
 		rec, _ = json.Marshal(r)
 	}
-	return b.progress(ctx, async.State{Doc: runningDoc(b.run, b.life.State(), b.attempts), Hold: b.hold, Resume: rec})
+	return b.progress(ctx, async.State{Doc: runningDoc(b.run, b.life.State(), b.attempts), Hold: b.hold, Resume: rec, Park: park})
+}
+
+// park writes the run's state and parks it: every upstream work of its
+// attempt is recorded (a run resumed with such a record).
+func (b *runProgress) park(ctx context.Context) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.writeParking(context.WithoutCancel(ctx), true)
 }
 
 // cancelledInStore reports whether a failover stopped because the run
@@ -202,6 +227,21 @@ func (b *runProgress) started(o *registry.Offer, s router.Started) {
 	}
 	// Written even when the run is ending (cancelled): the abort needs
 	// the handle. An error leaves the work unrecorded; a lost lease stops
-	// the run through its context.
-	_ = b.write(context.WithoutCancel(b.runCtx))
+	// the run through its context. The last batch's work recorded, the
+	// run parks in the same write (its context ends with ErrParked).
+	_ = b.writeParking(context.WithoutCancel(b.runCtx), b.allReported(s))
+}
+
+// allReported counts s among the batches that reported their work and
+// reports whether the run may park now; b.mu is held.
+func (b *runProgress) allReported(s router.Started) bool {
+	if !b.mayPark || b.partial || s.Batches <= 0 {
+		return false
+	}
+	if b.reported == nil {
+		b.reported = map[int]bool{}
+	}
+	b.batches = s.Batches
+	b.reported[s.Batch] = true
+	return len(b.reported) == b.batches && b.runCtx.Err() == nil
 }

@@ -62,12 +62,19 @@ func legacyBefore(doc []byte, offer string) []runs.Attempt {
 // handedOff reports whether a run's context ended because the run goes
 // on elsewhere or ends: cancelled, its lease lost, its worker stopping.
 func handedOff(cause error) bool {
-	return errors.Is(cause, async.ErrCancelled) || errors.Is(cause, async.ErrLeaseLost) || errors.Is(cause, async.ErrStopping)
+	return errors.Is(cause, async.ErrCancelled) || leftRunning(cause)
+}
+
+// leftRunning reports a run's context that ended with its upstream work
+// left running for a later waiter: its lease lost, its worker stopping,
+// or the run parked.
+func leftRunning(cause error) bool {
+	return errors.Is(cause, async.ErrLeaseLost) || errors.Is(cause, async.ErrStopping) || errors.Is(cause, async.ErrParked)
 }
 
 // handOver is the context the router runs a run in: it ends when ctx
 // does, but when the run is handed over (its lease lost, its worker
-// stopping) with sources.ErrLeftRunning as the cause, so the upstream
+// stopping, the run parked) with sources.ErrLeftRunning as the cause, so the upstream
 // work is left running for the worker that resumes it, not aborted.
 func handOver(ctx context.Context) (context.Context, func()) {
 	base := context.WithoutCancel(ctx)
@@ -78,7 +85,7 @@ func handOver(ctx context.Context) (context.Context, func()) {
 	rctx, cancel := context.WithCancelCause(base)
 	stop := context.AfterFunc(ctx, func() {
 		cause := context.Cause(ctx)
-		if errors.Is(cause, async.ErrLeaseLost) || errors.Is(cause, async.ErrStopping) {
+		if leftRunning(cause) {
 			cause = fmt.Errorf("%w: %w", sources.ErrLeftRunning, cause)
 		}
 		cancel(cause)
@@ -106,4 +113,36 @@ func (a *API) abortRecorded(ctx context.Context, r store.AsyncRun) {
 	}
 	rtr := a.asyncRouterFor(r.AccountID)
 	rtr.Abort(ctx, c.req.Service, from)
+}
+
+// Check reports whether the upstream work a parked run recorded has
+// ended (async.Checker): one status call per work, none waiting. A run
+// whose record or call cannot be read counts as ended: its resume then
+// settles it as it would after a restart.
+func (ar *AsyncRunner) Check(ctx context.Context, r store.AsyncRun) (bool, error) {
+	from, ok := resumePoint(r)
+	if !ok {
+		return true, nil
+	}
+	c, apiErr := ar.a.prepareStored(r.Request)
+	if apiErr != nil || c == nil || c.req.Service == nil {
+		return true, nil
+	}
+	return ar.a.asyncRouterFor(r.AccountID).Check(ctx, c.req.Service, from)
+}
+
+// parkable reports whether a resume record holds the work of every batch
+// of its attempt, as recorded with the batch count (records written
+// before it was kept never park, and resume in a goroutine as before).
+func parkable(from router.Resumed) bool {
+	n := 0
+	seen := map[int]bool{}
+	for _, s := range from.Started {
+		if s.Offer != from.Offer {
+			continue
+		}
+		n = max(n, s.Batches)
+		seen[s.Batch] = true
+	}
+	return n > 0 && len(seen) == n
 }

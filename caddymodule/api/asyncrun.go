@@ -102,6 +102,19 @@ func (ar *AsyncRunner) run(ctx context.Context, r store.AsyncRun, p async.Progre
 	}}
 	req := c.req
 	req.Now, req.Budget, req.RunID = r.CreatedAt, bill, r.ID
+	// A run routed through the freshness cache does not park: its resume
+	// runs the router over all its inputs, not the cache's remainder.
+	prog.mayPark = a.cacheCall(c, req) == nil || a.TestRouter != nil && a.asyncRouterFor(r.AccountID) == a.TestAsyncRouter
+	if from != nil && prog.mayPark && r.DueAt.IsZero() && parkable(*from) {
+		// Claimed from a node that died with its work recorded: park it
+		// for this node's poller instead of waiting here.
+		prog.resumeFrom(*from)
+		_ = life.Move(runs.Left, runs.Worker)
+		if err := prog.park(ctx); err != nil {
+			a.Logger.Error("parking a resumed async run", zap.String("run_id", r.ID), zap.Error(err))
+		}
+		return async.Outcome{}
+	}
 	req.Proceed, req.OnAttempt, req.OnHandle = prog.proceed, prog.began, prog.started
 	rtr := a.asyncRouterFor(r.AccountID)
 	rctx, stop := handOver(ctx)
@@ -120,15 +133,16 @@ func (ar *AsyncRunner) run(ctx context.Context, r store.AsyncRun, p async.Progre
 		if errors.Is(cause, async.ErrCancelled) || prog.cancelledInStore() {
 			_ = life.Move(runs.CancelRequested, runs.Worker)
 		}
-		if errors.Is(cause, async.ErrLeaseLost) || errors.Is(cause, async.ErrStopping) {
+		if leftRunning(cause) {
 			_ = life.Move(runs.Left, runs.Worker)
 		}
 		switch life.State() {
 		case runs.CancelRequested:
 			return a.settleCancelled(bg, bill, life, run, failureAttempts(rerr), c.platform)
 		case runs.Left:
-			// Another worker runs it, or the next one will: its hold and
-			// its upstream work stay.
+			// Another worker runs it, the next one will, or this node's
+			// poller once its work ended (parked): its hold and its
+			// upstream work stay.
 			return async.Outcome{}
 		}
 	}

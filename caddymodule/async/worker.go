@@ -1,8 +1,11 @@
 // Package async runs the asynchronous runs of the gateway: a Worker per
-// node claims runs in flight through the store (store.Async), holds each
-// one's lease while it runs, renews the leases in one store call, stops a
-// run whose lease another worker took or whose customer cancelled it, and
-// tells a RunNotifier when a run ends. What running a run means (routing,
+// node claims runs in flight through the store (store.Async), runs each
+// in a goroutine until all the upstream work it started is recorded, then
+// parks it (no goroutine waits: park.go), sweeps its parked runs with one
+// poller (poller.go) and resumes each whose work ended, keeps them all
+// with one heartbeat (heartbeat.go), stops a run whose lease another
+// worker took or whose customer cancelled it, and tells a RunNotifier
+// when a run ends. What running a run means (routing,
 // billing, settling) is the Runner's, which the api package implements;
 // resuming one that a dead worker left is the Resumer's. The package knows
 // nothing of HTTP or Caddy.
@@ -31,6 +34,11 @@ var (
 	// ErrStopping: this worker stops (the gateway shuts down); the run is
 	// left in the store for the next claim, its hold with it.
 	ErrStopping = errors.New("the worker is stopping")
+	// ErrParked: every upstream work the run started is recorded and the
+	// run is parked (State.Park): its goroutine stops waiting, the work
+	// left running, and the node's poller resumes it once the work ended.
+	// The Runner must not settle it.
+	ErrParked = errors.New("the run is parked until its upstream work ends")
 )
 
 // Outcome is how a run ended.
@@ -51,6 +59,9 @@ type State struct {
 	Doc    []byte
 	Hold   store.Hold
 	Resume []byte
+	// Park: Resume records every upstream work the run waits for, so the
+	// run parks in the same write, and its context ends with ErrParked.
+	Park bool
 }
 
 // Progress writes a run's state durably, for GET /v1/extractions/{id} and
@@ -71,6 +82,12 @@ type Resumer interface {
 	Resume(ctx context.Context, r store.AsyncRun, p Progress) Outcome
 }
 
+// Checker tells whether a parked run's upstream work ended, with status
+// calls that do not wait (the api's AsyncRunner, over sources.Checker).
+type Checker interface {
+	Check(ctx context.Context, r store.AsyncRun) (ended bool, err error)
+}
+
 // RunNotifier is told when an async run ends: event is "run.completed",
 // "run.failed" or "run.cancelled" and run the run's JSON. The webhooks
 // service implements it.
@@ -83,6 +100,17 @@ const (
 	DefaultLease      = 30 * time.Second
 	DefaultPoll       = 2 * time.Second
 	DefaultMaxRunning = 1000
+	// DefaultCheckMin and DefaultCheckMax bound the wait between two
+	// checks of a parked run: a quarter of the run's age between them.
+	DefaultCheckMin = 2 * time.Second
+	DefaultCheckMax = 5 * time.Minute
+	// DefaultCheckRate bounds the status calls a node's poller makes per
+	// second, whatever the runs it holds: what holding them costs stays
+	// flat, and a check comes later when more wait.
+	DefaultCheckRate = 200
+	// DefaultSweep is how often the poller looks for due runs when
+	// nothing nudges it.
+	DefaultSweep = time.Second
 )
 
 // Config tunes a Worker.
@@ -95,10 +123,15 @@ type Config struct {
 	Lease time.Duration
 	// Poll is how often the worker claims runs nobody holds.
 	Poll time.Duration
-	// MaxRunning bounds the runs this worker runs at once; more wait in
-	// the store for a claim.
+	// MaxRunning bounds the runs this worker runs at once in goroutines
+	// (parked runs do not count); more wait in the store for a claim.
 	MaxRunning int
-	Logger     *zap.Logger
+	// CheckMin, CheckMax, CheckRate and Sweep tune the poller of parked
+	// runs (see the defaults).
+	CheckMin, CheckMax time.Duration
+	CheckRate          int
+	Sweep              time.Duration
+	Logger             *zap.Logger
 }
 
 // Worker runs this node's async runs. It outlives config generations: a
@@ -109,8 +142,13 @@ type Worker struct {
 	mu       sync.Mutex
 	runner   Runner
 	resumer  Resumer
+	checker  Checker
 	notifier RunNotifier
 	running  map[string]*job
+
+	// nudge wakes the poller at once (a wake or a cancel here).
+	nudge  chan struct{}
+	checks *checkBudget
 
 	stop    context.CancelCauseFunc
 	base    context.Context
@@ -136,11 +174,24 @@ func New(cfg Config) *Worker {
 	if cfg.MaxRunning <= 0 {
 		cfg.MaxRunning = DefaultMaxRunning
 	}
+	if cfg.CheckMin <= 0 {
+		cfg.CheckMin = DefaultCheckMin
+	}
+	if cfg.CheckMax < cfg.CheckMin {
+		cfg.CheckMax = max(DefaultCheckMax, cfg.CheckMin)
+	}
+	if cfg.CheckRate <= 0 {
+		cfg.CheckRate = DefaultCheckRate
+	}
+	if cfg.Sweep <= 0 {
+		cfg.Sweep = DefaultSweep
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
 	base, stop := context.WithCancelCause(context.Background())
-	return &Worker{cfg: cfg, running: map[string]*job{}, base: base, stop: stop}
+	return &Worker{cfg: cfg, running: map[string]*job{}, base: base, stop: stop,
+		nudge: make(chan struct{}, 1), checks: newCheckBudget(cfg.CheckRate)}
 }
 
 // Owner is the name this worker's leases carry.
@@ -155,11 +206,13 @@ func (w *Worker) Lease() time.Duration { return w.cfg.Lease }
 func (w *Worker) SetRunner(r Runner, res Resumer, n RunNotifier) {
 	w.mu.Lock()
 	w.runner, w.resumer, w.notifier = r, res, n
+	w.checker, _ = res.(Checker)
 	w.mu.Unlock()
 }
 
-// Start starts the claim and renewal loops; the first claim is at once,
-// so a restarted node resumes what it left.
+// Start beats once (so the runs this node parks are held), then starts
+// the claim, heartbeat and poller loops; the first claim is at once, so
+// a restarted node resumes what it left.
 func (w *Worker) Start() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -167,17 +220,27 @@ func (w *Worker) Start() {
 		return
 	}
 	w.started = true
-	w.loops.Add(2)
+	w.beat()
+	w.loops.Add(3)
 	go w.claimLoop()
-	go w.renewLoop()
+	go w.heartbeatLoop()
+	go w.pollLoop()
 }
 
 // Stop ends the loops and the runs in flight (ErrStopping: they stay in
-// the store, leased until their lease lapses) and waits for them.
+// the store, leased until their lease lapses), waits for them, and ends
+// the node's heartbeat, so another node (or the next process) takes its
+// parked runs at once.
 func (w *Worker) Stop() {
 	w.stop(ErrStopping)
 	w.loops.Wait()
 	w.jobs.Wait()
+	w.mu.Lock()
+	started := w.started
+	w.mu.Unlock()
+	if started {
+		w.endHeartbeat()
+	}
 }
 
 // Room reports whether the worker runs fewer than its maximum, so a new
@@ -200,12 +263,14 @@ func (w *Worker) Submit(r store.AsyncRun) { w.launch(r, false) }
 
 // Cancel stops the run id if it runs here (its Runner then settles it as
 // cancelled) and returns a channel closed when it ended; nil when it does
-// not run here (its owner sees the cancellation at its next renewal).
+// not run here (its owner sees the cancellation at its next renewal; a
+// parked run is due at once, and this node's poller is nudged).
 func (w *Worker) Cancel(id string) <-chan struct{} {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	j, ok := w.running[id]
 	if !ok {
+		w.poke()
 		return nil
 	}
 	j.cancel(ErrCancelled)
@@ -243,9 +308,17 @@ func (w *Worker) launch(r store.AsyncRun, resume bool) {
 		progress := func(pctx context.Context, s State) error {
 			up := r
 			up.Doc, up.HoldPrice, up.HoldRecords, up.Resume = s.Doc, s.Hold.Price, s.Hold.Records, s.Resume
+			up.DueAt = time.Time{}
+			if s.Park {
+				up.DueAt = time.Now().Add(w.cfg.CheckMin)
+			}
 			err := w.cfg.Store.UpdateAsyncRun(pctx, w.cfg.Owner, up)
-			if errors.Is(err, store.ErrLeaseLost) {
+			switch {
+			case errors.Is(err, store.ErrLeaseLost):
 				cancel(ErrLeaseLost)
+			case err == nil && s.Park:
+				w.cfg.Logger.Debug("async run parked", zap.String("run_id", r.ID))
+				cancel(ErrParked)
 			}
 			return err
 		}
@@ -315,27 +388,19 @@ func (w *Worker) claim() {
 		if len(got) == 0 {
 			break
 		}
+		parked := 0
 		for _, r := range got {
+			if !r.DueAt.IsZero() {
+				parked++ // stays parked, now this node's: its poller resumes it
+				continue
+			}
 			w.cfg.Logger.Debug("resuming async run", zap.String("run_id", r.ID), zap.String("account", r.AccountID))
 			w.launch(r, true)
 		}
-		w.cfg.Logger.Info("resumed async runs", zap.Int("runs", len(got)), zap.Int("running", w.Running()))
-	}
-}
-
-// renewLoop renews the leases of the runs in flight every Lease/3, stops
-// those another worker took over and those cancelled.
-func (w *Worker) renewLoop() {
-	defer w.loops.Done()
-	t := time.NewTicker(w.cfg.Lease / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-w.base.Done():
-			return
-		case <-t.C:
+		w.cfg.Logger.Info("resumed async runs", zap.Int("runs", len(got)), zap.Int("parked", parked), zap.Int("running", w.Running()))
+		if parked > 0 {
+			w.poke()
 		}
-		w.renew()
 	}
 }
 

@@ -161,7 +161,7 @@ func (r *Router) call(bs *batchSet, p *pulse, client sources.Client, o *registry
 	if req.OnHandle != nil {
 		c.OnHandle = func(h sources.Handle) {
 			bs.started(h)
-			req.OnHandle(o, Started{Offer: o.ID, Batch: i, Inputs: inputs, Limit: limit, Handle: h.String()})
+			req.OnHandle(o, Started{Offer: o.ID, Batch: i, Inputs: inputs, Limit: limit, Handle: h.String(), Batches: len(bs.outs)})
 		}
 	}
 	c.Activity, c.Waiting = p.activity, p.waiting

@@ -145,6 +145,33 @@ func (r *Router) Abort(ctx context.Context, svc *registry.Service, from Resumed)
 	}
 }
 
+// Check reports whether every upstream work from recorded has ended,
+// with one status call each that does not wait (sources.Checker): a
+// parked call is resumed once reading it will not wait. A record it
+// cannot check (its offer gone, a client that cannot tell) counts as
+// ended: Resume then decides, as after a restart.
+func (r *Router) Check(ctx context.Context, svc *registry.Service, from Resumed) (bool, error) {
+	o, ok := svc.Offer(from.Offer)
+	if !ok {
+		return true, nil
+	}
+	ck, _ := r.clients[o.Source.ID].(sources.Checker)
+	if ck == nil {
+		return true, nil
+	}
+	for _, s := range from.Started {
+		h, err := sources.ParseHandle(s.Handle)
+		if err != nil {
+			return true, nil
+		}
+		ended, err := ck.Check(ctx, h)
+		if err != nil || !ended {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
 // abandon stops work h that nobody will wait for: detached from ctx
 // first, so it is stopped whatever ended the call (even a hand-over to
 // another worker, which waits for the work recorded, not this one). It

@@ -360,6 +360,11 @@ type Started struct {
 	Inputs []string `json:"inputs,omitempty"`
 	Limit  int      `json:"limit,omitempty"`
 	Handle string   `json:"handle"`
+	// Batches is how many batches the attempt has: once each reported
+	// its work, the whole attempt waits upstream and a durable caller
+	// may stop waiting (park) and resume it later. 0 in records written
+	// before it was kept.
+	Batches int `json:"batches,omitempty"`
 }
 
 // Begun is an offer attempt as it begins, as Request.OnAttempt is told
@@ -372,6 +377,10 @@ type Begun struct {
 	Records   int
 	Unpayable bool
 	Note      string
+	// Partial: the walk keeps records earlier offers served, and this
+	// attempt runs only the inputs they failed (a chunk failover): its
+	// upstream work alone does not resume the call.
+	Partial bool
 }
 
 // Resumed is an attempt an earlier process began and did not finish

@@ -119,7 +119,7 @@ func (w *walk) begin(ctx context.Context, o *registry.Offer, trial bool) (*Reque
 		return nil, fail
 	}
 	if on := w.req.OnAttempt; on != nil {
-		if err := on(ctx, Begun{Offer: o, Records: covered, Unpayable: req == nil, Note: note}); err != nil {
+		if err := on(ctx, Begun{Offer: o, Records: covered, Unpayable: req == nil, Note: note, Partial: w.keep != nil}); err != nil {
 			return nil, w.stopped(o, trial, err)
 		}
 	}

@@ -215,7 +215,7 @@ var transitions = build(
 	row(Runner, "a failover finds the run cancelled in the store before its money is held (Request.Proceed)", []State{Running, Upstream}, CancelRequested),
 	row(Runner, "upstream work started while the cancel stops the walk is recorded: the abort needs its handle", []State{CancelRequested}, CancelRequested),
 
-	row(Worker, "its lease was lost to another worker, or the worker stops: left unsettled, its upstream work running", live, Left),
+	row(Worker, "its lease was lost to another worker, the worker stops, or the run parks for its node's poller (every upstream work recorded): left unsettled, its upstream work running", live, Left),
 	row(Runner, "upstream work started as the run is left is recorded, if the lease still allows", []State{Left}, Left),
 
 	row(Settler, "the walk ends served: settled and charged", []State{Running, Upstream, CancelRequested, Left}, Completed),

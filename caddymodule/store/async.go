@@ -41,9 +41,20 @@ type AsyncRun struct {
 	Owner      string
 	LeaseUntil time.Time
 	// Cancelled is set by CancelAsyncRun: the owner stops the work at its
-	// next renewal.
+	// next renewal (a parked run: its next sweep, made due at once).
 	Cancelled bool
+	// DueAt, set, says the run is parked: every upstream work it started
+	// is recorded (Resume) and left running, no goroutine waits for it,
+	// and its owner's poller checks that work at DueAt. A parked run's
+	// lease is its owner node's heartbeat (HeartbeatNode; LeaseUntil is
+	// NodeLease): it is taken over once that heartbeat lapses. Zero: a
+	// worker's goroutine runs the run, under LeaseUntil.
+	DueAt time.Time
 }
+
+// NodeLease is the LeaseUntil of a parked run: no per-run lease, the
+// owner node's heartbeat holds it (HeartbeatNode).
+var NodeLease = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
 
 // IdempotencyKey is an Idempotency-Key a call was made with, scoped to the
 // account: the fingerprint of the request it came with, the run it
@@ -92,8 +103,10 @@ type Async interface {
 	// deleted.
 	GetAsyncRun(ctx context.Context, accountID, id string) (AsyncRun, error)
 	// ClaimAsyncRuns gives owner the lease, until until, of at most n runs
-	// no live lease holds at now (oldest first), and returns them. Two
-	// concurrent claims never take the same run.
+	// no live lease holds at now (oldest first), and returns them: runs
+	// whose lease lapsed, and parked runs whose owner node's heartbeat
+	// lapsed (those stay parked, with their DueAt, under owner's
+	// heartbeat). Two concurrent claims never take the same run.
 	ClaimAsyncRuns(ctx context.Context, owner string, n int, now, until time.Time) ([]AsyncRun, error)
 	// RenewAsyncRuns extends owner's leases of ids to until (and keeps
 	// their holds alive where holds expire). It returns the ids owner
@@ -101,11 +114,29 @@ type Async interface {
 	// was lost to another worker or deleted.
 	RenewAsyncRuns(ctx context.Context, owner string, ids []string, until time.Time) (held, cancelled []string, err error)
 	// UpdateAsyncRun writes the run's document, hold and resume record as
-	// they stand;
-	// ErrLeaseLost if owner does not hold it.
+	// they stand, and with r.DueAt set parks the run in the same write
+	// (see AsyncRun.DueAt); ErrLeaseLost if owner does not hold it.
 	UpdateAsyncRun(ctx context.Context, owner string, r AsyncRun) error
-	// CancelAsyncRun marks an account's run cancelled and returns it;
-	// ErrNotFound as GetAsyncRun.
+	// UnparkAsyncRun gives owner's parked run id back to a goroutine of
+	// owner, leased until until (its work is done: the run is read and
+	// settled); ErrLeaseLost if owner does not hold it.
+	UnparkAsyncRun(ctx context.Context, owner, id string, until time.Time) error
+	// DueAsyncRuns returns at most n of owner's parked runs due at now,
+	// or cancelled, earliest due first.
+	DueAsyncRuns(ctx context.Context, owner string, now time.Time, n int) ([]AsyncRun, error)
+	// DelayAsyncRuns sets the due time of owner's parked runs ids[i] to
+	// due[i]; an id no longer owner's, or not parked, is skipped.
+	DelayAsyncRuns(ctx context.Context, owner string, ids []string, due []time.Time) error
+	// WakeAsyncRun makes run id due at now if it is parked (its upstream
+	// called back) and returns its owner and whether it was parked; a run
+	// a goroutine runs is left as it is. ErrNotFound for an unknown id.
+	WakeAsyncRun(ctx context.Context, id string, now time.Time) (owner string, parked bool, err error)
+	// HeartbeatNode records that node lives until until, and keeps the
+	// holds of its runs alive where holds expire: the one renewal of a
+	// node's parked runs. Another node claims them once it lapsed.
+	HeartbeatNode(ctx context.Context, node string, now, until time.Time) error
+	// CancelAsyncRun marks an account's run cancelled (a parked one due
+	// at once) and returns it; ErrNotFound as GetAsyncRun.
 	CancelAsyncRun(ctx context.Context, accountID, id string) (AsyncRun, error)
 	// DeleteAsyncRun removes a run once settled; deleting an absent one is
 	// not an error.

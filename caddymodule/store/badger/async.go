@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -30,6 +29,7 @@ type asyncState struct {
 	mu     sync.Mutex
 	owners sync.Map // owner → struct{}
 	flight flightIndex
+	leases leaseIndex // asyncpark.go
 }
 
 func asyncKey(id string) []byte { return join(pAsync, id) }
@@ -51,18 +51,27 @@ type asyncRecord struct {
 	Owner       string         `json:"owner,omitempty"`
 	LeaseUntil  time.Time      `json:"lease_until"`
 	Cancelled   bool           `json:"cancelled,omitempty"`
+	DueAt       time.Time      `json:"due_at,omitzero"`
 }
 
 func (r asyncRecord) run(id string) store.AsyncRun {
 	return store.AsyncRun{ID: id, AccountID: r.AccountID, KeyID: r.KeyID, Request: r.Request, Doc: r.Doc,
 		HoldPrice: r.HoldPrice, HoldRecords: r.HoldRecords, Resume: r.Resume, CreatedAt: r.CreatedAt.UTC(), Deadline: r.Deadline.UTC(),
-		Owner: r.Owner, LeaseUntil: r.LeaseUntil.UTC(), Cancelled: r.Cancelled}
+		Owner: r.Owner, LeaseUntil: r.LeaseUntil.UTC(), Cancelled: r.Cancelled, DueAt: utcOrZero(r.DueAt)}
+}
+
+// utcOrZero is t in UTC, the zero time left zero.
+func utcOrZero(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.UTC()
 }
 
 func recordOf(r store.AsyncRun) asyncRecord {
 	return asyncRecord{AccountID: r.AccountID, KeyID: r.KeyID, Request: r.Request, Doc: r.Doc,
 		HoldPrice: r.HoldPrice, HoldRecords: r.HoldRecords, Resume: r.Resume, CreatedAt: settle.Time(r.CreatedAt), Deadline: settle.Time(r.Deadline),
-		Owner: r.Owner, LeaseUntil: settle.Time(r.LeaseUntil), Cancelled: r.Cancelled}
+		Owner: r.Owner, LeaseUntil: settle.Time(r.LeaseUntil), Cancelled: r.Cancelled, DueAt: settle.Time(r.DueAt)}
 }
 
 func readAsync(txn *bdb.Txn, id string) (asyncRecord, error) {
@@ -116,6 +125,7 @@ func (s *Store) CreateAsyncRun(ctx context.Context, r store.AsyncRun, maxInFligh
 		s.async.flight.remove(r.ID)
 		return fmt.Errorf("storing async run %s: %w", r.ID, err)
 	}
+	s.async.leases.set(r.ID, recordOf(r))
 	return nil
 }
 
@@ -138,55 +148,30 @@ func (s *Store) GetAsyncRun(ctx context.Context, accountID, id string) (store.As
 	return r.run(id), nil
 }
 
-// live reports whether a lease holds the run at now: a lease of a worker
-// that claimed in this process and has not lapsed.
-func (s *Store) live(r asyncRecord, now time.Time) bool {
-	if r.Owner == "" {
-		return false
-	}
-	if _, ok := s.async.owners.Load(r.Owner); !ok {
-		return false
-	}
-	return now.Before(r.LeaseUntil)
-}
-
 // asyncBatch bounds the runs one transaction claims or renews: badger
 // refuses a transaction larger than a fraction of its memtable
 // (ErrTxnTooBig); one claim of 2,000 runs in one transaction failed.
 const asyncBatch = 256
 
 // ClaimAsyncRuns leases at most n unleased runs to owner, oldest first:
-// one read-only scan of the runs in flight finds them, then transactions
-// of asyncBatch runs take them, each checking again that no lease holds
-// the run (a claim of 10,000 runs is one scan, not one per batch).
+// the lease index (asyncpark.go) finds them, then transactions of
+// asyncBatch runs take them, each checking again that no lease holds
+// the run. A parked run claimed stays parked, under owner's heartbeat.
 func (s *Store) ClaimAsyncRuns(ctx context.Context, owner string, n int, now, until time.Time) ([]store.AsyncRun, error) {
 	s.async.owners.Store(owner, struct{}{})
 	s.async.mu.Lock()
 	defer s.async.mu.Unlock()
-	type cand struct {
-		id      string
-		created time.Time
-	}
-	var cands []cand
-	err := s.eachAsync(func(id string, r asyncRecord) {
-		if !s.live(r, now) {
-			cands = append(cands, cand{id, r.CreatedAt})
-		}
-	})
-	if err != nil {
-		return nil, fmt.Errorf("claiming async runs: %w", err)
-	}
-	slices.SortFunc(cands, func(a, b cand) int { return a.created.Compare(b.created) })
-	cands = cands[:min(n, len(cands))]
+	cands := s.async.leases.claimable(s, now, n)
 	var out []store.AsyncRun
 	for len(cands) > 0 {
 		chunk := cands[:min(len(cands), asyncBatch)]
 		cands = cands[len(chunk):]
 		var got []store.AsyncRun
+		var recs []asyncRecord
 		err := s.update(ctx, func(txn *bdb.Txn) error {
-			got = got[:0]
-			for _, c := range chunk {
-				r, err := readAsync(txn, c.id)
+			got, recs = got[:0], recs[:0]
+			for _, id := range chunk {
+				r, err := readAsync(txn, id)
 				if errors.Is(err, store.ErrNotFound) {
 					continue // settled meanwhile
 				}
@@ -197,10 +182,13 @@ func (s *Store) ClaimAsyncRuns(ctx context.Context, owner string, n int, now, un
 					continue
 				}
 				r.Owner, r.LeaseUntil = owner, settle.Time(until)
-				if err := writeAsync(txn, c.id, r); err != nil {
+				if !r.DueAt.IsZero() {
+					r.LeaseUntil = store.NodeLease
+				}
+				if err := writeAsync(txn, id, r); err != nil {
 					return err
 				}
-				got = append(got, r.run(c.id))
+				got, recs = append(got, r.run(id)), append(recs, r)
 			}
 			return nil
 		})
@@ -209,6 +197,9 @@ func (s *Store) ClaimAsyncRuns(ctx context.Context, owner string, n int, now, un
 				return out, nil // what was claimed is the caller's to run
 			}
 			return nil, fmt.Errorf("claiming async runs: %w", err)
+		}
+		for i, r := range recs {
+			s.async.leases.set(got[i].ID, r)
 		}
 		out = append(out, got...)
 	}
@@ -231,8 +222,9 @@ func (s *Store) RenewAsyncRuns(ctx context.Context, owner string, ids []string, 
 }
 
 func (s *Store) renewBatch(ctx context.Context, owner string, ids []string, until time.Time) (held, cancelled []string, err error) {
+	var renewed []asyncRecord
 	err = s.asyncUpdate(ctx, func(txn *bdb.Txn) error {
-		held, cancelled = held[:0], cancelled[:0]
+		held, cancelled, renewed = held[:0], cancelled[:0], renewed[:0]
 		for _, id := range ids {
 			r, err := readAsync(txn, id)
 			if errors.Is(err, store.ErrNotFound) || err == nil && r.Owner != owner {
@@ -241,10 +233,13 @@ func (s *Store) renewBatch(ctx context.Context, owner string, ids []string, unti
 			if err != nil {
 				return err
 			}
-			r.LeaseUntil = settle.Time(until)
+			if r.DueAt.IsZero() {
+				r.LeaseUntil = settle.Time(until)
+			}
 			if err := writeAsync(txn, id, r); err != nil {
 				return err
 			}
+			renewed = append(renewed, r)
 			held = append(held, id)
 			if r.Cancelled {
 				cancelled = append(cancelled, id)
@@ -255,21 +250,21 @@ func (s *Store) renewBatch(ctx context.Context, owner string, ids []string, unti
 	if err != nil {
 		return nil, nil, fmt.Errorf("renewing async runs: %w", err)
 	}
+	for i, r := range renewed {
+		s.async.leases.set(held[i], r)
+	}
 	return held, cancelled, nil
 }
 
-// UpdateAsyncRun writes the run's document, hold and resume record.
+// UpdateAsyncRun writes the run's document, hold and resume record, and
+// parks the run when up.DueAt is set.
 func (s *Store) UpdateAsyncRun(ctx context.Context, owner string, up store.AsyncRun) error {
-	err := s.update(ctx, func(txn *bdb.Txn) error {
-		r, err := readAsync(txn, up.ID)
-		if errors.Is(err, store.ErrNotFound) || err == nil && r.Owner != owner {
-			return store.ErrLeaseLost
-		}
-		if err != nil {
-			return err
-		}
+	err := s.changeAsync(ctx, owner, up.ID, func(r *asyncRecord) bool {
 		r.Doc, r.HoldPrice, r.HoldRecords, r.Resume = up.Doc, up.HoldPrice, up.HoldRecords, up.Resume
-		return writeAsync(txn, up.ID, r)
+		if !up.DueAt.IsZero() {
+			r.DueAt, r.LeaseUntil = settle.Time(up.DueAt), store.NodeLease
+		}
+		return true
 	})
 	if err != nil {
 		return fmt.Errorf("updating async run %s: %w", up.ID, err)
@@ -280,6 +275,7 @@ func (s *Store) UpdateAsyncRun(ctx context.Context, owner string, up store.Async
 // CancelAsyncRun marks an account's run cancelled.
 func (s *Store) CancelAsyncRun(ctx context.Context, accountID, id string) (store.AsyncRun, error) {
 	var out store.AsyncRun
+	var rec asyncRecord
 	err := s.asyncUpdate(ctx, func(txn *bdb.Txn) error {
 		r, err := readAsync(txn, id)
 		if err == nil && r.AccountID != accountID {
@@ -289,12 +285,16 @@ func (s *Store) CancelAsyncRun(ctx context.Context, accountID, id string) (store
 			return err
 		}
 		r.Cancelled = true
-		out = r.run(id)
+		if !r.DueAt.IsZero() && r.DueAt.After(r.CreatedAt) {
+			r.DueAt = r.CreatedAt // due at once: its owner's sweep settles it
+		}
+		out, rec = r.run(id), r
 		return writeAsync(txn, id, r)
 	})
 	if err != nil {
 		return store.AsyncRun{}, fmt.Errorf("cancelling async run %s: %w", id, err)
 	}
+	s.async.leases.set(id, rec)
 	return out, nil
 }
 
@@ -305,6 +305,7 @@ func (s *Store) DeleteAsyncRun(ctx context.Context, id string) error {
 		return fmt.Errorf("deleting async run %s: %w", id, err)
 	}
 	s.async.flight.remove(id)
+	s.async.leases.remove(id)
 	return nil
 }
 
@@ -421,6 +422,7 @@ func (s *Store) restoreAsyncHolds() error {
 	defer s.holds.mu.Unlock()
 	return s.eachAsync(func(id string, r asyncRecord) {
 		s.async.flight.restore(r.AccountID, id)
+		s.async.leases.set(id, r)
 		if amount := r.HoldPrice * credits.Micros(r.HoldRecords); amount > 0 {
 			s.holds.set(id, heldMoney{account: r.AccountID, key: r.KeyID, amount: amount})
 		}

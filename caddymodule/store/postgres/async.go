@@ -14,16 +14,19 @@ import (
 	"socialrouter/caddymodule/store/internal/settle"
 )
 
-const asyncColumns = `id, account_id, key_id, request, doc, hold_price, hold_records, created_at, deadline, owner, lease_until, cancelled, resume`
+const asyncColumns = `id, account_id, key_id, request, doc, hold_price, hold_records, created_at, deadline, owner, lease_until, cancelled, resume, due_at`
 
 func scanAsync(row pgx.Row) (store.AsyncRun, error) {
 	var r store.AsyncRun
 	var price int64
-	var lease *time.Time
+	var lease, due *time.Time
 	err := row.Scan(&r.ID, &r.AccountID, &r.KeyID, &r.Request, &r.Doc, &price, &r.HoldRecords,
-		&r.CreatedAt, &r.Deadline, &r.Owner, &lease, &r.Cancelled, &r.Resume)
+		&r.CreatedAt, &r.Deadline, &r.Owner, &lease, &r.Cancelled, &r.Resume, &due)
 	if lease != nil {
 		r.LeaseUntil = lease.UTC()
+	}
+	if due != nil {
+		r.DueAt = due.UTC()
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.AsyncRun{}, store.ErrNotFound
@@ -98,16 +101,8 @@ func (s *Store) ListAsyncRuns(ctx context.Context, accountID string, limit int) 
 	if err != nil {
 		return nil, fmt.Errorf("listing async runs: %w", err)
 	}
-	defer rows.Close()
-	var out []store.AsyncRun
-	for rows.Next() {
-		r, err := scanAsync(rows)
-		if err != nil {
-			return nil, fmt.Errorf("listing async runs: %w", err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collectAsync(rows)
+	if err != nil {
 		return nil, fmt.Errorf("listing async runs: %w", err)
 	}
 	return out, nil
@@ -123,31 +118,60 @@ func (s *Store) GetAsyncRun(ctx context.Context, accountID, id string) (store.As
 }
 
 // ClaimAsyncRuns leases at most n unleased runs to owner, oldest first:
-// FOR UPDATE SKIP LOCKED, so claims of several nodes at once pass each
-// other's rows by instead of waiting or taking them twice.
+// runs whose lease lapsed, and the parked runs of nodes whose heartbeat
+// lapsed (read first from async_nodes, a row per node, so the claim finds
+// them by the owner index instead of testing every parked row). FOR
+// UPDATE SKIP LOCKED, so claims of several nodes at once pass each
+// other's rows by instead of waiting or taking them twice. A parked run
+// claimed stays parked, under owner's heartbeat.
 func (s *Store) ClaimAsyncRuns(ctx context.Context, owner string, n int, now, until time.Time) ([]store.AsyncRun, error) {
-	rows, err := s.pool.Query(ctx, `
-UPDATE async_runs a SET owner = $1, lease_until = $4
-FROM (SELECT id FROM async_runs WHERE lease_until IS NULL OR lease_until <= $3 ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED) c
+	var dead []string
+	rows, err := s.pool.Query(ctx, `SELECT node FROM async_nodes WHERE live_until <= $1`, now)
+	if err == nil {
+		dead, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claiming async runs: reading dead nodes: %w", err)
+	}
+	rows, err = s.pool.Query(ctx, `
+UPDATE async_runs a SET owner = $1, lease_until = CASE WHEN a.due_at IS NULL THEN $4::timestamptz ELSE $6::timestamptz END
+FROM (SELECT id FROM async_runs WHERE lease_until IS NULL OR lease_until <= $3 OR owner = ANY($5)
+	ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED) c
 WHERE a.id = c.id
-RETURNING a.id, a.account_id, a.key_id, a.request, a.doc, a.hold_price, a.hold_records, a.created_at, a.deadline, a.owner, a.lease_until, a.cancelled, a.resume`,
-		owner, n, now, settle.Time(until))
+RETURNING a.id, a.account_id, a.key_id, a.request, a.doc, a.hold_price, a.hold_records, a.created_at, a.deadline, a.owner,
+	a.lease_until, a.cancelled, a.resume, a.due_at`,
+		owner, n, now, settle.Time(until), dead, store.NodeLease)
 	if err != nil {
 		return nil, fmt.Errorf("claiming async runs: %w", err)
 	}
+	out, err := collectAsync(rows)
+	if err != nil {
+		return nil, fmt.Errorf("claiming async runs: %w", err)
+	}
+	if len(dead) > 0 && len(out) < n {
+		// Every run of those nodes that was claimable is claimed: forget
+		// the nodes that hold none.
+		if _, err := s.pool.Exec(ctx, `
+DELETE FROM async_nodes d WHERE d.node = ANY($1) AND d.live_until <= $2
+	AND NOT EXISTS (SELECT 1 FROM async_runs a WHERE a.owner = d.node)`, dead, now); err != nil {
+			return out, fmt.Errorf("claiming async runs: forgetting dead nodes: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// collectAsync reads the runs rows returns, and closes rows.
+func collectAsync(rows pgx.Rows) ([]store.AsyncRun, error) {
 	defer rows.Close()
 	var out []store.AsyncRun
 	for rows.Next() {
 		r, err := scanAsync(rows)
 		if err != nil {
-			return nil, fmt.Errorf("claiming async runs: %w", err)
+			return nil, err
 		}
 		out = append(out, r)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("claiming async runs: %w", err)
-	}
-	return out, nil
+	return out, rows.Err()
 }
 
 // RenewAsyncRuns extends owner's leases of ids, and the holds of those
@@ -190,11 +214,19 @@ WHERE id = ANY($1) AND expires_at > now() AND expires_at < now() + make_interval
 	return held, cancelled, nil
 }
 
-// UpdateAsyncRun writes the run's document, hold and resume record.
+// UpdateAsyncRun writes the run's document, hold and resume record, and
+// parks the run when r.DueAt is set (its lease then the node's).
 func (s *Store) UpdateAsyncRun(ctx context.Context, owner string, r store.AsyncRun) error {
+	var due *time.Time
+	if !r.DueAt.IsZero() {
+		t := settle.Time(r.DueAt)
+		due = &t
+	}
 	tag, err := s.pool.Exec(ctx, `
-UPDATE async_runs SET doc = $3, hold_price = $4, hold_records = $5, resume = $6 WHERE id = $1 AND owner = $2`,
-		r.ID, owner, r.Doc, int64(r.HoldPrice), r.HoldRecords, r.Resume)
+UPDATE async_runs SET doc = $3, hold_price = $4, hold_records = $5, resume = $6,
+	due_at = $7, lease_until = CASE WHEN $7::timestamptz IS NULL THEN lease_until ELSE $8::timestamptz END
+WHERE id = $1 AND owner = $2`,
+		r.ID, owner, r.Doc, int64(r.HoldPrice), r.HoldRecords, r.Resume, due, store.NodeLease)
 	if err == nil && tag.RowsAffected() == 0 {
 		err = store.ErrLeaseLost
 	}
@@ -204,10 +236,100 @@ UPDATE async_runs SET doc = $3, hold_price = $4, hold_records = $5, resume = $6 
 	return nil
 }
 
+// UnparkAsyncRun gives a parked run back to a goroutine of owner.
+func (s *Store) UnparkAsyncRun(ctx context.Context, owner, id string, until time.Time) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE async_runs SET due_at = NULL, lease_until = $3 WHERE id = $1 AND owner = $2`,
+		id, owner, settle.Time(until))
+	if err == nil && tag.RowsAffected() == 0 {
+		err = store.ErrLeaseLost
+	}
+	if err != nil {
+		return fmt.Errorf("unparking async run %s: %w", id, err)
+	}
+	return nil
+}
+
+// DueAsyncRuns returns owner's parked runs due at now (a cancel makes a
+// parked run due at once), by the index (owner, due_at).
+func (s *Store) DueAsyncRuns(ctx context.Context, owner string, now time.Time, n int) ([]store.AsyncRun, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+asyncColumns+` FROM async_runs
+WHERE owner = $1 AND due_at <= $2 ORDER BY due_at LIMIT $3`, owner, now, n)
+	if err != nil {
+		return nil, fmt.Errorf("reading due async runs: %w", err)
+	}
+	out, err := collectAsync(rows)
+	if err != nil {
+		return nil, fmt.Errorf("reading due async runs: %w", err)
+	}
+	return out, nil
+}
+
+// DelayAsyncRuns sets the due times of owner's parked runs, in one
+// statement.
+func (s *Store) DelayAsyncRuns(ctx context.Context, owner string, ids []string, due []time.Time) error {
+	if len(ids) != len(due) {
+		return fmt.Errorf("delaying async runs: %d ids, %d times", len(ids), len(due))
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	ts := make([]time.Time, len(due))
+	for i, t := range due {
+		ts[i] = settle.Time(t)
+	}
+	if _, err := s.pool.Exec(ctx, `
+UPDATE async_runs a SET due_at = d.due FROM unnest($2::text[], $3::timestamptz[]) AS d(id, due)
+WHERE a.id = d.id AND a.owner = $1 AND a.due_at IS NOT NULL`, owner, ids, ts); err != nil {
+		return fmt.Errorf("delaying async runs: %w", err)
+	}
+	return nil
+}
+
+// WakeAsyncRun makes a parked run due at now.
+func (s *Store) WakeAsyncRun(ctx context.Context, id string, now time.Time) (owner string, parked bool, err error) {
+	err = s.pool.QueryRow(ctx, `
+UPDATE async_runs SET due_at = CASE WHEN due_at IS NULL THEN NULL ELSE LEAST(due_at, $2) END WHERE id = $1 RETURNING owner, due_at IS NOT NULL`,
+		id, settle.Time(now)).Scan(&owner, &parked)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("waking async run %s: %w", id, err)
+	}
+	return owner, parked, nil
+}
+
+// HeartbeatNode records that node lives until until, and renews the
+// holds of its runs that are past half their life: a hold lapses after
+// the hold timeout (15 minutes), a parked run lasts up to its deadline
+// (an hour by default), and each hold is renewed about once per half
+// timeout, not at every beat.
+func (s *Store) HeartbeatNode(ctx context.Context, node string, now, until time.Time) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `
+INSERT INTO async_nodes (node, heartbeat_at, live_until) VALUES ($1, $2, $3)
+ON CONFLICT (node) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at, live_until = EXCLUDED.live_until`,
+			node, settle.Time(now), settle.Time(until)); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `
+UPDATE holds h SET expires_at = now() + make_interval(secs => $2)
+FROM async_runs a
+WHERE a.owner = $1 AND h.id = a.id AND h.expires_at > now() AND h.expires_at < now() + make_interval(secs => $2 / 2)`,
+			node, s.holdTimeout.Seconds())
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("heartbeat of node %s: %w", node, err)
+	}
+	return nil
+}
+
 // CancelAsyncRun marks an account's run cancelled.
 func (s *Store) CancelAsyncRun(ctx context.Context, accountID, id string) (store.AsyncRun, error) {
 	r, err := scanAsync(s.pool.QueryRow(ctx, `
-UPDATE async_runs SET cancelled = true WHERE id = $1 AND account_id = $2 RETURNING `+asyncColumns, id, accountID))
+UPDATE async_runs SET cancelled = true, due_at = CASE WHEN due_at IS NULL THEN NULL ELSE LEAST(due_at, created_at) END
+WHERE id = $1 AND account_id = $2 RETURNING `+asyncColumns, id, accountID))
 	if err != nil {
 		return store.AsyncRun{}, fmt.Errorf("cancelling async run %s: %w", id, err)
 	}
