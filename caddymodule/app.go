@@ -383,6 +383,7 @@ func (a *App) apiFor(c *compiled, logger *zap.Logger) *api.API {
 		AsyncDeadline:      cmp.Or(time.Duration(a.AsyncDeadline), api.DefaultAsyncDeadline),
 		AsyncMaxPerAccount: a.AsyncMaxPerAccount,
 		Cache:              a.cache,
+		CallbackWait:       a.callbackWait,
 	})
 }
 

@@ -1,6 +1,9 @@
 package caddymodule
 
 import (
+	"cmp"
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -10,6 +13,7 @@ import (
 
 	"socialrouter/caddymodule/callbacks"
 	"socialrouter/caddymodule/sources"
+	"socialrouter/caddymodule/store"
 )
 
 // Upstream callbacks (docs/upstreams.md): a source whose block sets
@@ -53,10 +57,49 @@ func (c *SourceConfig) callbackSecret() ([]byte, error) {
 }
 
 // serveCallback is the callbacks route: 404 for a source without
-// callbacks, else package callbacks' handler over the shared hub.
+// callbacks, else package callbacks' handler over runWaker.
 func (a *App) serveCallback(w http.ResponseWriter, r *http.Request) {
-	h := callbacks.Handler{Sources: a.callbackSource, Waker: a.shared.hub, Log: a.logger.Named("callbacks")}
+	wk := runWaker{hub: a.shared.hub}
+	if a.async.worker != nil {
+		wk.parked = a.async.worker
+	}
+	h := callbacks.Handler{Sources: a.callbackSource, Waker: wk, Log: a.logger.Named("callbacks")}
 	h.ServeHTTP(w, r)
+}
+
+// callbackWait is api.Config.CallbackWait: source id's callback_fallback
+// when it has callback_base, else 0.
+func (a *App) callbackWait(id string) time.Duration {
+	cfg := a.Sources[id]
+	if cfg == nil || cfg.CallbackBase == "" {
+		return 0
+	}
+	return cmp.Or(time.Duration(cfg.CallbackFallback), sources.DefaultCallbackFallback)
+}
+
+// runWaker wakes the batch a callback names: its goroutine when one waits
+// for it on this node (the hub), else its run if parked, on whichever node
+// (the async worker makes it due in the store; its owner's poller then
+// checks and resumes it).
+type runWaker struct {
+	hub    *callbacks.Hub
+	parked interface {
+		Wake(ctx context.Context, runID string) error
+	}
+}
+
+func (w runWaker) Wake(ctx context.Context, source, runID string, batch int, h sources.Handle, finished sources.JobState) error {
+	err := w.hub.Wake(ctx, source, runID, batch, h, finished)
+	if !errors.Is(err, callbacks.ErrNoWaiter) || w.parked == nil {
+		return err
+	}
+	switch perr := w.parked.Wake(ctx, runID); {
+	case errors.Is(perr, store.ErrNotFound):
+		return err // no async run of that id: a sync call's batch that ended or waits elsewhere
+	case perr != nil:
+		return fmt.Errorf("waking parked run %s: %w", runID, perr)
+	}
+	return nil
 }
 
 // callbackSource finds source id's protocol and callback secret in the

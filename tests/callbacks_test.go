@@ -144,6 +144,35 @@ func TestCallbacksWakeRuns(t *testing.T) {
 			t.Fatalf("ledger %+v: want the async run woken by its webhook, never polled", j)
 		}
 	})
+
+	t.Run("a parked async run is woken by its webhook, long before its first check", func(t *testing.T) {
+		s.reset(t)
+		s.clearLedger(t)
+		// A 3 s job (scaled) on a service the cache does not serve: the
+		// run parks once its actor run is recorded, its first check due
+		// only after the 30 s fallback. Completing in under 10 s is the
+		// webhook's wake (the store's due time, then the poller).
+		s.fault(t, map[string]any{"target": postsTarget, "duration_s": 300})
+		start := time.Now()
+		r := asyncDo(t, g, "POST", "/v1/extract/forum_net/subreddit.posts", key, postsBody(3), preferAsync)
+		if r.Status != 202 {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+		done := follow(t, g, key, r.JSON["id"].(string), 10*time.Second)
+		if done.JSON["status"] != "completed" {
+			t.Fatalf("async run: %s", done.Body)
+		}
+		j := callbackJob(t, s, postsTarget)
+		if j.Callbacks[0].Status != 200 || j.Status != "succeeded" {
+			t.Fatalf("ledger %+v: want the job's webhook answered 200", j)
+		}
+		// Woken, the poller checks the run once and its resume reads the
+		// ended run once: two status reads at most, none while it ran.
+		if j.Polls > 2 {
+			t.Errorf("ledger %+v: %d polls, want at most 2 (the check and the resume after the wake)", j, j.Polls)
+		}
+		t.Logf("parked run completed %v after its submit, %d polls", time.Since(start).Round(time.Millisecond), j.Polls)
+	})
 }
 
 func TestCallbacksLostStillComplete(t *testing.T) {

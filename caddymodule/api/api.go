@@ -55,6 +55,11 @@ type Config struct {
 	// Cache, if set, is the freshness cache of records bought once
 	// (cached.go); nil: every call is live work.
 	Cache *cache.Cache
+	// CallbackWait is how long source id's upstream work may go unchecked
+	// because its upstream calls back when it ends (its callback_fallback),
+	// 0 for a source without callbacks; nil: none has them. A parked run
+	// is first checked after it.
+	CallbackWait func(source string) time.Duration
 	// AsyncMaxPerAccount bounds an account's async runs in flight (429
 	// too_many_async_runs past it); 0: DefaultAsyncMaxPerAccount.
 	AsyncMaxPerAccount int

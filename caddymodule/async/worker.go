@@ -62,6 +62,11 @@ type State struct {
 	// Park: Resume records every upstream work the run waits for, so the
 	// run parks in the same write, and its context ends with ErrParked.
 	Park bool
+	// Quiet is how long a parked run's upstream work needs no check: its
+	// upstream calls back when it ends (Wake makes it due then), so the
+	// first check is only the fallback for a lost callback. 0: check at
+	// CheckMin.
+	Quiet time.Duration
 }
 
 // Progress writes a run's state durably, for GET /v1/extractions/{id} and
@@ -310,7 +315,7 @@ func (w *Worker) launch(r store.AsyncRun, resume bool) {
 			up.Doc, up.HoldPrice, up.HoldRecords, up.Resume = s.Doc, s.Hold.Price, s.Hold.Records, s.Resume
 			up.DueAt = time.Time{}
 			if s.Park {
-				up.DueAt = time.Now().Add(w.cfg.CheckMin)
+				up.DueAt = time.Now().Add(max(w.cfg.CheckMin, s.Quiet))
 			}
 			err := w.cfg.Store.UpdateAsyncRun(pctx, w.cfg.Owner, up)
 			switch {

@@ -129,8 +129,11 @@ func (hb *Hub) closeWait(w *wait) {
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
 	if hb.waits[w.k] == w {
+		// Not remembered as ended unless fired (fire does): a batch that
+		// stopped waiting unwoken (its run parked, or it polled after the
+		// fallback) may still be woken elsewhere (Waker implementations
+		// that fall back on ErrNoWaiter).
 		delete(hb.waits, w.k)
-		hb.ended[w.k] = time.Now()
 	}
 	if now := time.Now(); now.Sub(hb.pruned) > time.Minute {
 		hb.pruned = now

@@ -137,14 +137,13 @@ func (a *ActorRun) startURL(ctx context.Context, c Call, callback bool) string {
 
 // Resume waits for run h to end and reads its dataset (at most c.Limit
 // items). When it stops waiting first (ctx done, a failure), it aborts
-// the run from a detached context.
+// the run from a detached context. It polls, never waits for the run's
+// webhook, as DatasetScrape.Resume does: a resumed batch is a parked run
+// its poller found ended (or its webhook woke), whose poll answers at
+// once, or a run taken over after a crash, whose webhook went to the dead
+// node or was lost, so waiting for it would cost the whole fallback.
 func (a *ActorRun) Resume(ctx context.Context, c Call, h Handle) (*Result, error) {
-	w := a.callback(c)
-	if w != nil {
-		defer w.Close()
-		w.Bind(h)
-	}
-	return a.resume(ctx, c, h, w)
+	return a.resume(ctx, c, h, nil)
 }
 
 // resume is Resume with the callback wait w (nil: none).
