@@ -109,7 +109,7 @@ func (ar *AsyncRunner) run(ctx context.Context, r store.AsyncRun, p async.Progre
 		// Claimed from a node that died with its work recorded: park it
 		// for this node's poller instead of waiting here.
 		prog.resumeFrom(*from)
-		_ = life.Move(runs.Left, runs.Worker)
+		_ = life.Move(runs.Parked, runs.Runner)
 		if err := prog.park(ctx); err != nil {
 			a.Logger.Error("parking a resumed async run", zap.String("run_id", r.ID), zap.Error(err))
 		}
@@ -133,13 +133,16 @@ func (ar *AsyncRunner) run(ctx context.Context, r store.AsyncRun, p async.Progre
 		if errors.Is(cause, async.ErrCancelled) || prog.cancelledInStore() {
 			_ = life.Move(runs.CancelRequested, runs.Worker)
 		}
-		if leftRunning(cause) {
+		switch {
+		case errors.Is(cause, async.ErrParked):
+			_ = life.Move(runs.Parked, runs.Runner)
+		case leftRunning(cause):
 			_ = life.Move(runs.Left, runs.Worker)
 		}
 		switch life.State() {
 		case runs.CancelRequested:
 			return a.settleCancelled(bg, bill, life, run, failureAttempts(rerr), c.platform)
-		case runs.Left:
+		case runs.Left, runs.Parked:
 			// Another worker runs it, the next one will, or this node's
 			// poller once its work ended (parked): its hold and its
 			// upstream work stay.

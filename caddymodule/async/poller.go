@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
 )
 
@@ -183,6 +184,9 @@ func (w *Worker) runs(id string) bool {
 // resumes it through the Resumer (its upstream work is read at once, or
 // aborted when the run is cancelled or at its deadline).
 func (w *Worker) resume(r store.AsyncRun) {
+	if !w.moved(r.ID, runs.Parked, runs.Leased) {
+		return
+	}
 	if err := w.cfg.Store.UnparkAsyncRun(w.base, w.cfg.Owner, r.ID, time.Now().Add(w.cfg.Lease)); err != nil {
 		if w.base.Err() == nil {
 			w.cfg.Logger.Warn("unparking an async run", zap.String("run_id", r.ID), zap.Error(err))

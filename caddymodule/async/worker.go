@@ -372,6 +372,17 @@ func (w *Worker) claimLoop() {
 	}
 }
 
+// moved asks the run's lifecycle whether the worker may move run id from
+// one state to another, and logs a refusal (a bug: the table and this
+// code disagree), which leaves the run where it is.
+func (w *Worker) moved(id string, from, to runs.State) bool {
+	if err := runs.Check(from, to, runs.Worker); err != nil {
+		w.cfg.Logger.Error("async run not moved", zap.String("run_id", id), zap.Error(err))
+		return false
+	}
+	return true
+}
+
 func (w *Worker) claim() {
 	for {
 		w.mu.Lock()
@@ -396,7 +407,13 @@ func (w *Worker) claim() {
 		parked := 0
 		for _, r := range got {
 			if !r.DueAt.IsZero() {
-				parked++ // stays parked, now this node's: its poller resumes it
+				// Stays parked, now this node's: its poller resumes it.
+				if w.moved(r.ID, runs.Parked, runs.Parked) {
+					parked++
+				}
+				continue
+			}
+			if !w.moved(r.ID, runs.Queued, runs.Leased) {
 				continue
 			}
 			w.cfg.Logger.Debug("resuming async run", zap.String("run_id", r.ID), zap.String("account", r.AccountID))

@@ -64,6 +64,11 @@ const (
 	// worker, or the worker stops), its hold and upstream work with it,
 	// for the next claim.
 	Left
+	// Parked: every batch of the attempt under way has its upstream work
+	// recorded, so the run waits holding no goroutine: its node's poller
+	// (async/poller.go) checks it and resumes it once that work ended, an
+	// upstream callback woke it, it was cancelled or its deadline came.
+	Parked
 	// Completed, Failed, Cancelled: settled (Store.Settle). An async run
 	// keeps its async record until Removed.
 	Completed
@@ -121,6 +126,7 @@ var states = [numStates]stateInfo{
 	Upstream:        {"upstream", StatusRunning, ""},
 	CancelRequested: {"cancel_requested", StatusRunning, ""},
 	Left:            {"left", StatusRunning, ""},
+	Parked:          {"parked", StatusRunning, ""},
 	Completed:       {"completed", StatusCompleted, "run.completed"},
 	Failed:          {"failed", StatusFailed, "run.failed"},
 	Cancelled:       {"cancelled", StatusCancelled, "run.cancelled"},
@@ -210,13 +216,17 @@ var transitions = build(
 	row(Runner, "the attempt's upstream work started and its handle is recorded before it is waited for", []State{Running, Upstream}, Upstream),
 	row(Runner, "a run taken over resumes the attempt whose upstream work was recorded (AsyncRunner.Resume)", []State{Leased}, Upstream),
 
-	row(Canceller, "its customer cancels it (Store.CancelAsyncRun), again or for the first time", []State{Queued, Leased, Running, Upstream, CancelRequested, Left}, CancelRequested),
+	row(Canceller, "its customer cancels it (Store.CancelAsyncRun), again or for the first time", []State{Queued, Leased, Running, Upstream, CancelRequested, Left, Parked}, CancelRequested),
 	row(Worker, "the worker hears of the cancel (Worker.Cancel here, its renewal, or a claim of a cancelled run)", append([]State{Queued}, live...), CancelRequested),
 	row(Runner, "a failover finds the run cancelled in the store before its money is held (Request.Proceed)", []State{Running, Upstream}, CancelRequested),
 	row(Runner, "upstream work started while the cancel stops the walk is recorded: the abort needs its handle", []State{CancelRequested}, CancelRequested),
 
-	row(Worker, "its lease was lost to another worker, the worker stops, or the run parks for its node's poller (every upstream work recorded): left unsettled, its upstream work running", live, Left),
+	row(Worker, "its lease was lost to another worker, or the worker stops: left unsettled, its upstream work running", live, Left),
 	row(Runner, "upstream work started as the run is left is recorded, if the lease still allows", []State{Left}, Left),
+
+	row(Runner, "every batch of the attempt under way has its upstream work recorded: the run parks, its goroutine ends (ErrParked)", []State{Upstream}, Parked),
+	row(Worker, "a node takes over the parked runs of a node whose heartbeat lapsed: they stay parked, now its poller's (Worker.claim)", []State{Parked}, Parked),
+	row(Worker, "its node's poller resumes it: its work ended, a callback woke it, it was cancelled or its deadline came (Worker.resume)", []State{Parked}, Leased),
 
 	row(Settler, "the walk ends served: settled and charged", []State{Running, Upstream, CancelRequested, Left}, Completed),
 	row(Settler, "served whole from the freshness cache or another call's work: no attempt began", []State{Leased}, Completed),

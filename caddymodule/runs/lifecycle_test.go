@@ -45,8 +45,17 @@ func TestLifecycleMoves(t *testing.T) {
 		{Left, Completed, Settler, true},
 		{Leased, Failed, Runner, true}, // found settled
 		{Leased, Cancelled, Runner, true},
+		// Parked: no goroutine, its node's poller.
+		{Upstream, Parked, Runner, true},
+		{Parked, Parked, Worker, true}, // taken over, still parked
+		{Parked, Leased, Worker, true}, // the poller resumes it
+		{Parked, CancelRequested, Canceller, true},
 
 		// Refused.
+		{Running, Parked, Runner, false},               // parked with work not recorded
+		{Parked, Running, Runner, false},               // an attempt with no goroutine resumed
+		{Parked, Completed, Settler, false},            // settled without reading its work
+		{Parked, Leased, Runner, false},                // only the poller resumes it
 		{New, Completed, Settler, false},               // settled before it began
 		{Running, Cancelled, Settler, false},           // cancelled with no cancel asked
 		{Completed, CancelRequested, Canceller, false}, // a cancel after the settle
