@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -129,6 +131,17 @@ func (ar *AsyncRunner) Check(ctx context.Context, r store.AsyncRun) (bool, error
 		return true, nil
 	}
 	return ar.a.asyncRouterFor(r.AccountID).Check(ctx, c.req.Service, from)
+}
+
+// Quiet is async.Quieter: the callback fallback of the source whose work
+// parked run r waits for (API.CallbackWait), 0 without callbacks.
+func (ar *AsyncRunner) Quiet(r store.AsyncRun) time.Duration {
+	from, ok := resumePoint(r)
+	if !ok || ar.a.CallbackWait == nil {
+		return 0
+	}
+	src, _, _ := strings.Cut(from.Offer, "/")
+	return ar.a.CallbackWait(src)
 }
 
 // parkable reports whether a resume record holds the work of every batch

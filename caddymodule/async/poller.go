@@ -147,7 +147,16 @@ func (w *Worker) sweepBatch(due []store.AsyncRun) (full bool) {
 			case ended:
 				w.resume(r)
 			default:
-				later(r, w.nextCheck(r, time.Now()))
+				next := w.nextCheck(r, time.Now())
+				if q, ok := checker.(Quieter); ok {
+					if at := time.Now().Add(q.Quiet(r)); at.After(next) {
+						next = at
+						if next.After(r.Deadline) {
+							next = r.Deadline
+						}
+					}
+				}
+				later(r, next)
 			}
 		}()
 	}

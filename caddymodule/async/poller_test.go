@@ -144,3 +144,63 @@ func TestWorkerParkedCancelAndWake(t *testing.T) {
 		return p.wasResumed("ext_w") && errors.Is(err, store.ErrNotFound)
 	})
 }
+
+// quietParker is a parker whose runs' upstream calls back (Quieter): once
+// checked, a run is not checked again before its quiet time.
+type quietParker struct {
+	*parker
+	quiet time.Duration
+}
+
+func (q quietParker) Quiet(store.AsyncRun) time.Duration { return q.quiet }
+
+// TestWorkerQuietRunsCheckedRarely: a parked run whose upstream calls back
+// is re-checked after its quiet time, not the poller's short interval: the
+// checks that would have come every 20 ms stop after the first, and the
+// run's due time moves an hour ahead; a wake still resumes it at once.
+func TestWorkerQuietRunsCheckedRarely(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		quiet     time.Duration
+		maxChecks int32
+	}{
+		{"without callbacks, checked every interval", 0, 1 << 30},
+		{"with callbacks, checked once then quiet", time.Hour, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openStore(t)
+			p := quietParker{&parker{causes: map[string]error{}, resumed: map[string]bool{}}, tc.quiet}
+			w := async.New(async.Config{Store: s, Owner: "node-a", Lease: time.Minute, Poll: time.Hour,
+				CheckMin: 20 * time.Millisecond, CheckMax: 40 * time.Millisecond, Sweep: 10 * time.Millisecond, CheckRate: 1000})
+			w.SetRunner(p, p, nil)
+			w.Start()
+			defer w.Stop()
+			r := newRun("ext_q", time.Now())
+			r.Owner, r.LeaseUntil = "node-a", time.Now().Add(time.Minute)
+			if err := s.CreateAsyncRun(t.Context(), r, 0); err != nil {
+				t.Fatal(err)
+			}
+			w.Submit(r)
+			waitFor(t, "a first check", func() bool { return p.checks.Load() >= 1 })
+			time.Sleep(300 * time.Millisecond)
+			n := p.checks.Load()
+			if tc.quiet == 0 && n < 3 {
+				t.Errorf("%d checks in 300 ms at a 20-40 ms interval, want several", n)
+			}
+			if n > tc.maxChecks {
+				t.Errorf("%d checks, want at most %d", n, tc.maxChecks)
+			}
+			if tc.quiet > 0 {
+				st, err := s.GetAsyncRun(t.Context(), "acme", "ext_q")
+				if err != nil || time.Until(st.DueAt) < 50*time.Minute {
+					t.Errorf("due at %v (%v), want about an hour ahead", st.DueAt, err)
+				}
+			}
+			p.ended.Store(true)
+			if err := w.Wake(t.Context(), "ext_q"); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the woken run resumed", func() bool { return p.wasResumed("ext_q") })
+		})
+	}
+}

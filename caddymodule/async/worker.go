@@ -93,6 +93,15 @@ type Checker interface {
 	Check(ctx context.Context, r store.AsyncRun) (ended bool, err error)
 }
 
+// Quieter is a Checker that knows which parked runs need fewer checks:
+// Quiet is how long run r's work may go unchecked because its upstream
+// calls back when it ends (Wake), 0 when it does not. The poller never
+// checks such a run sooner again (a check is then only the fallback for
+// a lost callback).
+type Quieter interface {
+	Quiet(r store.AsyncRun) time.Duration
+}
+
 // RunNotifier is told when an async run ends: event is "run.completed",
 // "run.failed" or "run.cancelled" and run the run's JSON. The webhooks
 // service implements it.
