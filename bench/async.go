@@ -36,6 +36,7 @@ var (
 	asyncLevelsFlag = flag.String("async-levels", "10000", "async phase: lower levels of runs in flight measured on the way, comma-separated")
 	asyncPollsFlag  = flag.Int("async-polls", 5000, "async phase: GET /v1/extractions/{id} polls measured")
 	asyncStoreFlag  = flag.String("async-store", "badger", "async phase: the node's store, badger or postgres (SDR_TEST_POSTGRES_URL)")
+	asyncCallbacks  = flag.Bool("async-callbacks", false, "async phase: the sources set callback_base (the gateway's own address; callback_fallback 1h), so parked runs wait for the simulator's callbacks instead of being checked")
 )
 
 // asyncActor is the simulator's actor behind forum_net/subreddit.posts'
@@ -125,6 +126,11 @@ func (rep *report) asyncRuns(ctx context.Context, tmp string, cfg *config) error
 		// soft timeout ends them, and the node runs all of them at once.
 		// async_max_per_account: the phase's runs are one account's.
 		AppExtra: fmt.Sprintf("attempt_timeout 30m\n\t\tsoft_timeout 30m\n\t\tasync_max_per_account %d", n),
+	}
+	mode := "polling mode: no callbacks"
+	if *asyncCallbacks {
+		d.SourceExtra = fmt.Sprintf("callback_base http://127.0.0.1:%d\n\t\t\tcallback_secret bench-callback-secret-0123456789abcdef\n\t\t\tcallback_fallback 1h", d.GW)
+		mode = "callback mode: callback_base set, callback_fallback 1h"
 	}
 	storeName := "badger"
 	if *asyncStoreFlag == "postgres" {
@@ -271,7 +277,7 @@ func (rep *report) asyncRuns(ctx context.Context, tmp string, cfg *config) error
 	toResumed := last.Sub(restart)
 
 	fmt.Fprintf(w, "A. Async runs in flight on one node (%s): %d runs submitted with Prefer: respond-async, each held running\n", storeName, n)
-	fmt.Fprintln(w, "   by a simulator whose upstream job lasts 20 min; each run parks once its job started (polling mode: no callbacks)")
+	fmt.Fprintf(w, "   by a simulator whose upstream job lasts 20 min; each run parks once its job started (%s)\n", mode)
 	if note != "" {
 		fmt.Fprintf(w, "   WARNING: %s (file limit %d)\n", note, soft)
 	}

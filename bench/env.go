@@ -68,9 +68,11 @@ const caddyfile = `{
 		storage {{if .Postgres}}postgres {{.Postgres}}{{else}}badger {{.Data}}{{end}}
 		source source_a {
 			base_url {{.SimA}}
+			{{.SourceExtra}}
 		}
 		source source_b {
 			base_url {{.SimB}}
+			{{.SourceExtra}}
 		}
 		max_concurrent_runs 100000
 		# N = 10 is a discovery: trigger, progress polls and the download;
@@ -119,6 +121,7 @@ type caddyfileData struct {
 	Catalogue, Run         string
 	H2C                    bool   // serve HTTP/2 cleartext too (the in-flight phase's callers over h2c)
 	AppExtra               string // more social_router options (the async phase's)
+	SourceExtra            string // more options of both source blocks (the async phase's callbacks)
 }
 
 // startEnv starts the simulator and the gateway, creates an account with a
