@@ -136,16 +136,22 @@ func (s *Store) CachePut(ctx context.Context, e store.CacheEntry, maxBytes int64
 	}
 	l := &s.cacheLRU
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := s.lruLoad(); err != nil {
+	err := s.lruLoad()
+	l.mu.Unlock()
+	if err != nil {
 		return fmt.Errorf("indexing the cache: %v", err)
 	}
-	err := s.update(ctx, func(txn *bdb.Txn) error {
+	// The commit runs outside the index's lock, so concurrent puts (and
+	// settles) share badger's commits and their syncs instead of queueing
+	// one sync each behind the lock.
+	err = s.update(ctx, func(txn *bdb.Txn) error {
 		return txn.SetEntry(bdb.NewEntry(cacheKey(e.Key), encodeCacheValue(e)).WithTTL(ttl))
 	})
 	if err != nil {
 		return fmt.Errorf("storing a cache entry: %w", err)
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if el, ok := l.items[e.Key]; ok {
 		l.bytes -= el.Value.(*lruItem).bytes
 		l.order.Remove(el)
