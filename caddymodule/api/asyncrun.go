@@ -127,6 +127,7 @@ func (ar *AsyncRunner) run(ctx context.Context, r store.AsyncRun, p async.Progre
 		res, rerr = rtr.Resume(rctx, req, *from)
 	} else {
 		res, note, rerr = a.routeCached(rctx, rtr, c, req)
+		defer note.wait()
 	}
 	if rerr != nil {
 		cause := context.Cause(ctx)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -26,6 +27,17 @@ import (
 type cacheNote struct {
 	cached []bool
 	since  time.Time
+	// pending is the call's cache entries still being stored (wait).
+	pending *sync.WaitGroup
+}
+
+// wait returns once the entries the call's live work stores are stored,
+// so a call that answers after it finds them (run it before the answer,
+// after the settle: the two commits then share a sync).
+func (n *cacheNote) wait() {
+	if n != nil && n.pending != nil {
+		n.pending.Wait()
+	}
 }
 
 // apply sets the run's cached_records, over its first kept records, and
@@ -54,7 +66,13 @@ func (a *API) routeCached(ctx context.Context, rtr *router.Router, c *prepared, 
 		return res, nil, err
 	}
 	cc.rtr = rtr
-	return cc.run(ctx)
+	res, note, err := cc.run(ctx)
+	if note == nil {
+		cc.pending.Wait() // no note to wait with: a failed call
+	} else {
+		note.pending = &cc.pending
+	}
+	return res, note, err
 }
 
 // cachedCall is one call through the cache. A slot is an input (per-input
@@ -76,6 +94,9 @@ type cachedCall struct {
 	cheap    map[string]*registry.Offer
 	// kept counts the records already told to bill (Keep).
 	kept int
+	// pending counts the entries of live work being stored, each in its
+	// own goroutine while the call goes on to its settle (cacheNote.wait).
+	pending sync.WaitGroup
 }
 
 // slot is the records of one input (or of the whole request).
@@ -349,16 +370,26 @@ func (cc *cachedCall) routeSlots(ctx context.Context, idx []int) (*router.Result
 	for _, i := range idx {
 		s := &cc.slots[i]
 		s.at = at
-		var e *cache.Entry
 		if attributed && len(s.records) > 0 && (cc.perInput || !partial) {
-			e = cc.entry(s, res, len(idx), at)
-			if err := cc.cache.Put(ctx, s.key, cc.svc, e); err != nil {
-				cc.a.Logger.Warn("storing a cache entry", zap.String("service", cc.svc.Key), zap.Error(err))
-				e = nil
-			}
+			// Stored while the call settles; its joiners land when it is.
+			e, key, fl := cc.entry(s, res, len(idx), at), s.key, s.flight
+			s.flight = nil
+			bg := context.WithoutCancel(ctx)
+			cc.pending.Add(1)
+			go func() {
+				defer cc.pending.Done()
+				if err := cc.cache.Put(bg, key, cc.svc, e); err != nil {
+					cc.a.Logger.Warn("storing a cache entry", zap.String("service", cc.svc.Key), zap.Error(err))
+					e = nil
+				}
+				if fl != nil {
+					fl.Land(bg, e)
+				}
+			}()
+			continue
 		}
 		if s.flight != nil {
-			s.flight.Land(ctx, e)
+			s.flight.Land(ctx, nil)
 			s.flight = nil
 		}
 	}

@@ -47,6 +47,7 @@ func (a *API) execute(ctx context.Context, key store.Key, c *prepared, id string
 	req := c.req
 	req.Now, req.Budget, req.RunID = now, bill, run.ID
 	res, note, err := a.routeCached(ctx, a.routerFor(key.AccountID), c, req)
+	defer note.wait() // before the answer, after the settle
 	if apiErr := a.refusedForMoney(ctx, bill, run, res, err); apiErr != nil {
 		return nil, apiErr
 	}
