@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -101,20 +100,9 @@ type runProgress struct {
 	partial  bool
 	batches  int
 	reported map[int]bool
-	// callbackWait is API.CallbackWait: a parked run whose source calls
+	// quietFor is API.callbackQuiet: a parked run whose source calls
 	// back is first checked after its callback fallback, not at once.
-	callbackWait func(source string) time.Duration
-}
-
-// quiet is how long the parked run's work needs no check: the callback
-// fallback of the source of the offer under way (an offer id is
-// <source>/<name>); b.mu is held.
-func (b *runProgress) quiet() time.Duration {
-	if b.callbackWait == nil {
-		return 0
-	}
-	src, _, _ := strings.Cut(b.resume.Offer, "/")
-	return b.callbackWait(src)
+	quietFor func(offer string) time.Duration
 }
 
 // proceed stops a failover of a run cancelled in the store, before its
@@ -194,8 +182,8 @@ func (b *runProgress) writeParking(ctx context.Context, park bool) error {
 		rec, _ = json.Marshal(r)
 	}
 	st := async.State{Doc: runningDoc(b.run, b.life.State(), b.attempts), Hold: b.hold, Resume: rec, Park: park}
-	if park {
-		st.Quiet = b.quiet()
+	if park && b.quietFor != nil {
+		st.Quiet = b.quietFor(b.resume.Offer)
 	}
 	return b.progress(ctx, st)
 }

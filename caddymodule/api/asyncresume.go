@@ -15,6 +15,7 @@ import (
 	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/sources"
 	"socialrouter/caddymodule/store"
+	"socialrouter/internal/jsonscan"
 )
 
 // resumeRecord is an async run's record of its attempt under way
@@ -134,14 +135,20 @@ func (ar *AsyncRunner) Check(ctx context.Context, r store.AsyncRun) (bool, error
 }
 
 // Quiet is async.Quieter: the callback fallback of the source whose work
-// parked run r waits for (API.CallbackWait), 0 without callbacks.
+// parked run r waits for, read off its resume record's offer alone (no
+// decode of the record: the poller asks at every check).
 func (ar *AsyncRunner) Quiet(r store.AsyncRun) time.Duration {
-	from, ok := resumePoint(r)
-	if !ok || ar.a.CallbackWait == nil {
+	return ar.a.callbackQuiet(jsonscan.Field(r.Resume, "offer"))
+}
+
+// callbackQuiet is how long work of offer (an id <source>/<name>) needs
+// no check because its source calls back (API.CallbackWait), 0 without.
+func (a *API) callbackQuiet(offer string) time.Duration {
+	if a.CallbackWait == nil || offer == "" {
 		return 0
 	}
-	src, _, _ := strings.Cut(from.Offer, "/")
-	return ar.a.CallbackWait(src)
+	src, _, _ := strings.Cut(offer, "/")
+	return a.CallbackWait(src)
 }
 
 // parkable reports whether a resume record holds the work of every batch

@@ -96,7 +96,7 @@ func (ar *AsyncRunner) run(ctx context.Context, r store.AsyncRun, p async.Progre
 		a.abortRecorded(bg, r)
 		return a.settleCancelled(bg, bill, life, run, nil, c.platform)
 	}
-	prog := &runProgress{run: run, life: life, progress: p, runCtx: ctx, callbackWait: a.CallbackWait, cancelled: func(ctx context.Context) bool {
+	prog := &runProgress{run: run, life: life, progress: p, runCtx: ctx, quietFor: a.callbackQuiet, cancelled: func(ctx context.Context) bool {
 		cur, err := a.Store.GetAsyncRun(ctx, r.AccountID, r.ID)
 		return err == nil && cur.Cancelled
 	}}
