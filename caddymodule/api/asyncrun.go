@@ -127,7 +127,7 @@ func (ar *AsyncRunner) run(ctx context.Context, r store.AsyncRun, p async.Progre
 		res, rerr = rtr.Resume(rctx, req, *from)
 	} else {
 		res, note, rerr = a.routeCached(rctx, rtr, c, req)
-		defer note.wait()
+		defer note.finish(bg, a.Logger)
 	}
 	if rerr != nil {
 		cause := context.Cause(ctx)
@@ -159,7 +159,7 @@ func (ar *AsyncRunner) run(ctx context.Context, r store.AsyncRun, p async.Progre
 	if res != nil {
 		note.apply(run, len(res.Records))
 	}
-	_, _ = a.settle(bg, bill, life, run, res, rerr, c.platform)
+	_, _ = a.settleAnswer(bg, bill, life, run, res, rerr, c.platform, nil, note)
 	return a.settledOutcome(bg, bill, run)
 }
 

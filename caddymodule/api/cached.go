@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -14,6 +13,7 @@ import (
 	"socialrouter/caddymodule/registry"
 	"socialrouter/caddymodule/router"
 	"socialrouter/caddymodule/runs"
+	"socialrouter/caddymodule/store"
 )
 
 // The freshness cache around the router (issue 36): a call's inputs are
@@ -27,16 +27,69 @@ import (
 type cacheNote struct {
 	cached []bool
 	since  time.Time
-	// pending is the call's cache entries still being stored (wait).
-	pending *sync.WaitGroup
+	// puts is the entries of the call's live work, stored with its run
+	// (entries) or, if it settles otherwise, on their own (finish).
+	puts *entryPuts
 }
 
-// wait returns once the entries the call's live work stores are stored,
-// so a call that answers after it finds them (run it before the answer,
-// after the settle: the two commits then share a sync).
-func (n *cacheNote) wait() {
-	if n != nil && n.pending != nil {
-		n.pending.Wait()
+// entryPuts is the cache entries a call's live work made, each with the
+// flight whose claim drops once it is stored.
+type entryPuts struct {
+	cache   *cache.Cache
+	entries []store.CacheEntry
+	flights []*cache.Flight // the published flights still claimed
+	done    bool
+}
+
+// entries is what the settle stores with the run (store.Settlement.Cache).
+func (n *cacheNote) entries() ([]store.CacheEntry, int64) {
+	if n == nil || n.puts == nil || n.puts.done || len(n.puts.entries) == 0 {
+		return nil, 0
+	}
+	return n.puts.entries, n.puts.cache.MaxBytes()
+}
+
+// stored tells that the settle stored the entries (err: the settle failed,
+// or the entries could not be stored with it).
+func (n *cacheNote) stored(ctx context.Context, log *zap.Logger, settled bool, err error) {
+	if n == nil || n.puts == nil || n.puts.done || len(n.puts.entries) == 0 {
+		return
+	}
+	if !settled {
+		return // finish stores them on their own
+	}
+	if err != nil {
+		log.Warn("storing cache entries with the run", zap.Error(err))
+	}
+	n.puts.unclaim(ctx)
+}
+
+// finish stores the entries the settle did not (a refused or failed
+// settle, an async run's), then drops the claims: run it once the call
+// has settled, before its answer.
+func (n *cacheNote) finish(ctx context.Context, log *zap.Logger) {
+	if n != nil {
+		n.puts.finish(ctx, log)
+	}
+}
+
+func (p *entryPuts) finish(ctx context.Context, log *zap.Logger) {
+	if p == nil || p.done {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	for _, e := range p.entries {
+		if err := p.cache.Store().CachePut(ctx, e, p.cache.MaxBytes()); err != nil {
+			log.Warn("storing a cache entry", zap.String("service", e.Service), zap.Error(err))
+		}
+	}
+	p.unclaim(ctx)
+}
+
+func (p *entryPuts) unclaim(ctx context.Context) {
+	p.done = true
+	for _, f := range p.flights {
+		f.Unclaim(ctx)
 	}
 }
 
@@ -68,9 +121,9 @@ func (a *API) routeCached(ctx context.Context, rtr *router.Router, c *prepared, 
 	cc.rtr = rtr
 	res, note, err := cc.run(ctx)
 	if note == nil {
-		cc.pending.Wait() // no note to wait with: a failed call
+		cc.puts.finish(ctx, a.Logger) // no note to carry them: a failed call
 	} else {
-		note.pending = &cc.pending
+		note.puts = cc.puts
 	}
 	return res, note, err
 }
@@ -94,9 +147,8 @@ type cachedCall struct {
 	cheap    map[string]*registry.Offer
 	// kept counts the records already told to bill (Keep).
 	kept int
-	// pending counts the entries of live work being stored, each in its
-	// own goroutine while the call goes on to its settle (cacheNote.wait).
-	pending sync.WaitGroup
+	// puts is the entries of live work, stored with the call's run.
+	puts *entryPuts
 }
 
 // slot is the records of one input (or of the whole request).
@@ -371,21 +423,25 @@ func (cc *cachedCall) routeSlots(ctx context.Context, idx []int) (*router.Result
 		s := &cc.slots[i]
 		s.at = at
 		if attributed && len(s.records) > 0 && (cc.perInput || !partial) {
-			// Stored while the call settles; its joiners land when it is.
-			e, key, fl := cc.entry(s, res, len(idx), at), s.key, s.flight
-			s.flight = nil
-			bg := context.WithoutCancel(ctx)
-			cc.pending.Add(1)
-			go func() {
-				defer cc.pending.Done()
-				if err := cc.cache.Put(bg, key, cc.svc, e); err != nil {
-					cc.a.Logger.Warn("storing a cache entry", zap.String("service", cc.svc.Key), zap.Error(err))
-					e = nil
-				}
-				if fl != nil {
-					fl.Land(bg, e)
-				}
-			}()
+			// Stored with the call's run, in its commit; its joiners here
+			// go on at once, other nodes' once it is stored.
+			e := cc.entry(s, res, len(idx), at)
+			se, ok, err := cc.cache.Encode(s.key, cc.svc, e)
+			if err != nil {
+				cc.a.Logger.Warn("storing a cache entry", zap.String("service", cc.svc.Key), zap.Error(err))
+				e = nil
+			}
+			if cc.puts == nil {
+				cc.puts = &entryPuts{cache: cc.cache}
+			}
+			if ok {
+				cc.puts.entries = append(cc.puts.entries, se)
+			}
+			if fl := s.flight; fl != nil {
+				s.flight = nil
+				fl.Publish(e)
+				cc.puts.flights = append(cc.puts.flights, fl)
+			}
 			continue
 		}
 		if s.flight != nil {

@@ -47,7 +47,7 @@ func (a *API) execute(ctx context.Context, key store.Key, c *prepared, id string
 	req := c.req
 	req.Now, req.Budget, req.RunID = now, bill, run.ID
 	res, note, err := a.routeCached(ctx, a.routerFor(key.AccountID), c, req)
-	defer note.wait() // before the answer, after the settle
+	defer note.finish(ctx, a.Logger) // after the settle, before the answer
 	if apiErr := a.refusedForMoney(ctx, bill, run, res, err); apiErr != nil {
 		return nil, apiErr
 	}
@@ -57,7 +57,7 @@ func (a *API) execute(ctx context.Context, key store.Key, c *prepared, id string
 	if res != nil {
 		note.apply(run, len(res.Records))
 	}
-	return a.settleAnswer(ctx, bill, life, run, res, err, c.platform, answer) // cached_records over the records kept (store.Line.Cached)
+	return a.settleAnswer(ctx, bill, life, run, res, err, c.platform, answer, note) // cached_records over the records kept (store.Line.Cached)
 }
 
 // settle stores a routed run (success or failure) and returns it, or the
@@ -65,12 +65,13 @@ func (a *API) execute(ctx context.Context, key store.Key, c *prepared, id string
 // status (runs.Life.Settle). A settle that commits tells bill, whose
 // deferred Release then skips the store.
 func (a *API) settle(ctx context.Context, bill *billing.Call, life *runs.Life, run *runs.Run, res *router.Result, err error, platform string) (*runs.Run, *Error) {
-	return a.settleAnswer(ctx, bill, life, run, res, err, platform, nil)
+	return a.settleAnswer(ctx, bill, life, run, res, err, platform, nil, nil)
 }
 
 // settleAnswer is settle, with the served run's API JSON set in answer
-// when answer is not nil and the store hands it back.
-func (a *API) settleAnswer(ctx context.Context, bill *billing.Call, life *runs.Life, run *runs.Run, res *router.Result, err error, platform string, answer *[]byte) (*runs.Run, *Error) {
+// when answer is not nil and the store hands it back, and the cache
+// entries of note's live work stored with the run.
+func (a *API) settleAnswer(ctx context.Context, bill *billing.Call, life *runs.Life, run *runs.Run, res *router.Result, err error, platform string, answer *[]byte, note *cacheNote) (*runs.Run, *Error) {
 	run.CompletedAt = time.Now().UTC()
 	noteRun(ctx, run)
 	ctx = context.WithoutCancel(ctx)
@@ -119,7 +120,9 @@ func (a *API) settleAnswer(ctx context.Context, bill *billing.Call, life *runs.L
 	run.Pagination.Total = res.Total
 	st := servedSettlement(run, res, platform)
 	st.Answer = answer
+	st.Cache, st.CacheMaxBytes = note.entries()
 	sr, serr := a.Store.Settle(ctx, st)
+	note.stored(ctx, a.Logger, serr == nil, sr.CacheErr)
 	if serr != nil {
 		a.Logger.Error("settling run", zap.String("run_id", run.ID), zap.Error(serr))
 		return nil, kindError(errkind.StoreUnavailable,

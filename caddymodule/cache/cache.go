@@ -138,22 +138,38 @@ func (c *Cache) Get(ctx context.Context, key string, now time.Time, maxAge time.
 
 // Put stores e under key of service svc for svc's keep time.
 func (c *Cache) Put(ctx context.Context, key string, svc *registry.Service, e *Entry) error {
+	se, ok, err := c.Encode(key, svc, e)
+	if !ok {
+		return err
+	}
+	return c.st.CachePut(ctx, se, c.MaxBytes())
+}
+
+// Encode is e as the store keeps it under key of service svc, for svc's
+// keep time, counted as stored: what Put stores, or what a settle stores
+// with its run (store.Settlement.Cache). ok is false when there is
+// nothing to store (svc not cacheable, no records) or err says why not.
+func (c *Cache) Encode(key string, svc *registry.Service, e *Entry) (se store.CacheEntry, ok bool, err error) {
 	if svc.Cache == nil || len(e.Records) == 0 {
-		return nil
+		return se, false, nil
 	}
 	b, err := json.Marshal(e)
 	if err != nil {
-		return err
+		return se, false, err
 	}
-	c.mu.Lock()
-	maxBytes := c.maxBytes
-	c.mu.Unlock()
-	if maxBytes > 0 && int64(len(b)) > maxBytes {
-		return errors.New("the entry is larger than cache_max_bytes")
+	if maxBytes := c.MaxBytes(); maxBytes > 0 && int64(len(b)) > maxBytes {
+		return se, false, errors.New("the entry is larger than cache_max_bytes")
 	}
 	c.Stored.Add(1)
-	return c.st.CachePut(ctx, store.CacheEntry{Key: key, Service: svc.Key, Value: b,
-		CreatedAt: e.At, ExpiresAt: e.At.Add(time.Duration(svc.Cache.Keep) * time.Second)}, maxBytes)
+	return store.CacheEntry{Key: key, Service: svc.Key, Value: b,
+		CreatedAt: e.At, ExpiresAt: e.At.Add(time.Duration(svc.Cache.Keep) * time.Second)}, true, nil
+}
+
+// MaxBytes is the bound on the entries' bytes (0: none).
+func (c *Cache) MaxBytes() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.maxBytes
 }
 
 // Purge deletes the entries of service ("": all) and the expired ones.

@@ -54,11 +54,27 @@ func (c *Cache) Lead(ctx context.Context, key string, now time.Time) *Flight {
 // and the followers do their own), drops the claim and ends the flight.
 // Store the entry (Put) before: other nodes find it there.
 func (h *Flight) Land(ctx context.Context, e *Entry) {
-	if !h.leader {
-		return
+	h.Publish(e)
+	h.Unclaim(ctx)
+}
+
+// Publish ends the flight on this node with the leader's work (nil: the
+// followers do their own), keeping the key's claim in the store, so that
+// followers here go on at once while the entry is stored with the
+// leader's run, and other nodes keep waiting for it; Unclaim once it is
+// stored. (A leader that waited for its own settle before its followers
+// went on could wait for a follower that leads what it follows.)
+func (h *Flight) Publish(e *Entry) {
+	if h.leader {
+		h.end(e)
 	}
-	h.end(e)
-	_ = h.c.st.CacheUnclaim(context.WithoutCancel(ctx), h.key)
+}
+
+// Unclaim drops the key's claim of a published flight.
+func (h *Flight) Unclaim(ctx context.Context) {
+	if h.leader {
+		_ = h.c.st.CacheUnclaim(context.WithoutCancel(ctx), h.key)
+	}
 }
 
 // end ends the flight with e.

@@ -101,6 +101,15 @@ type Settlement struct {
 	// buffer the caller owns (and puts back once written); left nil when
 	// the settle fails or the stored document has another shape.
 	Answer *[]byte
+	// Cache is the freshness cache's entries of the live work that served
+	// the run, stored with it: badger writes them in the settle's own
+	// commit, so a live call makes one durable write instead of two (each
+	// commit's syncs cost the most of a call's CPU on a small machine);
+	// PostgreSQL stores them once the settle has committed. CacheMaxBytes
+	// bounds the cache as Cache.CachePut's maxBytes. A failure to store
+	// them never fails the settle: it is reported in SettleResult.CacheErr.
+	Cache         []CacheEntry
+	CacheMaxBytes int64
 }
 
 // Line is the offer and price of one record of a run that more than one
@@ -118,6 +127,9 @@ type SettleResult struct {
 	Records int            // records kept (and charged)
 	Charged credits.Micros // Records × Price
 	Balance credits.Micros // balance after the debit
+	// CacheErr is why Settlement.Cache was not stored (the settle itself
+	// committed).
+	CacheErr error
 }
 
 // UsageRow is one daily rollup of (account, UTC day, offer, platform).

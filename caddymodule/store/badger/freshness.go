@@ -130,10 +130,27 @@ func (s *Store) CacheGet(ctx context.Context, key string, now time.Time) (store.
 
 // CachePut implements store.Cache.
 func (s *Store) CachePut(ctx context.Context, e store.CacheEntry, maxBytes int64) error {
-	ttl := time.Until(e.ExpiresAt)
-	if ttl < time.Second {
+	if !cacheKeeps(e) {
 		return nil
 	}
+	if err := s.cacheReady(); err != nil {
+		return err
+	}
+	// The commit runs outside the index's lock, so concurrent puts (and
+	// settles) share badger's commits and their syncs instead of queueing
+	// one sync each behind the lock.
+	if err := s.update(ctx, func(txn *bdb.Txn) error { return setCacheEntry(txn, e) }); err != nil {
+		return fmt.Errorf("storing a cache entry: %w", err)
+	}
+	return s.cacheStored(ctx, []store.CacheEntry{e}, maxBytes)
+}
+
+// cacheKeeps reports whether e is worth storing: at least a second left.
+func cacheKeeps(e store.CacheEntry) bool { return time.Until(e.ExpiresAt) >= time.Second }
+
+// cacheReady loads the entries' index from the store once, before the
+// first write that must update it.
+func (s *Store) cacheReady() error {
 	l := &s.cacheLRU
 	l.mu.Lock()
 	err := s.lruLoad()
@@ -141,23 +158,28 @@ func (s *Store) CachePut(ctx context.Context, e store.CacheEntry, maxBytes int64
 	if err != nil {
 		return fmt.Errorf("indexing the cache: %v", err)
 	}
-	// The commit runs outside the index's lock, so concurrent puts (and
-	// settles) share badger's commits and their syncs instead of queueing
-	// one sync each behind the lock.
-	err = s.update(ctx, func(txn *bdb.Txn) error {
-		return txn.SetEntry(bdb.NewEntry(cacheKey(e.Key), encodeCacheValue(e)).WithTTL(ttl))
-	})
-	if err != nil {
-		return fmt.Errorf("storing a cache entry: %w", err)
-	}
+	return nil
+}
+
+// setCacheEntry writes e in txn, expiring with it.
+func setCacheEntry(txn *bdb.Txn, e store.CacheEntry) error {
+	return txn.SetEntry(bdb.NewEntry(cacheKey(e.Key), encodeCacheValue(e)).WithTTL(time.Until(e.ExpiresAt)))
+}
+
+// cacheStored indexes entries a commit stored, most recent first, then
+// evicts the least recently used while the entries hold more than
+// maxBytes (0: no bound).
+func (s *Store) cacheStored(ctx context.Context, entries []store.CacheEntry, maxBytes int64) error {
+	l := &s.cacheLRU
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if el, ok := l.items[e.Key]; ok {
-		l.bytes -= el.Value.(*lruItem).bytes
-		l.order.Remove(el)
+	for _, e := range entries {
+		if el, ok := l.items[e.Key]; ok {
+			l.bytes -= el.Value.(*lruItem).bytes
+			l.order.Remove(el)
+		}
+		l.items[e.Key] = l.order.PushFront(&lruItem{key: e.Key, service: e.Service, bytes: int64(len(e.Value)), expires: e.ExpiresAt})
+		l.bytes += int64(len(e.Value))
 	}
-	l.items[e.Key] = l.order.PushFront(&lruItem{key: e.Key, service: e.Service, bytes: int64(len(e.Value)), expires: e.ExpiresAt})
-	l.bytes += int64(len(e.Value))
 	var evict []string
 	for maxBytes > 0 && l.bytes > maxBytes && l.order.Len() > 0 {
 		it := l.order.Remove(l.order.Back()).(*lruItem)
@@ -165,6 +187,9 @@ func (s *Store) CachePut(ctx context.Context, e store.CacheEntry, maxBytes int64
 		l.bytes -= it.bytes
 		evict = append(evict, it.key)
 	}
+	// Deleted under the lock (a put of an evicted key must not land
+	// between): only when the bound is passed.
+	defer l.mu.Unlock()
 	return s.deleteCache(ctx, evict)
 }
 

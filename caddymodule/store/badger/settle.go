@@ -146,7 +146,8 @@ func (s *Store) write(ctx context.Context, r *writeReq) error {
 // Run.Data to match, writes the run, adds to the daily usage rollup of
 // (account, day, offer, platform) and to the key's spend in the current
 // bucket of each period. A failed run (Price 0, no data) is written and
-// counted as a request with no charge.
+// counted as a request with no charge. The run's cache entries
+// (store.Settlement.Cache) are written in the same transaction.
 func (s *Store) Settle(ctx context.Context, st store.Settlement) (store.SettleResult, error) {
 	p, err := settle.Prepare(st)
 	if err != nil {
@@ -169,16 +170,45 @@ func (s *Store) Settle(ctx context.Context, st store.Settlement) (store.SettleRe
 	// commit writes and syncs fewer value-log pages; compressed here, not in
 	// the commit leader.
 	pd := settle.Pack(p)
+	entries, cacheErr := s.settleEntries(st.Cache)
+	for _, e := range entries {
+		size += len(e.Value)
+	}
 	err = s.write(ctx, &writeReq{account: st.Run.AccountID, size: size, hold: hold, apply: func(b *batch) (refused, err error) {
 		res, refused, err = b.settle(p, pd, held, hasHold)
+		for i := 0; i < len(entries) && refused == nil && err == nil; i++ {
+			err = setCacheEntry(b.txn, entries[i])
+		}
 		return refused, err
 	}})
 	if err != nil {
 		return store.SettleResult{}, fmt.Errorf("settling run %s: %w", st.Run.ID, err)
 	}
+	if len(entries) > 0 {
+		cacheErr = s.cacheStored(ctx, entries, st.CacheMaxBytes)
+	}
+	res.CacheErr = cacheErr
 	p.Apply(res.Records, res.Charged)
 	p.Release()
 	return res, nil
+}
+
+// settleEntries is the cache entries a settle stores in its commit: those
+// worth keeping, none when the cache's index cannot be loaded.
+func (s *Store) settleEntries(all []store.CacheEntry) ([]store.CacheEntry, error) {
+	var keep []store.CacheEntry
+	for _, e := range all {
+		if cacheKeeps(e) {
+			keep = append(keep, e)
+		}
+	}
+	if len(keep) == 0 {
+		return nil, nil
+	}
+	if err := s.cacheReady(); err != nil {
+		return nil, err
+	}
+	return keep, nil
 }
 
 // enqueue returns once r is committed or has failed: it either waits for a

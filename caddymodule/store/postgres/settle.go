@@ -42,8 +42,21 @@ func (s *Store) Settle(ctx context.Context, st store.Settlement) (store.SettleRe
 	s.noteWrite(w.err)
 	if w.err == nil {
 		p.Release()
+		w.res.CacheErr = s.putEntries(ctx, st.Cache, st.CacheMaxBytes)
 	}
 	return w.res, w.err
+}
+
+// putEntries stores a settled run's cache entries (store.Settlement.Cache)
+// after its commit: on PostgreSQL a settle's cost is its round trips, not
+// a sync of its own, and the group's transaction stays as it is.
+func (s *Store) putEntries(ctx context.Context, entries []store.CacheEntry, maxBytes int64) error {
+	for _, e := range entries {
+		if err := s.CachePut(ctx, e, maxBytes); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // The statements a settle runs after locking its account, shared by the
