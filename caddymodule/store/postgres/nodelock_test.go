@@ -13,22 +13,18 @@ import (
 	"socialrouter/caddymodule/store/postgres"
 )
 
-// lockNodes opens n stores on one fresh schema, as n gateway nodes, each
-// closed when the test ends.
-func lockNodes(t *testing.T, n int) []*postgres.Store {
+// lockNodes opens two stores on one fresh schema, as nodes A and B,
+// each beating (its lock taken) with an hour left.
+func lockNodes(t *testing.T) (a, b *postgres.Store) {
 	t.Helper()
-	url := testURL(t)
-	schema := testSchema(t, url)
-	var out []*postgres.Store
-	for range n {
-		s, err := postgres.Open(t.Context(), url, postgres.WithSchema(schema))
-		if err != nil {
-			t.Fatalf("opening node: %v", err)
+	nodes := pgNodes(t, 2)
+	now := time.Now()
+	for i, s := range nodes {
+		if err := s.HeartbeatNode(t.Context(), fmt.Sprintf("node%c", 'A'+i), now, now.Add(time.Hour)); err != nil {
+			t.Fatal(err)
 		}
-		t.Cleanup(func() { s.Close() })
-		out = append(out, s)
 	}
-	return out
+	return nodes[0], nodes[1]
 }
 
 // parkRuns creates ids, claims them for owner and parks them, due in an
@@ -78,15 +74,9 @@ func awaitClaim(t *testing.T, s *postgres.Store, owner string, d time.Duration) 
 // lease holds it), and A's writes of the runs taken fail. A's next beat
 // locks again: from then on its runs are its own.
 func TestNodeLockTakeover(t *testing.T) {
-	nodes := lockNodes(t, 2)
-	a, b := nodes[0], nodes[1]
-	now := time.Now()
-	for i, s := range nodes {
-		if err := s.HeartbeatNode(t.Context(), fmt.Sprintf("node%c", 'A'+i), now, now.Add(time.Hour)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	a, b := lockNodes(t)
 	parkRuns(t, a, "nodeA", []string{"ext_1", "ext_2"})
+	now := time.Now()
 	run := store.AsyncRun{ID: "ext_run", AccountID: "acme", Request: []byte(`{}`), Doc: []byte(`{}`),
 		CreatedAt: now, Deadline: now.Add(2 * time.Hour), Owner: "nodeA", LeaseUntil: now.Add(time.Hour)}
 	if err := a.CreateAsyncRun(t.Context(), run, 0); err != nil {
@@ -138,14 +128,7 @@ func TestNodeLockTakeover(t *testing.T) {
 // failed stop) ends its node's lock with it, so the node's parked runs go
 // to the next claim at once.
 func TestNodeLockClose(t *testing.T) {
-	nodes := lockNodes(t, 2)
-	a, b := nodes[0], nodes[1]
-	now := time.Now()
-	for i, s := range nodes {
-		if err := s.HeartbeatNode(t.Context(), fmt.Sprintf("node%c", 'A'+i), now, now.Add(time.Hour)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	a, b := lockNodes(t)
 	parkRuns(t, a, "nodeA", []string{"ext_1"})
 	a.Close()
 	if got, took := awaitClaim(t, b, "nodeB", 5*time.Second); len(got) != 1 {
@@ -160,14 +143,7 @@ func TestNodeLockClose(t *testing.T) {
 // claims them; each run is either A's, unparked, or B's, parked, never
 // both: the row lock decides.
 func TestNodeLockRace(t *testing.T) {
-	nodes := lockNodes(t, 2)
-	a, b := nodes[0], nodes[1]
-	now := time.Now()
-	for i, s := range nodes {
-		if err := s.HeartbeatNode(t.Context(), fmt.Sprintf("node%c", 'A'+i), now, now.Add(time.Hour)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	a, b := lockNodes(t)
 	var ids []string
 	for i := range 300 {
 		ids = append(ids, fmt.Sprintf("ext_%03d", i))
