@@ -11,7 +11,9 @@ import (
 // lives for another Lease (store.HeartbeatNode, which also keeps the
 // holds of its runs alive where holds expire). That one write holds all
 // the node's parked runs, however many; another node takes them over
-// once it lapses. The runs that run in goroutines here (a few: a run
+// once it lapses, or at once where the store knows the node died
+// (PostgreSQL: the session holding its advisory lock ended, a beat
+// checks it and locks again). The runs that run in goroutines here (a few: a run
 // parks as soon as its upstream work is recorded) keep a lease each,
 // renewed in the same tick by one store call, which also tells of a
 // cancel made on another node or a run taken over.

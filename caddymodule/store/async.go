@@ -105,8 +105,10 @@ type Async interface {
 	// ClaimAsyncRuns gives owner the lease, until until, of at most n runs
 	// no live lease holds at now (oldest first), and returns them: runs
 	// whose lease lapsed, and parked runs whose owner node's heartbeat
-	// lapsed (those stay parked, with their DueAt, under owner's
-	// heartbeat). Two concurrent claims never take the same run.
+	// lapsed, or that the store knows dead before (PostgreSQL: the
+	// session holding its lock ended); those stay parked, with their
+	// DueAt, under owner's heartbeat. Two concurrent claims never take
+	// the same run, nor a claim a parked run its owner unparks.
 	ClaimAsyncRuns(ctx context.Context, owner string, n int, now, until time.Time) ([]AsyncRun, error)
 	// RenewAsyncRuns extends owner's leases of ids to until (and keeps
 	// their holds alive where holds expire). It returns the ids owner
@@ -133,7 +135,9 @@ type Async interface {
 	WakeAsyncRun(ctx context.Context, id string, now time.Time) (owner string, parked bool, err error)
 	// HeartbeatNode records that node lives until until, and keeps the
 	// holds of its runs alive where holds expire: the one renewal of a
-	// node's parked runs. Another node claims them once it lapsed.
+	// node's parked runs. Another node claims them once it lapsed. A beat
+	// with until not after now ends the node (its runs are claimed at
+	// once) and frees what the store held for it (PostgreSQL: its lock).
 	HeartbeatNode(ctx context.Context, node string, now, until time.Time) error
 	// CancelAsyncRun marks an account's run cancelled (a parked one due
 	// at once) and returns it; ErrNotFound as GetAsyncRun.

@@ -118,17 +118,29 @@ func (s *Store) GetAsyncRun(ctx context.Context, accountID, id string) (store.As
 }
 
 // ClaimAsyncRuns leases at most n unleased runs to owner, oldest first:
-// runs whose lease lapsed, and the parked runs of nodes whose heartbeat
-// lapsed (read first from async_nodes, a row per node, so the claim finds
-// them by the owner index instead of testing every parked row). FOR
-// UPDATE SKIP LOCKED, so claims of several nodes at once pass each
-// other's rows by instead of waiting or taking them twice. A parked run
-// claimed stays parked, under owner's heartbeat.
+// runs whose lease lapsed, every run of a node whose heartbeat lapsed,
+// and the parked runs of a node whose lock no session holds (it died,
+// nodelock.go). Those nodes are read first from async_nodes, a row per
+// node, so the claim finds their runs by the owner index instead of
+// testing every parked row. FOR UPDATE SKIP LOCKED, so claims of several
+// nodes at once pass each other's rows by instead of waiting or taking
+// them twice; the row lock also decides between a claim and the owner's
+// own unpark of a parked run (a claim rechecks due_at on the row it
+// locks). A parked run claimed stays parked, under owner's heartbeat.
 func (s *Store) ClaimAsyncRuns(ctx context.Context, owner string, n int, now, until time.Time) ([]store.AsyncRun, error) {
-	var dead []string
-	rows, err := s.pool.Query(ctx, `SELECT node FROM async_nodes WHERE live_until <= $1`, now)
+	var lapsed, unlocked []string
+	rows, err := s.pool.Query(ctx, `SELECT n.node, n.live_until <= $1 FROM async_nodes n WHERE `+nodeDead, now)
 	if err == nil {
-		dead, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		var node string
+		var gone bool
+		_, err = pgx.ForEachRow(rows, []any{&node, &gone}, func() error {
+			if gone {
+				lapsed = append(lapsed, node)
+			} else {
+				unlocked = append(unlocked, node)
+			}
+			return nil
+		})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("claiming async runs: reading dead nodes: %w", err)
@@ -136,11 +148,12 @@ func (s *Store) ClaimAsyncRuns(ctx context.Context, owner string, n int, now, un
 	rows, err = s.pool.Query(ctx, `
 UPDATE async_runs a SET owner = $1, lease_until = CASE WHEN a.due_at IS NULL THEN $4::timestamptz ELSE $6::timestamptz END
 FROM (SELECT id FROM async_runs WHERE lease_until IS NULL OR lease_until <= $3 OR owner = ANY($5)
+	OR (owner = ANY($7) AND due_at IS NOT NULL)
 	ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED) c
 WHERE a.id = c.id
 RETURNING a.id, a.account_id, a.key_id, a.request, a.doc, a.hold_price, a.hold_records, a.created_at, a.deadline, a.owner,
 	a.lease_until, a.cancelled, a.resume, a.due_at`,
-		owner, n, now, settle.Time(until), dead, store.NodeLease)
+		owner, n, now, settle.Time(until), lapsed, store.NodeLease, unlocked)
 	if err != nil {
 		return nil, fmt.Errorf("claiming async runs: %w", err)
 	}
@@ -148,17 +161,26 @@ RETURNING a.id, a.account_id, a.key_id, a.request, a.doc, a.hold_price, a.hold_r
 	if err != nil {
 		return nil, fmt.Errorf("claiming async runs: %w", err)
 	}
-	if len(dead) > 0 && len(out) < n {
+	if len(lapsed) > 0 && len(out) < n {
 		// Every run of those nodes that was claimable is claimed: forget
 		// the nodes that hold none.
 		if _, err := s.pool.Exec(ctx, `
 DELETE FROM async_nodes d WHERE d.node = ANY($1) AND d.live_until <= $2
-	AND NOT EXISTS (SELECT 1 FROM async_runs a WHERE a.owner = d.node)`, dead, now); err != nil {
+	AND NOT EXISTS (SELECT 1 FROM async_runs a WHERE a.owner = d.node)`, lapsed, now); err != nil {
 			return out, fmt.Errorf("claiming async runs: forgetting dead nodes: %w", err)
 		}
 	}
 	return out, nil
 }
+
+// nodeDead is true of a node row n dead at $1: its heartbeat lapsed, or
+// it names a lock (lock_key) no session of this database holds. A bigint
+// advisory lock shows in pg_locks as its high half (classid) and low
+// half (objid), objsubid 1.
+const nodeDead = `(n.live_until <= $1 OR (n.lock_key IS NOT NULL AND NOT EXISTS (
+	SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted
+		AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+		AND (l.classid::int8 << 32) | l.objid::int8 = n.lock_key)))`
 
 // collectAsync reads the runs rows returns, and closes rows.
 func collectAsync(rows pgx.Rows) ([]store.AsyncRun, error) {
@@ -303,13 +325,34 @@ UPDATE async_runs SET due_at = CASE WHEN due_at IS NULL THEN NULL ELSE LEAST(due
 // holds of its runs that are past half their life: a hold lapses after
 // the hold timeout (15 minutes), a parked run lasts up to its deadline
 // (an hour by default), and each hold is renewed about once per half
-// timeout, not at every beat.
+// timeout, not at every beat. A live beat also holds node's lock (taken
+// at its first beat, checked at every one, taken again if its session
+// ended: nodelock.go), whose key it records; the last beat (until not
+// after now) releases it, after recording the node dead. A node whose
+// lock cannot be taken beats without it, known dead only once its beat
+// lapses; the beat is written, the error returned.
 func (s *Store) HeartbeatNode(ctx context.Context, node string, now, until time.Time) error {
+	var key *int64
+	var lockErr error
+	if until.After(now) {
+		k, relocked, err := s.holdNode(ctx, node)
+		switch {
+		case err != nil:
+			lockErr = fmt.Errorf("heartbeat of node %s, written without its lock (the node is known dead only once it lapses): %w", node, err)
+		case relocked:
+			key = &k
+			lockErr = fmt.Errorf("heartbeat of node %s: the session of its lock had ended, so other nodes may have taken its parked runs over; locked again", node)
+		default:
+			key = &k
+		}
+	} else {
+		defer s.releaseNode(node)
+	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `
-INSERT INTO async_nodes (node, heartbeat_at, live_until) VALUES ($1, $2, $3)
-ON CONFLICT (node) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at, live_until = EXCLUDED.live_until`,
-			node, settle.Time(now), settle.Time(until)); err != nil {
+INSERT INTO async_nodes (node, heartbeat_at, live_until, lock_key) VALUES ($1, $2, $3, $4)
+ON CONFLICT (node) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at, live_until = EXCLUDED.live_until, lock_key = EXCLUDED.lock_key`,
+			node, settle.Time(now), settle.Time(until), key); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `
@@ -322,7 +365,7 @@ WHERE a.owner = $1 AND h.id = a.id AND h.expires_at > now() AND h.expires_at < n
 	if err != nil {
 		return fmt.Errorf("heartbeat of node %s: %w", node, err)
 	}
-	return nil
+	return lockErr
 }
 
 // CancelAsyncRun marks an account's run cancelled.

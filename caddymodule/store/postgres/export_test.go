@@ -101,3 +101,15 @@ func SettleGroup(s *Store, ctx context.Context, sts []store.Settlement) (res []s
 	}
 	return res, errs, together
 }
+
+// KillNodeLock closes the socket of node's lock connection as a killed
+// process's kernel would: no goodbye to the server, no heartbeat ended.
+// The store still thinks it holds the lock until its next beat.
+func KillNodeLock(s *Store, node string) {
+	s.locks.mu.Lock()
+	l := s.locks.m[node]
+	s.locks.mu.Unlock()
+	if l != nil {
+		_ = l.conn.PgConn().Conn().Close()
+	}
+}

@@ -41,6 +41,9 @@ type Store struct {
 	// cacheEvicted is when this node last evicted cache entries, and
 	// cacheSince the bytes it put since (cache.go).
 	cacheEvicted, cacheSince atomic.Int64
+	// locks are the advisory locks of the nodes this store beats for
+	// (nodelock.go).
+	locks nodeLocks
 }
 
 // Option configures Open.
@@ -101,12 +104,14 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-// Close stops the hold reaper and closes the pool; calling it again does
+// Close stops the hold reaper, ends the locks of the nodes it beats for
+// (nodelock.go) and closes the pool; calling it again does
 // nothing.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.stopReaper()
 		s.reaper.Wait()
+		s.releaseNodes()
 		s.pool.Close()
 	})
 	return nil

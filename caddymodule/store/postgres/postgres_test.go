@@ -628,10 +628,21 @@ func TestSettleAmbiguousCommit(t *testing.T) {
 // twoNodes opens two stores on one fresh schema, as two gateway nodes.
 func twoNodes(t *testing.T) []store.Store {
 	t.Helper()
+	var nodes []store.Store
+	for _, s := range pgNodes(t, 2) {
+		nodes = append(nodes, s)
+	}
+	return nodes
+}
+
+// pgNodes opens n stores on one fresh schema, as n gateway nodes, each
+// closed when the test ends.
+func pgNodes(t *testing.T, n int) []*postgres.Store {
+	t.Helper()
 	url := testURL(t)
 	schema := testSchema(t, url)
-	var nodes []store.Store
-	for range 2 {
+	var nodes []*postgres.Store
+	for range n {
 		s, err := postgres.Open(t.Context(), url, postgres.WithSchema(schema))
 		if err != nil {
 			t.Fatalf("opening node: %v", err)
