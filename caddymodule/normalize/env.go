@@ -28,13 +28,14 @@ type env struct {
 	elemHint int
 	// objs (sorted by start) and mems are the member indexes of raw
 	// objects read without a frame (members.go).
-	objs   []objIndex
-	mems   []memSpan
-	pairs  []pair
-	out    []byte
-	bytes  []byte
-	strbuf []byte
-	check  jsonscan.Checker // the item's check, when the caller has not made it
+	objs     []objIndex
+	mems     []memSpan
+	lastRead int32 // the raw object of the last read without an index
+	pairs    []pair
+	out      []byte
+	bytes    []byte
+	strbuf   []byte
+	check    jsonscan.Checker // the item's check, when the caller has not made it
 }
 
 // frame holds the indexed fields of one raw object (raw) for one site.
@@ -62,6 +63,7 @@ func (e *env) reset() {
 	e.elemHint = 0
 	e.objs = e.objs[:0]
 	e.mems = e.mems[:0]
+	e.lastRead = -1
 	clear(e.pairs)
 	e.pairs = e.pairs[:0]
 	e.vals.reset()

@@ -39,10 +39,15 @@ func (e *env) srcOffset(raw string) int {
 }
 
 // memberIndex is the member index of the raw object at offset off of the
-// item, made on first use.
+// item, or nil when it has none: one is made at the second read of the
+// same object in a row (a single read scans no further than its key).
 func (e *env) memberIndex(raw string, off int) []memSpan {
 	i, found := slices.BinarySearchFunc(e.objs, int32(off), cmpObj)
 	if !found {
+		if e.lastRead != int32(off) {
+			e.lastRead = int32(off)
+			return nil
+		}
 		e.indexMembers(raw, off)
 		i, _ = slices.BinarySearchFunc(e.objs, int32(off), cmpObj)
 	}
@@ -101,6 +106,9 @@ func (e *env) rawMember(raw, key string) value {
 		return rawMember(raw, key)
 	}
 	ms := e.memberIndex(raw, off)
+	if ms == nil {
+		return rawMember(raw, key)
+	}
 	for i := range ms {
 		m := &ms[i]
 		if int(m.ke-m.ks) == len(key) && e.src[m.ks:m.ke] == key || m.esc && e.key(m) == key {
