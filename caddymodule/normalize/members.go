@@ -111,7 +111,11 @@ func (e *env) rawMember(raw, key string) value {
 	}
 	for i := range ms {
 		m := &ms[i]
-		if int(m.ke-m.ks) == len(key) && e.src[m.ks:m.ke] == key || m.esc && e.key(m) == key {
+		if m.esc {
+			if e.key(m) == key {
+				return rawValue(e.src[m.vs:m.ve])
+			}
+		} else if int(m.ke-m.ks) == len(key) && e.src[m.ks:m.ke] == key {
 			return rawValue(e.src[m.vs:m.ve])
 		}
 	}
@@ -134,7 +138,7 @@ func (e *env) indexedFrame(t *keyTable, raw string, slots []span) bool {
 	for j := range ms {
 		m := &ms[j]
 		slot, ok := t.find(e.key(m))
-		if !ok {
+		if !ok || slots[slot].end != 0 { // the first of a repeated key, as pushFrame's pass
 			continue
 		}
 		slots[slot] = span{m.vs, m.ve}

@@ -177,3 +177,34 @@ func TestFastPathIndexedArrays(t *testing.T) {
 		}
 	}
 }
+
+// TestFastPathMemberIndexes: objects read through their member index (an
+// element of an array a frame reads, or an object read twice in a row)
+// and objects read once, with escaped keys, keys whose text holds a
+// backslash escape that spells another key, and absent keys, agree with
+// gojq.
+func TestFastPathMemberIndexes(t *testing.T) {
+	inputs := []string{
+		`{"c":[{"p":1,"q":"x","r":{"s":2,"t":3}},{"q":"y"},{"p\u0031":5,"p":6},{}],"o":{"s":"a","t":"b","u":{"v":1}}}`,
+		`{"c":[{"a\\nb":1,"p":2},{"a\nb":3,"q":4}],"o":{"a\\nb":"lit","a\nb":"nl","s":null}}`,
+		`{"c":[],"o":{}}`, `{"c":[1,"x",null,[{"p":1}]],"o":[]}`, `{"o":{"s":{"s":{"s":1}}}}`,
+	}
+	programs := []string{
+		`{a: [.c[]? | objects | {p, q, r: .r.s, t: .r.t, p1: .p1}], b: [.c[]? | objects | select(.q != null) | .p], o: .o.s, t: .o.t, v: .o.u.v}`,
+		`.o as $o | {s: $o.s, t: $o.t, n: $o["a\nb"], l: $o["a\\nb"], c: [.c[]? | objects | .["a\\nb"], .["a\nb"], .p]}`,
+		`{x: (.o | objects | .s), y: (.o | objects | .t), z: [.c[]? | objects | .p, .p, .q]}`,
+	}
+	for _, src := range programs {
+		p := fpProgram(t, src)
+		if ok, why := p.FastPath(); !ok {
+			t.Fatalf("%s: not on the plan: %s", src, why)
+		}
+		st := fpStats{}
+		for _, in := range inputs {
+			fpDiff(t, p, []byte(in), "", &st, fmt.Sprintf("%s on %s", src, in))
+		}
+		if len(st.bailed) > 0 {
+			t.Errorf("%s: left to gojq, so not tested on the plan: %q", src, st.bailed)
+		}
+	}
+}
