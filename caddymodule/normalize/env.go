@@ -231,19 +231,15 @@ func (e *env) pushFrame(s *site, raw string) {
 	// iteration over it (elemEnds).
 	i := 1
 	for missing := len(slots); missing > 0; {
-		i = jsonscan.SkipSpace(raw, i)
-		if raw[i] == ',' {
-			i = jsonscan.SkipSpace(raw, i+1)
-		}
-		if raw[i] != '"' {
+		ks, ke, vs, ok := memberAt(raw, i)
+		if !ok {
 			break
 		}
-		ke := jsonscan.SkipString(raw, i)
-		k := raw[i+1 : ke-1]
+		k := raw[ks:ke]
 		if strings.IndexByte(k, '\\') >= 0 {
 			k = jsonscan.Unquote(k)
 		}
-		i = jsonscan.SkipSpace(raw, jsonscan.SkipSpace(raw, ke)+1) // past ':'
+		i = vs
 		slot, found := t.find(k)
 		var ve int
 		if found && raw[i] == '[' {

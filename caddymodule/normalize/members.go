@@ -64,19 +64,14 @@ func (e *env) indexMembers(raw string, off int) int {
 	first := len(e.mems)
 	j := 1
 	for {
-		j = jsonscan.SkipSpace(raw, j)
-		if raw[j] == ',' {
-			j = jsonscan.SkipSpace(raw, j+1)
-		}
-		if raw[j] != '"' {
+		ks, ke, vs, ok := memberAt(raw, j)
+		if !ok {
+			j = vs
 			break
 		}
-		ke := jsonscan.SkipString(raw, j)
-		k := raw[j+1 : ke-1]
-		vs := jsonscan.SkipSpace(raw, jsonscan.SkipSpace(raw, ke)+1) // past ':'
 		ve := jsonscan.SkipValue(raw, vs)
-		e.mems = append(e.mems, memSpan{int32(off + j + 1), int32(off + ke - 1), int32(off + vs), int32(off + ve),
-			strings.IndexByte(k, '\\') >= 0})
+		e.mems = append(e.mems, memSpan{int32(off + ks), int32(off + ke), int32(off + vs), int32(off + ve),
+			strings.IndexByte(raw[ks:ke], '\\') >= 0})
 		j = ve
 	}
 	o := objIndex{int32(off), int32(first), int32(len(e.mems) - first)}
@@ -87,6 +82,22 @@ func (e *env) indexMembers(raw string, off int) int {
 		e.objs = slices.Insert(e.objs, i, o)
 	}
 	return j + 1
+}
+
+// memberAt reads the member of an object at raw[i] (just after '{' or
+// after the previous member's value): its key's body raw[ks:ke], escapes
+// undecoded, and where its value starts; ok is false at the closing '}',
+// which is then at vs.
+func memberAt(raw string, i int) (ks, ke, vs int, ok bool) {
+	i = jsonscan.SkipSpace(raw, i)
+	if raw[i] == ',' {
+		i = jsonscan.SkipSpace(raw, i+1)
+	}
+	if raw[i] != '"' {
+		return 0, 0, i, false
+	}
+	end := jsonscan.SkipString(raw, i)
+	return i + 1, end - 1, jsonscan.SkipSpace(raw, jsonscan.SkipSpace(raw, end)+1), true // past ':'
 }
 
 // key is the member's key, decoded.
