@@ -26,6 +26,11 @@ type env struct {
 	// where the next lookup likely hits.
 	elemEnds []span
 	elemHint int
+	// objs (sorted by start) and mems are the member indexes of raw
+	// objects read without a frame (members.go).
+	objs     []objIndex
+	mems     []memSpan
+	lastRead int32 // the raw object of the last read without an index
 	pairs    []pair
 	out      []byte
 	bytes    []byte
@@ -56,6 +61,9 @@ func (e *env) reset() {
 	e.spans = e.spans[:0] // pushFrame zeroes the slots it takes
 	e.elemEnds = e.elemEnds[:0]
 	e.elemHint = 0
+	e.objs = e.objs[:0]
+	e.mems = e.mems[:0]
+	e.lastRead = -1
 	clear(e.pairs)
 	e.pairs = e.pairs[:0]
 	e.vals.reset()
@@ -214,24 +222,24 @@ func (e *env) pushFrame(s *site, raw string) {
 		t = newKeyTable(s.keys)
 		s.table.Store(t)
 	}
+	if e.indexedFrame(t, raw, slots) {
+		e.frames = append(e.frames, frame{site: s, raw: raw, slots: slots})
+		return
+	}
 	// jsonscan.NextMember, except that an array the site reads is skipped
 	// element by element, its elements' ends noted for the plan's
 	// iteration over it (elemEnds).
 	i := 1
 	for missing := len(slots); missing > 0; {
-		i = jsonscan.SkipSpace(raw, i)
-		if raw[i] == ',' {
-			i = jsonscan.SkipSpace(raw, i+1)
-		}
-		if raw[i] != '"' {
+		ks, ke, vs, ok := memberAt(raw, i)
+		if !ok {
 			break
 		}
-		ke := jsonscan.SkipString(raw, i)
-		k := raw[i+1 : ke-1]
+		k := raw[ks:ke]
 		if strings.IndexByte(k, '\\') >= 0 {
 			k = jsonscan.Unquote(k)
 		}
-		i = jsonscan.SkipSpace(raw, jsonscan.SkipSpace(raw, ke)+1) // past ':'
+		i = vs
 		slot, found := t.find(k)
 		var ve int
 		if found && raw[i] == '[' {
@@ -255,14 +263,25 @@ func (e *env) pushFrame(s *site, raw string) {
 func (e *env) skipArray(raw string, i, base int) int {
 	note := len(e.elemEnds) == 0 || int(e.elemEnds[len(e.elemEnds)-1].start) < base+i
 	for j := i + 1; ; {
-		el, next, ok := jsonscan.NextElem(raw, j)
-		if !ok {
-			return next + 1
+		j = jsonscan.SkipSpace(raw, j)
+		if raw[j] == ',' {
+			j = jsonscan.SkipSpace(raw, j+1)
+		}
+		if raw[j] == ']' {
+			return j + 1
+		}
+		var ve int
+		if note && raw[j] == '{' {
+			// An object element is indexed in the same pass (members.go):
+			// the plan reads the elements of the arrays it reads.
+			ve = j + e.indexMembers(raw[j:], base+j)
+		} else {
+			ve = jsonscan.SkipValue(raw, j)
 		}
 		if note {
-			e.elemEnds = append(e.elemEnds, span{int32(base + next - len(el)), int32(base + next)})
+			e.elemEnds = append(e.elemEnds, span{int32(base + j), int32(base + ve)})
 		}
-		j = next
+		j = ve
 	}
 }
 
@@ -333,5 +352,5 @@ func (e *env) lookup(raw, key string, s *site, slot int) value {
 			}
 		}
 	}
-	return rawMember(raw, key)
+	return e.rawMember(raw, key)
 }

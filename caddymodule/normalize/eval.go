@@ -244,11 +244,18 @@ func (n *typeSwitchNode) eval(e *env, in value, out []value) ([]value, error) {
 type typeSwitch1Node struct {
 	branch [kObj + 1]oner
 	konst  [kObj + 1]*value // the branch's value when it is a constant
+	// eq is the branch when it is an ifEqConstNode (the string branch of
+	// the prelude's str, which every record field passes through), called
+	// without an interface call.
+	eq [kObj + 1]*ifEqConstNode
 }
 
 func (n *typeSwitch1Node) one(e *env, in value) (value, error) {
 	if c := n.konst[in.k]; c != nil {
 		return *c, nil
+	}
+	if q := n.eq[in.k]; q != nil {
+		return q.one(e, in)
 	}
 	return n.branch[in.k].one(e, in)
 }
@@ -289,6 +296,7 @@ func mkTypeSwitch(cond *typeIsNode, then, els node) node {
 			if c, ok := b.(*constNode); ok {
 				n.konst[k] = &c.v
 			}
+			n.eq[k], _ = b.(*ifEqConstNode)
 		}
 		return n
 	}

@@ -257,7 +257,7 @@ func mkIf1(cond, then, els oner) oner {
 	if _, ok := eq.x.(identNode); !ok {
 		return &if1Node{cond, then, els}
 	}
-	n := &ifEqConstNode{cond: eq, then: then, els: els}
+	n := &ifEqConstNode{cond: eq, then: then, els: els, empty: eq.c.k == kStr && eq.c.s == ""}
 	if n.thenV, ok = identOrConst(then); !ok {
 		return &if1Node{cond, then, els}
 	}
@@ -287,11 +287,20 @@ type ifEqConstNode struct {
 	cond        *eqConstNode
 	then, els   oner   // for specialize
 	thenV, elsV *value // the branches' constants; nil: the input
+	// empty: c is "" (the str guard's test), told from the input's text
+	// without a call (an escape never decodes to nothing).
+	empty bool
 }
 
 func (n *ifEqConstNode) one(_ *env, in value) (value, error) {
 	r := n.elsV
-	if scalarEqual(in, n.cond.c) != n.cond.neg {
+	var eq bool
+	if n.empty {
+		eq = in.k == kStr && (in.raw() && len(in.s) == 2 || !in.raw() && in.s == "")
+	} else {
+		eq = scalarEqual(in, n.cond.c)
+	}
+	if eq != n.cond.neg {
 		r = n.thenV
 	}
 	if r != nil {

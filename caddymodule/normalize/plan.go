@@ -95,7 +95,7 @@ func compilePlan(q *gojq.Query) (pl *plan, why string) {
 		pl.markers = append(pl.markers, rootSite.index(m))
 	}
 	pl.rootOpt, _ = asOpt(n)
-	pl.envs.New = func() any { return &env{vars: make([]value, pl.nvars)} }
+	pl.envs.New = func() any { return &env{vars: make([]value, pl.nvars), lastRead: -1} }
 	return pl, ""
 }
 

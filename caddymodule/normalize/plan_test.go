@@ -163,6 +163,32 @@ func TestFastPathIndexedArrays(t *testing.T) {
 		`{x: [.a[]?, .a[]?], y: ([.c[]?] | length), z: [.c[]?, .c[]? | .p], w: .d}`,
 		`[.c[]? | objects | {q: [.q[]? | objects | .m], q2: [.q[]?], p: .p, r: .r}] as $c | {c: $c, n: [$c[] | .q[]], b: .b, a: [.a[]?], d: [.d[]?[]?]}`,
 	}
+	fpOnPlan(t, programs, inputs)
+}
+
+// TestFastPathMemberIndexes: objects read through their member index (an
+// element of an array a frame reads, or an object read twice in a row)
+// and objects read once, with escaped keys, keys whose text holds a
+// backslash escape that spells another key, and absent keys, agree with
+// gojq.
+func TestFastPathMemberIndexes(t *testing.T) {
+	inputs := []string{
+		`{"c":[{"p":1,"q":"x","r":{"s":2,"t":3}},{"q":"y"},{"p\u0031":5,"p":6},{}],"o":{"s":"a","t":"b","u":{"v":1}}}`,
+		`{"c":[{"a\\nb":1,"p":2},{"a\nb":3,"q":4}],"o":{"a\\nb":"lit","a\nb":"nl","s":null}}`,
+		`{"c":[],"o":{}}`, `{"c":[1,"x",null,[{"p":1}]],"o":[]}`, `{"o":{"s":{"s":{"s":1}}}}`,
+	}
+	programs := []string{
+		`{a: [.c[]? | objects | {p, q, r: .r.s, t: .r.t, p1: .p1}], b: [.c[]? | objects | select(.q != null) | .p], o: .o.s, t: .o.t, v: .o.u.v}`,
+		`.o as $o | {s: $o.s, t: $o.t, n: $o["a\nb"], l: $o["a\\nb"], c: [.c[]? | objects | .["a\\nb"], .["a\nb"], .p]}`,
+		`{x: (.o | objects | .s), y: (.o | objects | .t), z: [.c[]? | objects | .p, .p, .q]}`,
+	}
+	fpOnPlan(t, programs, inputs)
+}
+
+// fpOnPlan runs each program, which must be on the plan, over each input
+// on both engines; none may leave an input to gojq.
+func fpOnPlan(t *testing.T, programs, inputs []string) {
+	t.Helper()
 	for _, src := range programs {
 		p := fpProgram(t, src)
 		if ok, why := p.FastPath(); !ok {

@@ -97,7 +97,7 @@ func (e *env) releasePairs(ps []pair) {
 // member is key of an object value, or null.
 func (e *env) member(v value, key string) value {
 	if v.raw() {
-		return rawMember(v.s, key)
+		return e.rawMember(v.s, key)
 	}
 	for i, k := range v.c.keys {
 		if k == key {
