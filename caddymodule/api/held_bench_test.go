@@ -76,9 +76,7 @@ func (a *testAPI) heldCall(ctx context.Context) *httptest.ResponseRecorder {
 // it waits shows about 30 KiB of stacks per call, one that does not 45.
 func BenchmarkHeldCallStack(b *testing.B) {
 	a := heldAPI(b, sim.Fault{Target: heldActor, KeepRunning: true})
-	call := func(ctx context.Context) { a.heldCall(ctx) }
-	benchHeld(b, call)
-	b.ReportMetric(float64(stackMargin(call)), "margin-B")
+	benchHeld(b, func(ctx context.Context) { a.heldCall(ctx) })
 }
 
 // scrapeDataset is the dataset of pro_net/profile.info's cheapest offer
@@ -144,9 +142,12 @@ func holdCalls(n, pad int, call func(context.Context)) (stacks, heap float64) {
 // stackMargin is how many bytes of frames can be added above Caddy's
 // before a held call's stack doubles (to a padFrame), found by bisection
 // on the stacks per held call: a doubled handler stack adds 16 KiB or
-// more per call.
+// more per call. Not used on BenchmarkHeldCallStack's actor runs: there
+// it read -3,268 B while that benchmark's stacks showed a 16 KiB handler
+// (the simulator's KeepRunning runs outlive each hold: a guess).
 func stackMargin(call func(context.Context)) int {
 	const n = 64
+	holdCalls(n, 0, call) // the first hold also opens connections
 	base, _ := holdCalls(n, 0, call)
 	doubled := func(pad int) bool {
 		s, _ := holdCalls(n, pad, call)
