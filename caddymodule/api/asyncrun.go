@@ -104,7 +104,7 @@ func (ar *AsyncRunner) run(ctx context.Context, r store.AsyncRun, p async.Progre
 	req.Now, req.Budget, req.RunID = r.CreatedAt, bill, r.ID
 	// A run routed through the freshness cache does not park: its resume
 	// runs the router over all its inputs, not the cache's remainder.
-	prog.mayPark = a.cacheCall(c, req) == nil || a.TestRouter != nil && a.asyncRouterFor(r.AccountID) == a.TestAsyncRouter
+	prog.mayPark = a.cacheCall(c, &req) == nil || a.TestRouter != nil && a.asyncRouterFor(r.AccountID) == a.TestAsyncRouter
 	if from != nil && prog.mayPark && r.DueAt.IsZero() && parkable(*from) {
 		// Claimed from a node that died with its work recorded: park it
 		// for this node's poller instead of waiting here.
@@ -126,7 +126,7 @@ func (ar *AsyncRunner) run(ctx context.Context, r store.AsyncRun, p async.Progre
 		prog.resumeFrom(*from)
 		res, rerr = rtr.Resume(rctx, req, *from)
 	} else {
-		res, note, rerr = a.routeCached(rctx, rtr, c, req)
+		res, note, rerr = a.routeCached(rctx, rtr, c, &req)
 		defer note.finish(bg, a.Logger)
 	}
 	if rerr != nil {

@@ -88,7 +88,7 @@ func (a *API) ExtractWith(ctx context.Context, key store.Key, svc *registry.Serv
 		return nil, apiErr
 	}
 	c.cc = cc
-	return a.execute(ctx, key, c, "", nil)
+	return a.execute(ctx, &key, c, "", nil)
 }
 
 // SearchWith is Search with the caller's freshness ask.
@@ -98,5 +98,5 @@ func (a *API) SearchWith(ctx context.Context, key store.Key, m map[string]json.R
 		return nil, apiErr
 	}
 	c.cc = cc
-	return a.execute(ctx, key, c, "", nil)
+	return a.execute(ctx, &key, c, "", nil)
 }

@@ -111,11 +111,15 @@ func (n *cacheNote) apply(run *runs.Run, kept int) {
 
 // routeCached runs a prepared call on rtr: through the cache when its
 // service may be cached, else straight to the router.
-func (a *API) routeCached(ctx context.Context, rtr *router.Router, c *prepared, req router.Request) (*router.Result, *cacheNote, error) {
+//
+// req is by pointer, and the router's Run by value in a function of its
+// own: a held call waits in here (docs/perf-log.md, issue 38's in-flight
+// round).
+func (a *API) routeCached(ctx context.Context, rtr *router.Router, c *prepared, req *router.Request) (*router.Result, *cacheNote, error) {
 	cc := a.cacheCall(c, req)
 	if test := a.TestRouter != nil && (rtr == a.TestRouter || rtr == a.TestAsyncRouter); cc == nil || test {
 		// A test key's call never reads or writes the live cache.
-		res, err := rtr.Run(ctx, req)
+		res, err := routeUncached(ctx, rtr, req)
 		return res, nil, err
 	}
 	cc.rtr = rtr
@@ -126,6 +130,13 @@ func (a *API) routeCached(ctx context.Context, rtr *router.Router, c *prepared, 
 		note.puts = cc.puts
 	}
 	return res, note, err
+}
+
+// routeUncached is rtr.Run on a copy of *req.
+//
+//go:noinline
+func routeUncached(ctx context.Context, rtr *router.Router, req *router.Request) (*router.Result, error) {
+	return rtr.Run(ctx, *req)
 }
 
 // cachedCall is one call through the cache. A slot is an input (per-input
@@ -164,7 +175,7 @@ type slot struct {
 // cacheCall returns the call through the cache, or nil when the cache
 // has no part in it: no cache, a service not declared cacheable, a later
 // search page.
-func (a *API) cacheCall(c *prepared, req router.Request) *cachedCall {
+func (a *API) cacheCall(c *prepared, req *router.Request) *cachedCall {
 	svc := req.Service
 	if a.Cache == nil || svc == nil || svc.Cache == nil || req.Skip > 0 {
 		return nil
@@ -181,7 +192,7 @@ func (a *API) cacheCall(c *prepared, req router.Request) *cachedCall {
 		}
 	}
 	maxAge = min(maxAge, time.Duration(svc.Cache.Keep)*time.Second)
-	cc := &cachedCall{a: a, cache: a.Cache, svc: svc, req: req, bill: bill, maxAge: maxAge, cheap: map[string]*registry.Offer{}}
+	cc := &cachedCall{a: a, cache: a.Cache, svc: svc, req: *req, bill: bill, maxAge: maxAge, cheap: map[string]*registry.Offer{}}
 	cc.perInput = len(req.Inputs) == 1 || attributable(req)
 	if cc.perInput {
 		cc.slots = make([]slot, len(req.Inputs))
@@ -196,7 +207,7 @@ func (a *API) cacheCall(c *prepared, req router.Request) *cachedCall {
 
 // attributable reports whether the records of every offer that may serve
 // req can be told apart by input (registry.Offer.Attributable).
-func attributable(req router.Request) bool {
+func attributable(req *router.Request) bool {
 	offers := req.Chain()
 	for _, o := range offers {
 		if !o.Attributable() {
@@ -405,13 +416,22 @@ func (cc *cachedCall) routeSlots(ctx context.Context, idx []int) (*router.Result
 			req.Inputs[j] = cc.req.Inputs[i]
 		}
 	}
-	res, inputs, err := cc.rtr.RunInputs(ctx, req)
+	res, inputs, err := cc.rtr.RunInputs(ctx, &req)
 	if res != nil {
 		cc.attempts = append(cc.attempts, res.Attempts...)
 	}
 	if err != nil {
 		return nil, err
 	}
+	cc.served(ctx, idx, res, inputs)
+	return res, nil
+}
+
+// served gives the routed records of res to slots idx, and stores (and
+// lands) what may be cached. It is routeSlots' work after the wait, in a
+// frame of its own: a held call waits in routeSlots, whose frame stays on
+// the goroutine's stack (docs/perf-log.md, issue 38's in-flight round).
+func (cc *cachedCall) served(ctx context.Context, idx []int, res *router.Result, inputs []int) {
 	cc.last = res.Offer
 	at := time.Now().UTC()
 	attributed := cc.attribute(res, inputs, idx)
@@ -449,7 +469,6 @@ func (cc *cachedCall) routeSlots(ctx context.Context, idx []int) (*router.Result
 			s.flight = nil
 		}
 	}
-	return res, nil
 }
 
 // attribute gives each record of res to the slot of its input (inputs:

@@ -23,31 +23,59 @@ import (
 // empty): take an in-flight slot, route with the money held before each
 // attempt, settle. With answer set, a settled run's API JSON comes back
 // there too, the bytes the store wrote (store.Settlement.Answer).
-func (a *API) execute(ctx context.Context, key store.Key, c *prepared, id string, answer *[]byte) (*runs.Run, *Error) {
-	run, release, apiErr := a.startRun(key)
+//
+// A held call waits in here: execute and routeRun keep small frames (the key
+// by pointer, what runs before and after the wait in functions of their
+// own: begin, conclude), so that the goroutine of a call held on a slow
+// upstream keeps a 16 KiB stack (docs/perf-log.md, issue 38's in-flight
+// round).
+func (a *API) execute(ctx context.Context, key *store.Key, c *prepared, id string, answer *[]byte) (*runs.Run, *Error) {
+	run, release, life, bill, apiErr := a.begin(key, c, id)
 	if apiErr != nil {
 		return nil, apiErr
 	}
 	defer release()
+	defer bill.Release(context.WithoutCancel(ctx)) // a no-op once settled
+	return a.routeRun(ctx, key.AccountID, c, run, life, bill, answer)
+}
+
+// begin takes an in-flight slot for a run of c (id, or a new id if empty)
+// and its money.
+//
+//go:noinline
+func (a *API) begin(key *store.Key, c *prepared, id string) (*runs.Run, func(), *runs.Life, *billing.Call, *Error) {
+	run, release, apiErr := a.startRun(*key)
+	if apiErr != nil {
+		return nil, nil, nil, nil, apiErr
+	}
 	life, lerr := runs.Begin(runs.Running, runs.Submitter)
 	if lerr != nil {
-		return nil, storeUnavailable() // the lifecycle table lost its first row: a bug
+		release()
+		return nil, nil, nil, nil, storeUnavailable() // the lifecycle table lost its first row: a bug
 	}
 	if id != "" {
 		run.ID = id
 	}
-
-	now := run.CreatedAt
 	if c.kind == KindSearch {
 		run.Kind = runs.KindSearch
 	}
 	c.fill(run)
-	bill := billing.New(a.Store, run.ID, key, now)
-	defer bill.Release(context.WithoutCancel(ctx)) // a no-op once settled
+	return run, release, life, billing.New(a.Store, run.ID, *key, run.CreatedAt), nil
+}
+
+// routeRun routes run and settles it.
+func (a *API) routeRun(ctx context.Context, account string, c *prepared, run *runs.Run, life *runs.Life, bill *billing.Call, answer *[]byte) (*runs.Run, *Error) {
 	req := c.req
-	req.Now, req.Budget, req.RunID = now, bill, run.ID
-	res, note, err := a.routeCached(ctx, a.routerFor(key.AccountID), c, req)
+	req.Now, req.Budget, req.RunID = run.CreatedAt, bill, run.ID
+	res, note, err := a.routeCached(ctx, a.routerFor(account), c, &req)
 	defer note.finish(ctx, a.Logger) // after the settle, before the answer
+	return a.conclude(ctx, c, run, life, bill, res, note, err, answer)
+}
+
+// conclude settles a routed run (execute).
+//
+//go:noinline
+func (a *API) conclude(ctx context.Context, c *prepared, run *runs.Run, life *runs.Life, bill *billing.Call, res *router.Result, note *cacheNote, err error, answer *[]byte) (*runs.Run, *Error) {
 	if apiErr := a.refusedForMoney(ctx, bill, run, res, err); apiErr != nil {
 		return nil, apiErr
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"socialrouter/caddymodule/limits"
+	"socialrouter/caddymodule/runs"
 	"socialrouter/caddymodule/store"
 )
 
@@ -45,42 +46,67 @@ func limitMax(async bool) int {
 // serveCall runs a validated call: with its Idempotency-Key, if any,
 // claimed first (or the first call's answer replayed), then synchronously
 // or, when the client prefers it, as an async run answered 202 at once.
+//
+// A held call waits in here: what runs before and after execute is in
+// functions of their own (claimCall, answerSync), the key by pointer, so
+// that the frame on the waiting stack is small (execute).
 func (a *API) serveCall(w http.ResponseWriter, r *http.Request, key store.Key, c *prepared, body map[string]json.RawMessage, async bool) {
+	id, idem, sync := a.claimCall(w, r, &key, c, body, async)
+	if !sync {
+		return
+	}
+	var answer []byte // the stored bytes, when the store hands them back
+	run, apiErr := a.execute(r.Context(), &key, c, id, &answer)
+	a.answerSync(w, r, &key, idem, id, run, apiErr, answer)
+}
+
+// claimCall gives the call its run id and claims its Idempotency-Key, if
+// any, or answers: a bad or taken key, a replay, or an async run
+// submitted. sync is whether the call is to run synchronously.
+//
+//go:noinline
+func (a *API) claimCall(w http.ResponseWriter, r *http.Request, key *store.Key, c *prepared, body map[string]json.RawMessage, async bool) (id, idem string, sync bool) {
 	idem, apiErr := idempotencyKey(r.Header)
 	if apiErr != nil {
 		apiErr.write(w)
-		return
+		return "", "", false
 	}
-	id := newRunID(time.Now().UTC())
+	id = newRunID(time.Now().UTC())
 	if idem != "" {
 		fp := fingerprint(c, body)
 		for {
-			rec, created, apiErr := a.claimKey(r, key, idem, fp, id, async)
+			rec, created, apiErr := a.claimKey(r, *key, idem, fp, id, async)
 			if apiErr != nil {
 				apiErr.write(w)
-				return
+				return "", "", false
 			}
 			if created {
 				break
 			}
-			if err := a.replay(w, r, key, rec, fp, async); !errors.Is(err, errKeyFree) {
-				return
+			if err := a.replay(w, r, *key, rec, fp, async); !errors.Is(err, errKeyFree) {
+				return "", "", false
 			}
 		}
 	}
 	if async {
-		a.submitAsync(w, r, key, c, body, id, idem)
-		return
+		a.submitAsync(w, r, *key, c, body, id, idem)
+		return "", "", false
 	}
-	var answer []byte // the stored bytes, when the store hands them back
-	run, apiErr := a.execute(r.Context(), key, c, id, &answer)
+	return id, idem, true
+}
+
+// answerSync ends the Idempotency-Key of a synchronous call and writes
+// its answer.
+//
+//go:noinline
+func (a *API) answerSync(w http.ResponseWriter, r *http.Request, key *store.Key, idem, id string, run *runs.Run, apiErr *Error, answer []byte) {
 	if apiErr != nil {
 		_, stored := apiErr.Extra["run_id"]
-		a.endKey(r, key, idem, id, stored, apiErr.Status)
+		a.endKey(r, *key, idem, id, stored, apiErr.Status)
 		apiErr.write(w)
 		return
 	}
-	a.endKey(r, key, idem, id, true, http.StatusOK)
+	a.endKey(r, *key, idem, id, true, http.StatusOK)
 	setAge(w, run.CachedSince)
 	writeSettled(w, run, answer)
 }

@@ -11,6 +11,7 @@ import (
 
 	"socialrouter/internal/jsonscan"
 	"socialrouter/internal/jsonstr"
+	"socialrouter/internal/jsontree"
 )
 
 // writeTop writes the record object, without its null members (the
@@ -167,21 +168,7 @@ func plainInt(s string) bool {
 }
 
 // appendFloat formats f as encoding/json (and gojq's encoder) do.
-func appendFloat(b []byte, f float64) []byte {
-	format := byte('f')
-	if x := math.Abs(f); x != 0 && (x < 1e-6 || x >= 1e21) {
-		format = 'e'
-	}
-	n0 := len(b)
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		if n := len(b); n-n0 >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b
-}
+func appendFloat(b []byte, f float64) []byte { return jsontree.AppendFloat(b, f) }
 
 // appendJSONString quotes s as json.Marshal does (HTML-safe).
 func appendJSONString(b []byte, s string) []byte {

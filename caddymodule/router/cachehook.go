@@ -15,13 +15,18 @@ import (
 // upstream item to its input (batch.go), so a caller can keep records
 // input by input. inputs is nil when a record cannot be placed: an item of
 // a batch of several inputs named none of them.
-func (r *Router) RunInputs(ctx context.Context, req Request) (res *Result, inputs []int, err error) {
+//
+// req is by pointer, and Run's call by value in a function of its own: a
+// held call waits in here, and a Request passed by value takes its size
+// twice on the waiting stack (docs/perf-log.md, issue 38's in-flight
+// round).
+func (r *Router) RunInputs(ctx context.Context, req *Request) (res *Result, inputs []int, err error) {
 	if req.Service == nil || req.Pin == nil && len(req.Chain()) == 0 {
-		res, err = r.Run(ctx, req) // the failures Run answers
+		res, err = r.runCopy(ctx, req) // the failures Run answers
 		return res, nil, err
 	}
 	var w walk
-	w.prepare(r, &req, nil)
+	w.prepare(r, req, nil)
 	if req.Pin != nil {
 		res, err = w.finish(w.try(ctx, req.Pin, r.breakers.force(req.Pin), ""))
 	} else {
@@ -31,6 +36,13 @@ func (r *Router) RunInputs(ctx context.Context, req Request) (res *Result, input
 		return nil, nil, err
 	}
 	return res, w.inputsOf(res), nil
+}
+
+// runCopy is Run on a copy of *req.
+//
+//go:noinline
+func (r *Router) runCopy(ctx context.Context, req *Request) (*Result, error) {
+	return r.Run(ctx, *req)
 }
 
 // inputsOf places each record of res by identity: records are the very

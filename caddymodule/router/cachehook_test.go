@@ -43,7 +43,7 @@ func TestRunInputs(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := setup(t, Config{}, &fake{do: tc.a}, &fake{do: tc.b})
-			res, inputs, err := r.RunInputs(context.Background(), Request{Service: svc, Inputs: in, Limit: tc.limit})
+			res, inputs, err := r.RunInputs(context.Background(), &Request{Service: svc, Inputs: in, Limit: tc.limit})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -75,7 +75,7 @@ func TestRunInputsUnnamed(t *testing.T) {
 		return res, nil
 	}
 	r := setup(t, Config{}, &fake{do: unnamed}, &fake{do: unnamed})
-	res, inputs, err := r.RunInputs(context.Background(), Request{Service: svc, Inputs: in})
+	res, inputs, err := r.RunInputs(context.Background(), &Request{Service: svc, Inputs: in})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"socialrouter/internal/bufpool"
 	"socialrouter/internal/jsonscan"
+	"socialrouter/internal/jsontree"
 )
 
 // maxBodyBytes bounds one upstream answer so a runaway upstream cannot
@@ -486,6 +487,12 @@ func encodeBody(body any) ([]byte, error) {
 	case []byte:
 		raw = b
 	default:
+		// A request program's tree, written without reflection where it
+		// can be: json.Marshal's encoders would take this goroutine,
+		// a held call's, past a 16 KiB stack (jsontree.Append).
+		if raw, ok := jsontree.Append(nil, body); ok {
+			return raw, nil
+		}
 		var err error
 		if raw, err = json.Marshal(body); err != nil {
 			return nil, fmt.Errorf("encoding request body: %w", err)
