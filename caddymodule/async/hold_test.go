@@ -22,8 +22,9 @@ import (
 // SDR_HOLD_RUNS runs (comma-separated levels, e.g. 10000,100000) in a
 // badger store, each quiet for an hour as in callback mode, with the
 // worker's loops at their defaults, and reports the process CPU a second
-// and the GC cycles over SDR_HOLD_SECONDS (default 10). Skipped unless
-// SDR_HOLD_RUNS is set.
+// and the GC cycles over SDR_HOLD_SECONDS (default 10), SDR_HOLD_WINDOWS
+// times in a row (default 1), with a CPU profile of them all in
+// $SDR_HOLD_PROFILE.<runs> if set. Skipped unless SDR_HOLD_RUNS is set.
 func TestHoldCPU(t *testing.T) {
 	levels := os.Getenv("SDR_HOLD_RUNS")
 	if levels == "" {
@@ -81,9 +82,10 @@ func holdCPU(t *testing.T, n, secs int) {
 	t.Logf("%d runs parked in %.1f s", n, time.Since(start).Seconds())
 	runtime.GC()
 	time.Sleep(3 * time.Second) // the loops' first rounds
-	var m0, m1 runtime.MemStats
-	runtime.ReadMemStats(&m0)
-	c0 := cpu()
+	windows := 1
+	if w, err := strconv.Atoi(os.Getenv("SDR_HOLD_WINDOWS")); err == nil && w > 0 {
+		windows = w
+	}
 	if f := os.Getenv("SDR_HOLD_PROFILE"); f != "" {
 		out, err := os.Create(fmt.Sprintf("%s.%d", f, n))
 		if err != nil {
@@ -95,12 +97,17 @@ func holdCPU(t *testing.T, n, secs int) {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	time.Sleep(time.Duration(secs) * time.Second)
-	c1 := cpu()
-	runtime.ReadMemStats(&m1)
-	fmt.Printf("hold %7d runs: %.2f ms CPU/s, %d GC cycles, heap %.0f MiB, %d goroutines, %d checks\n", n,
-		float64(c1-c0)/float64(time.Millisecond)/float64(secs), m1.NumGC-m0.NumGC, float64(m1.HeapAlloc)/(1<<20),
-		runtime.NumGoroutine(), p.checks.Load())
+	for range windows {
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		c0 := cpu()
+		time.Sleep(time.Duration(secs) * time.Second)
+		c1 := cpu()
+		runtime.ReadMemStats(&m1)
+		fmt.Printf("hold %7d runs: %.2f ms CPU/s, %d GC cycles, heap %.0f MiB, %.0f MiB returned to the OS, %d goroutines, %d checks\n", n,
+			float64(c1-c0)/float64(time.Millisecond)/float64(secs), m1.NumGC-m0.NumGC, float64(m1.HeapAlloc)/(1<<20),
+			float64(int64(m1.HeapReleased)-int64(m0.HeapReleased))/(1<<20), runtime.NumGoroutine(), p.checks.Load())
+	}
 }
 
 // cpu is the process's user and system CPU time.
