@@ -41,6 +41,8 @@ type Store struct {
 	// cacheEvicted is when this node last evicted cache entries, and
 	// cacheSince the bytes it put since (cache.go).
 	cacheEvicted, cacheSince atomic.Int64
+	// holdsRenewed is when HeartbeatNode last renewed each node's holds.
+	holdsRenewed holdRenewals
 }
 
 // Option configures Open.
