@@ -12,15 +12,7 @@ import (
 // timeout, so renewing its lease keeps its hold from expiring; the hold
 // of a run no worker renews expires as any dead call's does.
 func TestRenewKeepsAsyncHolds(t *testing.T) {
-	url := testURL(t)
-	s, err := postgres.Open(t.Context(), url, postgres.WithSchema(testSchema(t, url)), postgres.WithHoldTimeout(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.CreateAccount(t.Context(), "acme", 20, time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	s := openHolding(t, time.Second)
 	now := time.Now()
 	for _, id := range []string{"ext_live", "ext_dead"} {
 		if got, err := s.Reserve(t.Context(), store.Hold{ID: id, AccountID: "acme", Price: 1, Records: 10}); err != nil || got.Records != 10 {
@@ -52,15 +44,7 @@ func TestRenewKeepsAsyncHolds(t *testing.T) {
 // hold lapses while the node beats; a node that stops beating lets them
 // lapse.
 func TestHeartbeatKeepsParkedHolds(t *testing.T) {
-	url := testURL(t)
-	s, err := postgres.Open(t.Context(), url, postgres.WithSchema(testSchema(t, url)), postgres.WithHoldTimeout(2*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.CreateAccount(t.Context(), "acme", 20, time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	s := openHolding(t, 2*time.Second)
 	now := time.Now()
 	for _, id := range []string{"ext_live", "ext_dead"} {
 		if got, err := s.Reserve(t.Context(), store.Hold{ID: id, AccountID: "acme", Price: 1, Records: 10}); err != nil || got.Records != 10 {
@@ -95,4 +79,20 @@ func TestHeartbeatKeepsParkedHolds(t *testing.T) {
 	if err != nil || got.Records != 10 {
 		t.Errorf("Reserve after 4.5 s = %+v, %v; want 10 records (the parked run's hold renewed by the heartbeat)", got, err)
 	}
+}
+
+// openHolding opens a store on a scratch schema with hold timeout
+// timeout, and an account acme of 20 credits.
+func openHolding(t *testing.T, timeout time.Duration) *postgres.Store {
+	t.Helper()
+	url := testURL(t)
+	s, err := postgres.Open(t.Context(), url, postgres.WithSchema(testSchema(t, url)), postgres.WithHoldTimeout(timeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.CreateAccount(t.Context(), "acme", 20, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
