@@ -29,7 +29,7 @@ type asyncState struct {
 	mu     sync.Mutex
 	owners sync.Map // owner → struct{}
 	flight flightIndex
-	leases leaseIndex // asyncpark.go
+	leases leaseIndex // asyncindex.go
 }
 
 func asyncKey(id string) []byte { return join(pAsync, id) }
@@ -154,7 +154,7 @@ func (s *Store) GetAsyncRun(ctx context.Context, accountID, id string) (store.As
 const asyncBatch = 256
 
 // ClaimAsyncRuns leases at most n unleased runs to owner, oldest first:
-// the lease index (asyncpark.go) finds them, then transactions of
+// the lease index (asyncindex.go) finds them, then transactions of
 // asyncBatch runs take them, each checking again that no lease holds
 // the run. A parked run claimed stays parked, under owner's heartbeat.
 func (s *Store) ClaimAsyncRuns(ctx context.Context, owner string, n int, now, until time.Time) ([]store.AsyncRun, error) {

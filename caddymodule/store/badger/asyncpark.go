@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"sync"
 	"time"
 
 	bdb "github.com/dgraph-io/badger/v4"
@@ -13,102 +11,6 @@ import (
 	"socialrouter/caddymodule/store"
 	"socialrouter/caddymodule/store/internal/settle"
 )
-
-// leaseIndex knows, in memory, who holds each async run in flight and
-// until when, and when a parked run is due: a badger directory is opened
-// by one process, so every write of a run passes here (after its
-// transaction commits), and the index is rebuilt as the store opens. A
-// claim and the poller's sweep read it instead of decoding every stored
-// run: with 100,000 runs parked, a claim every two seconds that decoded
-// them all cost more than the runs. The transactions check the stored
-// record again; the index only finds candidates.
-type leaseIndex struct {
-	mu   sync.Mutex
-	runs map[string]leaseMeta
-	// nodes is each node's heartbeat: until when it lives. A node that
-	// never beat in this process is dead (its process is gone).
-	nodes map[string]time.Time
-}
-
-// leaseMeta is what a claim or a sweep needs of a run.
-type leaseMeta struct {
-	owner   string
-	lease   time.Time
-	created time.Time
-	due     time.Time // zero: not parked
-}
-
-func metaOf(r asyncRecord) leaseMeta {
-	return leaseMeta{owner: r.Owner, lease: r.LeaseUntil, created: r.CreatedAt, due: r.DueAt}
-}
-
-// set records run id as stored.
-func (x *leaseIndex) set(id string, r asyncRecord) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.runs == nil {
-		x.runs = map[string]leaseMeta{}
-	}
-	x.runs[id] = metaOf(r)
-}
-
-func (x *leaseIndex) remove(id string) {
-	x.mu.Lock()
-	delete(x.runs, id)
-	x.mu.Unlock()
-}
-
-// beat records node's heartbeat.
-func (x *leaseIndex) beat(node string, until time.Time) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.nodes == nil {
-		x.nodes = map[string]time.Time{}
-	}
-	x.nodes[node] = until
-}
-
-// nodeLive reports whether node's heartbeat lives at now; x.mu is held.
-func (x *leaseIndex) nodeLive(node string, now time.Time) bool {
-	until, ok := x.nodes[node]
-	return ok && now.Before(until)
-}
-
-// claimable lists the runs no live lease holds at now, oldest first, at
-// most n.
-func (x *leaseIndex) claimable(s *Store, now time.Time, n int) []string {
-	return x.pick(n, func(m leaseMeta) (time.Time, bool) { return m.created, !s.liveLocked(m, now) })
-}
-
-// due lists owner's parked runs due at now, earliest first, at most n.
-func (x *leaseIndex) due(owner string, now time.Time, n int) []string {
-	return x.pick(n, func(m leaseMeta) (time.Time, bool) {
-		return m.due, m.owner == owner && !m.due.IsZero() && !m.due.After(now)
-	})
-}
-
-// pick lists at most n runs that match, by the time it gives, earliest
-// first.
-func (x *leaseIndex) pick(n int, match func(leaseMeta) (time.Time, bool)) []string {
-	type cand struct {
-		id string
-		at time.Time
-	}
-	var cands []cand
-	x.mu.Lock()
-	for id, m := range x.runs {
-		if at, ok := match(m); ok {
-			cands = append(cands, cand{id, at})
-		}
-	}
-	x.mu.Unlock()
-	slices.SortFunc(cands, func(a, b cand) int { return a.at.Compare(b.at) })
-	ids := make([]string, 0, min(n, len(cands)))
-	for _, c := range cands[:min(n, len(cands))] {
-		ids = append(ids, c.id)
-	}
-	return ids
-}
 
 // live reports whether a lease holds the run at now: a parked run's by
 // its owner node's heartbeat, another's by a worker that claimed in this
@@ -124,13 +26,13 @@ func (s *Store) liveLocked(m leaseMeta, now time.Time) bool {
 	if m.owner == "" {
 		return false
 	}
-	if !m.due.IsZero() {
+	if m.due != 0 {
 		return s.async.leases.nodeLive(m.owner, now)
 	}
 	if _, ok := s.async.owners.Load(m.owner); !ok {
 		return false
 	}
-	return now.Before(m.lease)
+	return nanos(now) < m.lease
 }
 
 // changeAsync applies fn to owner's stored run id in one transaction (fn

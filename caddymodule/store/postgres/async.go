@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -160,6 +161,9 @@ RETURNING a.id, a.account_id, a.key_id, a.request, a.doc, a.hold_price, a.hold_r
 	out, err := collectAsync(rows)
 	if err != nil {
 		return nil, fmt.Errorf("claiming async runs: %w", err)
+	}
+	if len(out) > 0 {
+		s.holdsRenewed.forget(owner)
 	}
 	if len(lapsed) > 0 && len(out) < n {
 		// Every run of those nodes that was claimable is claimed: forget
@@ -325,13 +329,18 @@ UPDATE async_runs SET due_at = CASE WHEN due_at IS NULL THEN NULL ELSE LEAST(due
 // holds of its runs that are past half their life: a hold lapses after
 // the hold timeout (15 minutes), a parked run lasts up to its deadline
 // (an hour by default), and each hold is renewed about once per half
-// timeout, not at every beat. A live beat also holds node's lock (taken
-// at its first beat, checked at every one, taken again if its session
-// ended: nodelock.go), whose key it records; the last beat (until not
-// after now) releases it, after recording the node dead. A node whose
-// lock cannot be taken beats without it, known dead only once its beat
-// lapses; the beat is written, the error returned.
+// timeout, not at every beat. Finding those holds reads all the node's
+// runs and all the holds (no index serves expires_at: reserveLeanMigration),
+// a second or two at 100,000 parked runs, so only one beat per quarter
+// timeout looks (holdRenewals), not every one (every 10 s). A hold then
+// always has a quarter timeout left at the next look. A live beat also
+// holds node's lock (taken at its first beat, checked at every one, taken
+// again if its session ended: nodelock.go), whose key it records; the
+// last beat (until not after now) releases it, after recording the node
+// dead. A node whose lock cannot be taken beats without it, known dead
+// only once its beat lapses; the beat is written, the error returned.
 func (s *Store) HeartbeatNode(ctx context.Context, node string, now, until time.Time) error {
+	renew := s.holdsRenewed.due(node, now, s.holdTimeout/4)
 	var key *int64
 	var lockErr error
 	if until.After(now) {
@@ -355,6 +364,9 @@ ON CONFLICT (node) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at, live_unti
 			node, settle.Time(now), settle.Time(until), key); err != nil {
 			return err
 		}
+		if !renew {
+			return nil
+		}
 		_, err := tx.Exec(ctx, `
 UPDATE holds h SET expires_at = now() + make_interval(secs => $2)
 FROM async_runs a
@@ -365,7 +377,43 @@ WHERE a.owner = $1 AND h.id = a.id AND h.expires_at > now() AND h.expires_at < n
 	if err != nil {
 		return fmt.Errorf("heartbeat of node %s: %w", node, err)
 	}
+	if renew {
+		s.holdsRenewed.set(node, now)
+	}
 	return lockErr
+}
+
+// holdRenewals is when each node of this process last renewed its runs'
+// holds. A claim forgets its node's (the runs it took had their holds
+// renewed by a node that died up to a quarter timeout before), so the
+// next beat renews at once.
+type holdRenewals struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+// due reports whether node's holds were last renewed at least every
+// before now, or never.
+func (h *holdRenewals) due(node string, now time.Time, every time.Duration) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	at, ok := h.at[node]
+	return !ok || now.Sub(at) >= every
+}
+
+func (h *holdRenewals) set(node string, at time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.at == nil {
+		h.at = map[string]time.Time{}
+	}
+	h.at[node] = at
+}
+
+func (h *holdRenewals) forget(node string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.at, node)
 }
 
 // CancelAsyncRun marks an account's run cancelled.

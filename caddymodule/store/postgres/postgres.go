@@ -44,6 +44,8 @@ type Store struct {
 	// locks are the advisory locks of the nodes this store beats for
 	// (nodelock.go).
 	locks nodeLocks
+	// holdsRenewed is when HeartbeatNode last renewed each node's holds.
+	holdsRenewed holdRenewals
 }
 
 // Option configures Open.
