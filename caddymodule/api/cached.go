@@ -79,7 +79,7 @@ func (p *entryPuts) finish(ctx context.Context, log *zap.Logger) {
 	}
 	ctx = context.WithoutCancel(ctx)
 	for _, e := range p.entries {
-		if err := p.cache.Store().CachePut(ctx, e, p.cache.MaxBytes()); err != nil {
+		if err := p.cache.Keep(ctx, e); err != nil {
 			log.Warn("storing a cache entry", zap.String("service", e.Service), zap.Error(err))
 		}
 	}

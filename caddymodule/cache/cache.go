@@ -136,18 +136,15 @@ func (c *Cache) Get(ctx context.Context, key string, now time.Time, maxAge time.
 	return &e, true
 }
 
-// Put stores e under key of service svc for svc's keep time.
-func (c *Cache) Put(ctx context.Context, key string, svc *registry.Service, e *Entry) error {
-	se, ok, err := c.Encode(key, svc, e)
-	if !ok {
-		return err
-	}
+// Keep stores an entry Encode made on its own, within the bound (a live
+// call's entries are stored with its run instead: store.Settlement.Cache).
+func (c *Cache) Keep(ctx context.Context, se store.CacheEntry) error {
 	return c.st.CachePut(ctx, se, c.MaxBytes())
 }
 
 // Encode is e as the store keeps it under key of service svc, for svc's
-// keep time, counted as stored: what Put stores, or what a settle stores
-// with its run (store.Settlement.Cache). ok is false when there is
+// keep time, counted as stored: what a settle stores with its run
+// (store.Settlement.Cache), or Keep on its own. ok is false when there is
 // nothing to store (svc not cacheable, no records) or err says why not.
 func (c *Cache) Encode(key string, svc *registry.Service, e *Entry) (se store.CacheEntry, ok bool, err error) {
 	if svc.Cache == nil || len(e.Records) == 0 {

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"context"
 	"encoding/json"
 	"sync"
 	"sync/atomic"
@@ -78,13 +79,22 @@ func TestServes(t *testing.T) {
 	}
 }
 
+// put encodes e and keeps it, as a call whose settle did not store it.
+func put(c *Cache, ctx context.Context, key string, svc *registry.Service, e *Entry) error {
+	se, ok, err := c.Encode(key, svc, e)
+	if !ok {
+		return err
+	}
+	return c.Keep(ctx, se)
+}
+
 // TestGetMaxAge: an entry is served within the caller's max age only.
 func TestGetMaxAge(t *testing.T) {
 	c := openCache(t)
 	ctx := t.Context()
 	s := svc("g")
 	at := time.Now().UTC().Add(-10 * time.Second)
-	if err := c.Put(ctx, "k", s, &Entry{Offer: "o", At: at, Complete: true, Records: []json.RawMessage{[]byte(`{"a":1}`)}}); err != nil {
+	if err := put(c, ctx, "k", s, &Entry{Offer: "o", At: at, Complete: true, Records: []json.RawMessage{[]byte(`{"a":1}`)}}); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC()
@@ -95,7 +105,7 @@ func TestGetMaxAge(t *testing.T) {
 	if !ok || string(e.Records[0]) != `{"a":1}` || !e.At.Equal(at) {
 		t.Errorf("max-age 60: %+v, %v", e, ok)
 	}
-	if err := c.Put(ctx, "empty", s, &Entry{Offer: "o", At: now}); err != nil {
+	if err := put(c, ctx, "empty", s, &Entry{Offer: "o", At: now}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := c.Get(ctx, "empty", now, time.Minute); ok {

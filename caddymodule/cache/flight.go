@@ -52,7 +52,7 @@ func (c *Cache) Lead(ctx context.Context, key string, now time.Time) *Flight {
 
 // Land publishes the leader's work (nil: it failed or is not cacheable,
 // and the followers do their own), drops the claim and ends the flight.
-// Store the entry (Put) before: other nodes find it there.
+// Store the entry (with the run, or Keep) before: other nodes find it there.
 func (h *Flight) Land(ctx context.Context, e *Entry) {
 	h.Publish(e)
 	h.Unclaim(ctx)
