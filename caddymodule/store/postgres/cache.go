@@ -28,20 +28,31 @@ RETURNING service, value, created_at, expires_at`, key, now).Scan(&e.Service, &e
 	return e, nil
 }
 
-// CachePut implements store.Cache: the upsert, then one statement that
-// deletes the least recently used entries past maxBytes (a running sum
-// over the entries, most recent first).
+// CachePut implements store.Cache.
 func (s *Store) CachePut(ctx context.Context, e store.CacheEntry, maxBytes int64) error {
+	return s.cachePut(ctx, []store.CacheEntry{e}, maxBytes)
+}
+
+// cachePut upserts entries in one round trip, then, when due, deletes
+// the least recently used entries past maxBytes in one statement (a
+// running sum over the entries, most recent first).
+func (s *Store) cachePut(ctx context.Context, entries []store.CacheEntry, maxBytes int64) error {
 	now := time.Now().UTC()
-	if _, err := s.pool.Exec(ctx, `
+	var b pgx.Batch
+	var n int64
+	for _, e := range entries {
+		b.Queue(`
 INSERT INTO cache_entries (key, service, value, bytes, created_at, expires_at, used_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
 ON CONFLICT (key) DO UPDATE SET service = EXCLUDED.service, value = EXCLUDED.value, bytes = EXCLUDED.bytes,
 	created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at, used_at = EXCLUDED.used_at`,
-		e.Key, e.Service, e.Value, len(e.Value), e.CreatedAt, e.ExpiresAt, now); err != nil {
-		return fmt.Errorf("storing a cache entry: %w", err)
+			e.Key, e.Service, e.Value, len(e.Value), e.CreatedAt, e.ExpiresAt, now)
+		n += int64(len(e.Value))
 	}
-	if maxBytes <= 0 || !s.cacheEvictDue(int64(len(e.Value)), maxBytes, now) {
+	if err := s.pool.SendBatch(ctx, &b).Close(); err != nil {
+		return fmt.Errorf("storing cache entries: %w", err)
+	}
+	if maxBytes <= 0 || !s.cacheEvictDue(n, maxBytes, now) {
 		return nil
 	}
 	if _, err := s.pool.Exec(ctx, `

@@ -48,15 +48,14 @@ func (s *Store) Settle(ctx context.Context, st store.Settlement) (store.SettleRe
 }
 
 // putEntries stores a settled run's cache entries (store.Settlement.Cache)
-// after its commit: on PostgreSQL a settle's cost is its round trips, not
-// a sync of its own, and the group's transaction stays as it is.
+// after its commit, in one round trip: on PostgreSQL a settle's cost is its
+// round trips, not a sync of its own, and the group's transaction stays as
+// it is.
 func (s *Store) putEntries(ctx context.Context, entries []store.CacheEntry, maxBytes int64) error {
-	for _, e := range entries {
-		if err := s.CachePut(ctx, e, maxBytes); err != nil {
-			return err
-		}
+	if len(entries) == 0 {
+		return nil
 	}
-	return nil
+	return s.cachePut(ctx, entries, maxBytes)
 }
 
 // The statements a settle runs after locking its account, shared by the

@@ -15,6 +15,34 @@ var cacheSuites = []suite{
 	{"cache_evicts_least_recently_used", testCacheEvict},
 	{"cache_purge_stats", testCachePurgeStats},
 	{"cache_claims", testCacheClaims},
+	{"cache_entries_settled_with_the_run", testCacheWithSettle},
+}
+
+// testCacheWithSettle: a settle's entries (store.Settlement.Cache) are
+// stored with its run, and none when the settle is refused.
+func testCacheWithSettle(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	c := cacheOf(t, s)
+	mustAccount(t, s, "acme", cr(10))
+	now := time.Now().UTC()
+	st := settlement(newRun("acme", "", 1), price, base)
+	st.Cache = []store.CacheEntry{cacheEntry("w1", "svc", 10, now), cacheEntry("w2", "svc", 10, now)}
+	if res, err := s.Settle(ctx(t), st); err != nil || res.CacheErr != nil {
+		t.Fatalf("settle: %v, %v", err, res.CacheErr)
+	}
+	for _, k := range []string{"w1", "w2"} {
+		if _, err := c.CacheGet(ctx(t), k, now); err != nil {
+			t.Errorf("entry %s after the settle: %v", k, err)
+		}
+	}
+	refused := settlement(newRun("nobody", "", 1), price, base)
+	refused.Cache = []store.CacheEntry{cacheEntry("w3", "svc", 10, now)}
+	if _, err := s.Settle(ctx(t), refused); err == nil {
+		t.Fatal("a settle of an unknown account succeeded")
+	}
+	if _, err := c.CacheGet(ctx(t), "w3", now); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("entry of a refused settle: %v, want ErrNotFound", err)
+	}
 }
 
 func cacheOf(t *testing.T, s store.Store) store.Cache { return implements[store.Cache](t, s) }
