@@ -150,10 +150,7 @@ func (c *Cache) Encode(key string, svc *registry.Service, e *Entry) (se store.Ca
 	if svc.Cache == nil || len(e.Records) == 0 {
 		return se, false, nil
 	}
-	b, err := json.Marshal(e)
-	if err != nil {
-		return se, false, err
-	}
+	b := encodeEntry(e)
 	if maxBytes := c.MaxBytes(); maxBytes > 0 && int64(len(b)) > maxBytes {
 		return se, false, errors.New("the entry is larger than cache_max_bytes")
 	}
