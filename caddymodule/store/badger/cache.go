@@ -112,6 +112,17 @@ func (l *lru[K, V]) remove(k K) (V, bool) {
 	return e.val, true
 }
 
+// oldest returns the least recently used entry, leaving it in place.
+func (l *lru[K, V]) oldest() (K, V, bool) {
+	if len(l.items) == 0 {
+		var k K
+		var v V
+		return k, v, false
+	}
+	e := l.ring.prev
+	return e.key, e.val, true
+}
+
 func (l *lru[K, V]) len() int { return len(l.items) }
 
 // keyCache holds keys by digest, with an index by id. A nil *keyCache
