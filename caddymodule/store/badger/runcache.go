@@ -38,11 +38,7 @@ type runCache struct {
 	items *lru[runRef, []byte]
 	bytes int // the bytes of items' values
 	max   int
-	// seq changes when a run write begins or ends; writing counts the
-	// writes in flight. A read that missed fills the cache only if
-	// neither moved while it read.
-	seq     uint64
-	writing int
+	gate  writeGate // retention's rewrites
 }
 
 func newRunCache(maxBytes int) *runCache {
@@ -74,7 +70,7 @@ func (c *runCache) token() uint64 {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.seq
+	return c.gate.seq
 }
 
 // fill caches a copy of doc, ref's document read from badger since tok was
@@ -89,7 +85,7 @@ func (c *runCache) fill(tok uint64, ref runRef, doc []byte) {
 	ref = runRef{strings.Clone(ref.account), strings.Clone(ref.id)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.writing > 0 || c.seq != tok {
+	if !c.gate.open(tok) {
 		return
 	}
 	if old, ok := c.items.remove(ref); ok {
@@ -116,8 +112,7 @@ func (c *runCache) beginWrite() {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.writing++
-	c.seq++
+	c.gate.begin()
 }
 
 func (c *runCache) endWrite(refs []runRef) {
@@ -126,8 +121,7 @@ func (c *runCache) endWrite(refs []runRef) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.writing--
-	c.seq++
+	c.gate.end()
 	for _, ref := range refs {
 		c.dropLocked(ref)
 	}
