@@ -10,7 +10,8 @@
 // each write updates (cache.go), so authenticating a request and checking
 // its balance do not wait for the commit in flight. Run documents live in
 // badger's value log, whose pages the store drops from the resident set as
-// it goes (vlogtrim.go), and GetRunJSON serves them as stored (runjson.go).
+// it goes (vlogtrim.go), and GetRunJSON serves them as stored (runjson.go),
+// those it served lately from memory (runcache.go).
 package badger
 
 import (
