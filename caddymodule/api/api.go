@@ -133,6 +133,10 @@ type pathKey struct{}
 // takes, is a 404 here.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
+	if r.URL.RawPath == "" && canonical(path) {
+		a.mux.ServeHTTP(w, r) // what the mux sees already: nothing to split
+		return
+	}
 	seg, ok := segments(path)
 	if !ok {
 		notFound(w, r.Method, path)
@@ -164,6 +168,26 @@ func segments(path string) (seg []string, ok bool) {
 		}
 	}
 	return seg, true
+}
+
+// canonical reports whether path is /v1/<seg>/… as ServeHTTP would
+// rewrite it, so that the usual request skips segments' allocations:
+// no trailing slash, every segment non-empty and neither "." nor "..".
+func canonical(path string) bool {
+	rest, ok := strings.CutPrefix(path, "/v1/")
+	if !ok || rest == "" {
+		return false
+	}
+	for {
+		seg, after, more := strings.Cut(rest, "/")
+		if seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+		if !more {
+			return true
+		}
+		rest = after
+	}
 }
 
 func notFound(w http.ResponseWriter, method, path string) {

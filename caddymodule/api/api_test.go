@@ -164,3 +164,37 @@ func TestNotFoundNamesThePathAsSent(t *testing.T) {
 		}
 	}
 }
+
+// TestCanonical: the fast path of ServeHTTP takes only paths its rewrite
+// would leave as they are (and "/v1/", which it also leaves, goes the
+// slow way: no route takes it).
+func TestCanonical(t *testing.T) {
+	for _, tc := range []struct {
+		path string
+		want bool
+	}{
+		{"/v1/extractions/ext_1", true},
+		{"/v1/services", true},
+		{"/v1/a/b/c/d", true},
+		{"/v1/.well", true},
+		{"/v1/...", true},
+		{"/v1", false},
+		{"/v1/", false},
+		{"/v1//services", false},
+		{"/v1/services/", false},
+		{"/v1/services//pro_net", false},
+		{"/v1/./services", false},
+		{"/v1/services/..", false},
+		{"/v1/services/.", false},
+		{"//v1/services", false},
+		{"/v2/services", false},
+		{"/v1services", false},
+		{"/elsewhere", false},
+	} {
+		seg, ok := segments(tc.path)
+		rewritten := !ok || "/v1/"+strings.Join(seg, "/") != tc.path
+		if got := canonical(tc.path); got != tc.want || got && rewritten {
+			t.Errorf("canonical(%q) = %v, want %v (ServeHTTP rewrites it: %v)", tc.path, got, tc.want, rewritten)
+		}
+	}
+}

@@ -10,7 +10,8 @@
 // each write updates (cache.go), so authenticating a request and checking
 // its balance do not wait for the commit in flight. Run documents live in
 // badger's value log, whose pages the store drops from the resident set as
-// it goes (vlogtrim.go), and GetRunJSON serves them as stored (runjson.go).
+// it goes (vlogtrim.go), and GetRunJSON serves them as stored (runjson.go),
+// those it served lately from memory (runcache.go).
 package badger
 
 import (
@@ -44,6 +45,10 @@ type Options struct {
 	// no cache.
 	KeyCacheSize     int
 	AccountCacheSize int
+	// RunCacheBytes bounds the run documents GetRunJSON keeps in memory
+	// (runcache.go), in bytes. Default 0: DefaultRunCacheBytes; negative:
+	// no cache.
+	RunCacheBytes int
 	// ValueLogFileSize is the size of one value log file, the unit in
 	// which value-log GC gives the space of expired records back. Default
 	// 0: badger's, 1 GiB; the tests and the benchmark set smaller ones.
@@ -63,6 +68,7 @@ type Store struct {
 	holds         holds         // open reservations, in memory: a restart releases them
 	keys          *keyCache     // nil: no cache
 	accounts      *accountCache // nil: no cache
+	runs          *runCache     // settled runs as GetRunJSON serves them; nil: no cache
 	trim          *trimmer      // nil: value log pages left to the kernel
 	throttle      sync.Mutex    // serializes ThrottleAttempt (throttle.go)
 	throttleCache throttleCache // the counters in memory; under throttle
@@ -149,6 +155,7 @@ func open(dir string, opts Options, bo bdb.Options) (*Store, error) {
 		db: db, keySeq: seq, holds: newHolds(),
 		keys:     newKeyCache(cacheSize(opts.KeyCacheSize, DefaultKeyCacheSize)),
 		accounts: newAccountCache(cacheSize(opts.AccountCacheSize, DefaultAccountCacheSize)),
+		runs:     newRunCache(cacheSize(opts.RunCacheBytes, DefaultRunCacheBytes)),
 		dir:      bo.Dir, valueDir: bo.ValueDir, compactEvery: bo.ValueLogFileSize,
 		guard: newWriteGuard(bo.ValueDir, opts.MinFreeBytes),
 	}

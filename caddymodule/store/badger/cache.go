@@ -112,6 +112,17 @@ func (l *lru[K, V]) remove(k K) (V, bool) {
 	return e.val, true
 }
 
+// oldest returns the least recently used entry, leaving it in place.
+func (l *lru[K, V]) oldest() (K, V, bool) {
+	if len(l.items) == 0 {
+		var k K
+		var v V
+		return k, v, false
+	}
+	e := l.ring.prev
+	return e.key, e.val, true
+}
+
 func (l *lru[K, V]) len() int { return len(l.items) }
 
 // keyCache holds keys by digest, with an index by id. A nil *keyCache
@@ -120,12 +131,24 @@ type keyCache struct {
 	mu     sync.Mutex
 	byHash *lru[[32]byte, store.Key]
 	byID   map[string][32]byte
-	// seq changes when a key write begins or ends; writing counts the
-	// key writes in flight. A read that missed fills the cache only if
-	// neither moved while it read.
+	gate   writeGate // key writes
+}
+
+// writeGate tells a read that missed a cache whether it may fill it: seq
+// changes when a write the cache could hold begins or ends, writing counts
+// those in flight, and a read fills the cache only if neither moved while
+// it read. Its methods run under the lock of the cache it guards.
+type writeGate struct {
 	seq     uint64
 	writing int
 }
+
+func (g *writeGate) begin() { g.writing++; g.seq++ }
+func (g *writeGate) end()   { g.writing--; g.seq++ }
+
+// open reports whether a read that took tok (seq, when it began) may fill
+// the cache.
+func (g *writeGate) open(tok uint64) bool { return g.writing == 0 && g.seq == tok }
 
 func newKeyCache(size int) *keyCache {
 	if size <= 0 {
@@ -183,7 +206,7 @@ func (c *keyCache) token() uint64 {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.seq
+	return c.gate.seq
 }
 
 // fill caches k, read from badger since tok was taken, unless a key write
@@ -194,7 +217,7 @@ func (c *keyCache) fill(tok uint64, k store.Key) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.writing > 0 || c.seq != tok {
+	if !c.gate.open(tok) {
 		return
 	}
 	c.byHash.put(k.Hash, cloneKey(k))
@@ -218,8 +241,7 @@ func (c *keyCache) beginWrite(id string) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.writing++
-	c.seq++
+	c.gate.begin()
 	c.drop(id)
 }
 
@@ -229,8 +251,7 @@ func (c *keyCache) endWrite(id string) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.writing--
-	c.seq++
+	c.gate.end()
 	c.drop(id)
 }
 

@@ -86,6 +86,11 @@ func (s *Store) ExpireRuns(ctx context.Context, cutoff, now time.Time, limit int
 	}
 	more := !s.expiryIndexed.Load()
 	end := expiryKey(cutoff, "", "")[:9]
+	// The runs this pass rewrites leave the run cache before it commits
+	// and again after (runcache.go).
+	var rewritten []runRef
+	s.runs.beginWrite()
+	defer func() { s.runs.endWrite(rewritten) }()
 	err := s.update(ctx, func(txn *bdb.Txn) error {
 		res = store.ExpireResult{}
 		it := txn.NewIterator(bdb.IteratorOptions{Prefix: []byte{pExpiry}})
@@ -101,6 +106,11 @@ func (s *Store) ExpireRuns(ctx context.Context, cutoff, now time.Time, limit int
 		for _, k := range keys {
 			if err := ctx.Err(); err != nil {
 				return err
+			}
+			if _, account, runID, ok := parseExpiryKey(k); ok {
+				ref := runRef{account, runID}
+				rewritten = append(rewritten, ref)
+				s.runs.drop(ref)
 			}
 			n, expired, err := expireOne(txn, k, now)
 			if err != nil {

@@ -14,7 +14,8 @@ import (
 
 // GetRunJSON appends to dst a run of the account in its API form: the
 // stored document, decoded once from badger into dst, with its scope
-// members cut off, without decoding the records. ErrNotFound for an
+// members cut off, without decoding the records; or that form as a
+// previous call left it in memory (runcache.go). ErrNotFound for an
 // unknown id or another account's run.
 func (s *Store) GetRunJSON(ctx context.Context, dst []byte, accountID, runID string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
@@ -23,6 +24,20 @@ func (s *Store) GetRunJSON(ctx context.Context, dst []byte, accountID, runID str
 	if !settle.ValidID(accountID) || !settle.ValidID(runID) {
 		return dst, fmt.Errorf("getting run %q: %w", runID, store.ErrNotFound)
 	}
+	ref := runRef{accountID, runID}
+	if out, ok := s.runs.appendTo(dst, ref); ok {
+		return out, nil
+	}
+	tok := s.runs.token()
+	out, err := s.readRunJSON(dst, accountID, runID)
+	if err == nil {
+		s.runs.fill(tok, ref, out[len(dst):])
+	}
+	return out, err
+}
+
+// readRunJSON is GetRunJSON's read from badger.
+func (s *Store) readRunJSON(dst []byte, accountID, runID string) ([]byte, error) {
 	out := dst
 	err := s.db.View(func(txn *bdb.Txn) error {
 		item, err := txn.Get(runKey(accountID, runID))
