@@ -238,9 +238,11 @@ func (n *typeNode) eval(_ *env, in value, out []value) ([]value, error) {
 	return out, nil
 }
 
-// fn0Node is a builtin of no arguments.
+// fn0Node is a builtin of no arguments; name is its jq name (emitters
+// tell nonempty by it).
 type fn0Node struct {
-	f func(e *env, v value) (value, error)
+	f    func(e *env, v value) (value, error)
+	name string
 }
 
 func (n *fn0Node) one(e *env, in value) (value, error)                 { return n.f(e, in) }
