@@ -200,13 +200,18 @@ type emitObject struct {
 	n      *objectNode
 	vals   []emitter        // by key
 	fields []*fieldPipeNode // by key: n.fields
-	top    bool             // the record: its null members left out
+	// nonEmpty[j]: fields[j] is .key | str, the prelude's guard, whose
+	// string branch is if . == "" then null else . end: a raw string of
+	// the item is written as it is read, without the guard's calls.
+	nonEmpty []bool
+	top      bool // the record: its null members left out
 }
 
 // mkEmitObject is nil when a key is declared twice (objectNode evaluates
 // the value it overrides, which may fail).
 func mkEmitObject(n *objectNode, top bool) *emitObject {
-	m := &emitObject{n: n, vals: make([]emitter, len(n.keys)), fields: make([]*fieldPipeNode, len(n.keys)), top: top}
+	m := &emitObject{n: n, vals: make([]emitter, len(n.keys)), fields: make([]*fieldPipeNode, len(n.keys)),
+		nonEmpty: make([]bool, len(n.keys)), top: top}
 	for j, x := range n.vals {
 		s := n.slot[j]
 		if s < 0 {
@@ -214,8 +219,22 @@ func mkEmitObject(n *objectNode, top bool) *emitObject {
 		}
 		m.vals[s] = mkEmitter(x, false)
 		m.fields[s] = n.fields[j]
+		if f := n.fields[j]; f != nil {
+			m.nonEmpty[s] = nonEmptyGuard(f.r)
+		}
 	}
 	return m
+}
+
+// nonEmptyGuard reports whether r, for a string, is if . == "" then null
+// else . end.
+func nonEmptyGuard(r oner) bool {
+	t, ok := r.(*typeSwitch1Node)
+	if !ok || t.eq[kStr] == nil {
+		return false
+	}
+	q := t.eq[kStr]
+	return q.empty && !q.cond.neg && q.thenV != nil && q.thenV.k == kNull && q.elsV == nil
 }
 
 func (m *emitObject) emit(e *env, in value, b []byte, prune bool) ([]byte, emitState, error) {
@@ -243,15 +262,24 @@ func (m *emitObject) emit(e *env, in value, b []byte, prune bool) ([]byte, emitS
 		var err error
 		if f := m.fields[j]; f != nil && slots != nil {
 			v := vNull
-			if sp := slots[f.f.slot]; sp.end != 0 {
+			sp := slots[f.f.slot]
+			if sp.end != 0 {
 				v = rawValue(e.src[sp.start:sp.end])
 			}
-			if v.k == kNull && f.onNull != nil {
-				v = *f.onNull
-			} else if v, err = f.r.one(e, v); err != nil {
-				return b, emitNone, err
+			switch {
+			case v.k == kStr && m.nonEmpty[j]:
+				st = emitNull
+				if len(v.s) > 2 {
+					b, st = appendRawString(b, v.s[1:len(v.s)-1]), emitWrote
+				}
+			case v.k == kNull && f.onNull != nil:
+				b, st, err = e.emitValue(b, *f.onNull, prune)
+			default:
+				if v, err = f.r.one(e, v); err != nil {
+					return b, emitNone, err
+				}
+				b, st, err = e.emitValue(b, v, prune)
 			}
-			b, st, err = e.emitValue(b, v, prune)
 		} else {
 			b, st, err = x.emit(e, in, b, prune)
 		}
