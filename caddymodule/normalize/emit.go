@@ -63,7 +63,14 @@ func mkEmitter(n node, top bool) emitter {
 		if m := mkEmitObject(x, top); m != nil {
 			return m
 		}
+	case *fieldPipeNode:
+		if !top && nonEmptyGuard(x.r) {
+			return &emitStr{&x.f, x.r}
+		}
 	case *pipe1Node:
+		if !top && nonEmptyGuard(x.r) {
+			return &emitStr{x.l, x.r}
+		}
 		if _, ok := x.r.(pruneNode); ok {
 			if l := mkEmitter(x.l, top); l != nil {
 				return &emitPrune{l}
@@ -143,6 +150,33 @@ func (m emitOpt) emit(e *env, in value, b []byte, prune bool) ([]byte, emitState
 		return b, emitNone, err
 	}
 	return e.emitValue(b, v, prune)
+}
+
+// emitStr is l | str (the prelude's guard, nonEmptyGuard): a string l
+// gives is written as it is, or left out when it is "", without the
+// guard's calls; other values go through it.
+type emitStr struct{ l, str oner }
+
+func (m *emitStr) emit(e *env, in value, b []byte, prune bool) ([]byte, emitState, error) {
+	v, err := m.l.one(e, in)
+	if err != nil {
+		return b, emitNone, err
+	}
+	switch {
+	case v.k != kStr:
+		if v, err = m.str.one(e, v); err != nil {
+			return b, emitNone, err
+		}
+		return e.emitValue(b, v, prune)
+	case v.raw():
+		if len(v.s) == 2 {
+			return b, emitNull, nil
+		}
+		return appendRawString(b, v.s[1:len(v.s)-1]), emitWrote, nil
+	case v.s == "":
+		return b, emitNull, nil
+	}
+	return appendJSONString(b, v.s), emitWrote, nil
 }
 
 // emitPrune is x | del(.. | nulls).

@@ -36,12 +36,14 @@ func TestEmitWritesTheBuiltRecord(t *testing.T) {
 		`{v: (.a | tonumber)}`,
 		`{v: [.a[]? | objects | {b: (.b | str), c: (.c | str), d: (.d | str)}], w: (.b | str), x: (.c | str), y: (.a | str)}`,
 		`{v: [.a[]? | objects | {b: (.b | str), c: (.c | str), d: (.d | str)}], w: (.b | str)} | del(.. | nulls)`,
+		`{v: [.a[]? | objects | {b: ((.b // .c) | str)}], w: ((.b // .c) | str), x: (.c | ascii_downcase | str), y: ((.b | tostring) | str), z: ("\(.c)" | str)}`,
+		`{v: [.a[]? | {b: (.b | str)}]} | del(.. | nulls)`,
 	}
 	inputs := []string{
 		`{}`, `{"a":null}`, `{"a":1}`, `{"a":"x"}`, `{"a":""}`, `{"a":[]}`, `{"a":{}}`, `{"a":"A <c>"}`,
 		`{"a":[1,"two",null,{"b":3},[4]]}`, `{"a":[{"b":"x","n":null},{"b":"","n":[null,1]},{"n":{"m":null}}]}`,
 		`{"a":[{"b":null},null,{"b":2}],"b":"y"}`, `{"a":{"b":{"c":"deep"},"n":null}}`, `{"a":{"x":1,"y":2}}`,
-		`{"a":[null]}`, `{"a":[{"b":"","c":"x","d":3},{"b":"<\u0041>","c":null,"d":[1]},{"c":"\"q\" & ü"}],"b":"","c":"z"}`, `{"a":"1e400"}`, `{"a":"nan"}`, `{"a":1,"b":[null,{"c":null}]}`,
+		`{"a":[null]}`, `{"a":[{"b":"","c":"x","d":3},{"b":"<\u0041>","c":null,"d":[1]},{"c":"\"q\" & ü"}],"b":"","c":"z"}`, `{"a":"1e400"}`, `{"a":["","x",{"b":""},{"b":"","c":"C"},{"b":7},{"c":1.5}],"b":null,"c":"ABC"}`, `{"a":[{"b":false,"c":""}],"b":"","c":""}`, `{"a":"nan"}`, `{"a":1,"b":[null,{"c":null}]}`,
 		`null`, `1`, `"s"`, `[1,2]`, `[]`,
 	}
 	emitted := 0
