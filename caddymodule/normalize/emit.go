@@ -273,15 +273,9 @@ func nonEmptyGuard(r oner) bool {
 
 func (m *emitObject) emit(e *env, in value, b []byte, prune bool) ([]byte, emitState, error) {
 	n := m.n
-	var slots []span
-	if in.k == kObj && in.raw() && !in.pruned() {
-		if n.site != nil {
-			e.pushFrame(n.site, in.s)
-			defer e.popFrame()
-		}
-		if n.inSite != nil {
-			slots = e.frameSlots(n.inSite, in.s)
-		}
+	slots, pushed := n.enter(e, in)
+	if pushed {
+		defer e.popFrame()
 	}
 	skipNull := prune || m.top
 	b = append(b, '{')
