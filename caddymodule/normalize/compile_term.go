@@ -206,7 +206,7 @@ func (c *planCompiler) str(s *gojq.String, in *site) (node, error) {
 			return nil, err
 		}
 		if q.Term == nil || q.Term.Str == nil {
-			n = mkPipe(n, &fn0Node{bToString})
+			n = mkPipe(n, &fn0Node{bToString, "tostring"})
 		}
 		parts = append(parts, n)
 	}
@@ -376,7 +376,7 @@ func (c *planCompiler) fn(f *gojq.Func, in *site) (node, error) {
 			return t, nil
 		}
 		if b, ok := fn0s[name]; ok {
-			return &fn0Node{b}, nil
+			return &fn0Node{b, name}, nil
 		}
 	case 1:
 		switch name {

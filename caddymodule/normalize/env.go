@@ -3,7 +3,6 @@ package normalize
 import (
 	"cmp"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"unsafe"
 
@@ -231,12 +230,12 @@ func (e *env) pushFrame(s *site, raw string) {
 	// iteration over it (elemEnds).
 	i := 1
 	for missing := len(slots); missing > 0; {
-		ks, ke, vs, ok := memberAt(raw, i)
+		ks, ke, vs, esc, ok := memberAt(raw, i)
 		if !ok {
 			break
 		}
 		k := raw[ks:ke]
-		if strings.IndexByte(k, '\\') >= 0 {
+		if esc {
 			k = jsonscan.Unquote(k)
 		}
 		i = vs

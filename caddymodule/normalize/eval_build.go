@@ -17,16 +17,27 @@ type objectNode struct {
 	inSite *site
 }
 
+// enter indexes a raw object input for the object's own site (pushed:
+// the caller pops the frame when done) and returns the slots its field
+// reads take values from, or nil; objectNode and emitObject share it.
+func (n *objectNode) enter(e *env, in value) (slots []span, pushed bool) {
+	if in.k != kObj || !in.raw() || in.pruned() {
+		return nil, false
+	}
+	if n.site != nil {
+		e.pushFrame(n.site, in.s)
+		pushed = true
+	}
+	if n.inSite != nil {
+		slots = e.frameSlots(n.inSite, in.s)
+	}
+	return slots, pushed
+}
+
 func (n *objectNode) one(e *env, in value) (value, error) {
-	var slots []span
-	if in.k == kObj && in.raw() && !in.pruned() {
-		if n.site != nil {
-			e.pushFrame(n.site, in.s)
-			defer e.popFrame()
-		}
-		if n.inSite != nil {
-			slots = e.frameSlots(n.inSite, in.s)
-		}
+	slots, pushed := n.enter(e, in)
+	if pushed {
+		defer e.popFrame()
 	}
 	c := e.newObjKeys(n.keys, n.quoted)
 	for j, x := range n.vals {
@@ -238,9 +249,11 @@ func (n *typeNode) eval(_ *env, in value, out []value) ([]value, error) {
 	return out, nil
 }
 
-// fn0Node is a builtin of no arguments.
+// fn0Node is a builtin of no arguments; name is its jq name (emitters
+// tell nonempty by it).
 type fn0Node struct {
-	f func(e *env, v value) (value, error)
+	f    func(e *env, v value) (value, error)
+	name string
 }
 
 func (n *fn0Node) one(e *env, in value) (value, error)                 { return n.f(e, in) }

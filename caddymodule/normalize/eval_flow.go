@@ -88,11 +88,7 @@ type iterMapNode struct {
 }
 
 func (n *iterMapNode) eval(e *env, in value, out []value) ([]value, error) {
-	v, err := n.src.one(e, in)
-	if err != nil {
-		return out, err
-	}
-	each := func(x value) error {
+	err := n.iter(e, in, func(x value) error {
 		if n.f == nil {
 			out = append(out, x)
 			return nil
@@ -102,24 +98,34 @@ func (n *iterMapNode) eval(e *env, in value, out []value) ([]value, error) {
 			out = append(out, y)
 		}
 		return err
+	})
+	return out, err
+}
+
+// iter calls each with the elements of src's value on in (before f), in
+// order, until each fails; it is the loop of eval and of emitArray.
+func (n *iterMapNode) iter(e *env, in value, each func(x value) error) error {
+	v, err := n.src.one(e, in)
+	if err != nil {
+		return err
 	}
 	switch {
 	case v.k == kArr && !v.pruned():
 		if !v.raw() {
 			for _, x := range v.c.arr {
 				if err := each(x); err != nil {
-					return out, err
+					return err
 				}
 			}
-			return out, nil
+			return nil
 		}
 		for i := 1; ; {
 			el, next, ok := e.nextElem(v.s, i)
 			if !ok {
-				return out, nil
+				return nil
 			}
 			if err := each(rawValue(el)); err != nil {
-				return out, err
+				return err
 			}
 			i = next
 		}
@@ -128,16 +134,16 @@ func (n *iterMapNode) eval(e *env, in value, out []value) ([]value, error) {
 		defer e.releasePairs(ps)
 		for _, p := range ps {
 			if err := each(p.val); err != nil {
-				return out, err
+				return err
 			}
 		}
-		return out, nil
+		return nil
 	case v.k >= kArr:
-		return out, errBail
+		return errBail
 	case n.optional:
-		return out, nil
+		return nil
 	}
-	return out, errJQ
+	return errJQ
 }
 
 type commaNode struct{ l, r node }

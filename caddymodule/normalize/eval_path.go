@@ -16,6 +16,11 @@ type fieldNode struct {
 }
 
 func (n *fieldNode) one(e *env, in value) (value, error) {
+	if in.k == kObj && in.f == fRaw {
+		// The common case first (a raw object of the item, not pruned):
+		// field reads are the plan's most frequent node.
+		return e.lookup(in.s, n.key, n.site, n.slot), nil
+	}
 	switch in.k {
 	case kNull:
 		return vNull, nil

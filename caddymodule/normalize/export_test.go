@@ -22,3 +22,7 @@ func (p *Program) NormalizeGojq(ctx context.Context, item []byte, input, now str
 func (p *Program) RunPlan(item []byte, input, now string) ([]byte, bool, error) {
 	return p.plan.run(item, input, now, false)
 }
+
+// Emits reports whether the plan writes the record while it evaluates it
+// (emit.go) rather than building it first.
+func (p *Program) Emits() bool { return p.plan != nil && p.plan.emit != nil }

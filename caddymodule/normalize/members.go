@@ -2,7 +2,6 @@ package normalize
 
 import (
 	"slices"
-	"strings"
 	"unsafe"
 
 	"socialrouter/internal/jsonscan"
@@ -64,14 +63,13 @@ func (e *env) indexMembers(raw string, off int) int {
 	first := len(e.mems)
 	j := 1
 	for {
-		ks, ke, vs, ok := memberAt(raw, j)
+		ks, ke, vs, esc, ok := memberAt(raw, j)
 		if !ok {
 			j = vs
 			break
 		}
 		ve := jsonscan.SkipValue(raw, vs)
-		e.mems = append(e.mems, memSpan{int32(off + ks), int32(off + ke), int32(off + vs), int32(off + ve),
-			strings.IndexByte(raw[ks:ke], '\\') >= 0})
+		e.mems = append(e.mems, memSpan{int32(off + ks), int32(off + ke), int32(off + vs), int32(off + ve), esc})
 		j = ve
 	}
 	o := objIndex{int32(off), int32(first), int32(len(e.mems) - first)}
@@ -86,18 +84,35 @@ func (e *env) indexMembers(raw string, off int) int {
 
 // memberAt reads the member of an object at raw[i] (just after '{' or
 // after the previous member's value): its key's body raw[ks:ke], escapes
-// undecoded, and where its value starts; ok is false at the closing '}',
-// which is then at vs.
-func memberAt(raw string, i int) (ks, ke, vs int, ok bool) {
+// undecoded (esc: it holds one), and where its value starts; ok is false
+// at the closing '}', which is then at vs.
+func memberAt(raw string, i int) (ks, ke, vs int, esc, ok bool) {
 	i = jsonscan.SkipSpace(raw, i)
 	if raw[i] == ',' {
 		i = jsonscan.SkipSpace(raw, i+1)
 	}
 	if raw[i] != '"' {
-		return 0, 0, i, false
+		return 0, 0, i, false, false
 	}
-	end := jsonscan.SkipString(raw, i)
-	return i + 1, end - 1, jsonscan.SkipSpace(raw, jsonscan.SkipSpace(raw, end)+1), true // past ':'
+	end, esc := keyEnd(raw, i)
+	return i + 1, end - 1, jsonscan.SkipSpace(raw, jsonscan.SkipSpace(raw, end)+1), esc, true // past ':'
+}
+
+// keyEnd is jsonscan.SkipString for a key, and whether the key holds an
+// escape: one pass byte by byte, where keys are short enough that
+// IndexByte's setup, twice (the end, then an escape), cost more (issue 38).
+func keyEnd(raw string, i int) (int, bool) {
+	esc := false
+	for i++; i < len(raw); i++ {
+		switch raw[i] {
+		case '"':
+			return i + 1, esc
+		case '\\':
+			esc = true
+			i++
+		}
+	}
+	return len(raw), esc
 }
 
 // key is the member's key, decoded.

@@ -61,8 +61,11 @@ const indexThreshold = 3
 // plan is a normalize program compiled for the fast path. It is immutable
 // after compilePlan and safe for concurrent use.
 type plan struct {
-	root     node
-	rootOpt  opter // root, when it has at most one output
+	root    node
+	rootOpt opter // root, when it has at most one output
+	// emit writes the record while it evaluates root (emit.go); nil
+	// when root's shape has no emitter.
+	emit     emitter
 	rootSite *site
 	// markers are the root site's slots of ErrorMarkers: the root
 	// object's one indexing pass also tells an error row (IsErrorItem),
@@ -95,6 +98,7 @@ func compilePlan(q *gojq.Query) (pl *plan, why string) {
 		pl.markers = append(pl.markers, rootSite.index(m))
 	}
 	pl.rootOpt, _ = asOpt(n)
+	pl.emit = recordEmitter(n)
 	pl.envs.New = func() any { return &env{vars: make([]value, pl.nvars), lastRead: -1} }
 	return pl, ""
 }
@@ -141,6 +145,14 @@ func (pl *plan) run(item []byte, input, now string, checked bool) (rec []byte, o
 		if pl.errorRow(e) {
 			return nil, false, nil
 		}
+	}
+	if pl.emit != nil {
+		w, st, err := pl.emit.emit(e, root, e.out[:0], false)
+		e.out = w
+		if err != nil || st != emitWrote {
+			return nil, false, err
+		}
+		return append([]byte(nil), w...), true, nil
 	}
 	var out value
 	if pl.rootOpt != nil {

@@ -208,7 +208,9 @@ func appendRawString(b []byte, body string) []byte {
 			b = append(b, '\\', '"')
 			i++
 			start = i
-		default: // '<', '>', '&'
+		case '^', '|', '~': // rawStops' company of '\\', '<' and '>'
+			i++
+		default: // '<', '>', '&' (and 0x1c, 0x1e, never in a checked body)
 			b = append(b, body[start:i]...)
 			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
 			i++
@@ -259,8 +261,9 @@ const hexDigits = "0123456789abcdef"
 var rawStop = [256]bool{'\\': true, '<': true, '>': true, '&': true, '"': true, 0xE2: true}
 
 // rawPlain is the index of the first byte of body from i that
-// appendRawString must look at ('\\', '<', '>', '&', '"' or 0xE2), or
-// len(body): sixteen bytes a step, then eight, then byte by byte.
+// appendRawString must look at ('\\', '<', '>', '&', '"' or 0xE2; the
+// eight-byte steps also stop at '^', '|' and '~'), or len(body):
+// sixteen bytes a step, then eight, then byte by byte.
 func rawPlain(s string, i int) int {
 	for ; i+16 <= len(s); i += 16 {
 		// Two words a step, one branch for both: most string bodies
@@ -294,9 +297,14 @@ func load8(s string, i int) uint64 {
 // rawStops flags the bytes of w that rawPlain stops at (the lowest flag
 // exact). '"' and '&' (0x22, 0x26) differ in one bit, as do '<' and '>'
 // (0x3c, 0x3e): one test each.
+//
+// '\\' (0x5c) and '<', '>' are one test too: x|0x62 == 0x7e holds for
+// 0x1c, 0x1e, '<', '>', '\\', '^', '|' and '~', so rawPlain also stops at
+// '^', '|' and '~', which appendRawString copies as they are, and at
+// 0x1c and 0x1e, which a checked body never holds (three tests a word,
+// where four were: issue 38).
 func rawStops(w uint64) uint64 {
-	return zeroByte(w^(ones8*'\\')) | zeroByte((w|ones8*0x04)^(ones8*'&')) |
-		zeroByte((w|ones8*0x02)^(ones8*'>')) | zeroByte(w^(ones8*0xE2))
+	return zeroByte((w|ones8*0x62)^(ones8*0x7e)) | zeroByte((w|ones8*0x04)^(ones8*'&')) | zeroByte(w^(ones8*0xE2))
 }
 
 const (

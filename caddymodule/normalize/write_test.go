@@ -12,13 +12,15 @@ import (
 
 // TestAppendRawString holds appendRawString to json.Marshal of the string
 // a checked literal decodes to: escapes of every kind, the HTML bytes,
-// U+2028/U+2029 and their neighbours, at every offset around the eight-byte
+// U+2028/U+2029 and their neighbours, the bytes rawStops flags beside
+// '<', '>' and '\\' ('^', '|', '~'), at every offset around the eight-byte
 // steps of rawPlain.
 func TestAppendRawString(t *testing.T) {
 	pieces := []string{
 		"a", "plain text ", "<", ">", "&", `\"`, `\\`, `\/`, `\b`, `\f`, `\n`, `\r`, `\t`,
 		`\u0000`, `\u001f`, `\u003c`, `\u0026`, `\u00e9`, `\u2028`, `\u2029`, `\ud83d\ude00`, `\ud800`, `\udc00x`,
 		`\ud800\u0041`, "é", "\u2028", "\u2029", "\u2027", "\u202a", "\u20ac", "€uro", "\U0001F600",
+		"^", "|", "~", "a|b~c^d", `\u001c`, `\u001e`, `\u007c`,
 	}
 	rng := rand.New(rand.NewPCG(3, 8))
 	var cases []string
