@@ -67,8 +67,8 @@ func TestEmitWritesTheBuiltRecord(t *testing.T) {
 		emitted++
 		plans[1].emit = nil
 		for _, in := range inputs {
-			got, gotOK, gotErr := plans[0].run([]byte(in), "i", "n", false)
-			want, wantOK, wantErr := plans[1].run([]byte(in), "i", "n", false)
+			got, gotOK, gotErr := plans[0].run(nil, []byte(in), "i", "n", false)
+			want, wantOK, wantErr := plans[1].run(nil, []byte(in), "i", "n", false)
 			if (gotErr == nil) != (wantErr == nil) || gotErr == nil && (gotOK != wantOK || !bytes.Equal(got, want)) {
 				t.Errorf("%s on %s: emitted %s, %v, %v; built %s, %v, %v", src, in, got, gotOK, gotErr, want, wantOK, wantErr)
 			}

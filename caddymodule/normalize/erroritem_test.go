@@ -46,7 +46,7 @@ func TestErrorItemsAreNeverRecords(t *testing.T) {
 			if engine == "plan" {
 				// The plan tells an error row itself, without leaving the
 				// item to gojq's path.
-				if rec, ok, err := p.plan.run([]byte(it.item), "", "2026-01-01T00:00:00Z", false); err != nil || ok != it.record {
+				if rec, ok, err := p.plan.run(nil, []byte(it.item), "", "2026-01-01T00:00:00Z", false); err != nil || ok != it.record {
 					t.Errorf("plan alone: %s: record %v (%s), error %v; want record %v", it.item, ok, rec, err, it.record)
 				}
 			}

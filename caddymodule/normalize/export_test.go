@@ -20,7 +20,7 @@ func (p *Program) NormalizeGojq(ctx context.Context, item []byte, input, now str
 
 // RunPlan runs the item on the plan alone, with the cause of a failure.
 func (p *Program) RunPlan(item []byte, input, now string) ([]byte, bool, error) {
-	return p.plan.run(item, input, now, false)
+	return p.plan.run(nil, item, input, now, false)
 }
 
 // Emits reports whether the plan writes the record while it evaluates it

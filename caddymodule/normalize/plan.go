@@ -106,19 +106,22 @@ func compilePlan(q *gojq.Query) (pl *plan, why string) {
 // normalize runs the plan over one raw item, with NormalizeItem's contract;
 // checked says the caller has validated it with jsonscan's strict check. errBail (for
 // every failure) sends the item to gojq.
-func (pl *plan) normalize(item []byte, input, now string, checked bool) ([]byte, bool, error) {
-	rec, ok, err := pl.run(item, input, now, checked)
+func (pl *plan) normalize(dst, item []byte, input, now string, checked bool) ([]byte, bool, error) {
+	out, ok, err := pl.run(dst, item, input, now, checked)
 	if err != nil {
-		return nil, false, errBail
+		return dst, false, errBail
 	}
-	return rec, ok, nil
+	return out, ok, nil
 }
 
 // run is normalize with the cause of a failure: errJQ (the program raised
-// an error), errBail (outside the plan) or errPanic.
-func (pl *plan) run(item []byte, input, now string, checked bool) (rec []byte, ok bool, err error) {
+// an error), errBail (outside the plan) or errPanic. The record is written
+// straight after dst's bytes and out is dst with it (dst itself when there
+// is none); a nil dst gets a fresh slice of the record alone, written in
+// the env's buffer first.
+func (pl *plan) run(dst, item []byte, input, now string, checked bool) (out []byte, ok bool, err error) {
 	if len(item) == 0 || len(item) > math.MaxInt32 {
-		return nil, false, errBail
+		return dst, false, errBail
 	}
 	// The item is read in place; nothing derived from it outlives this
 	// call (the record is a copy and the env is cleared before reuse).
@@ -127,7 +130,7 @@ func (pl *plan) run(item []byte, input, now string, checked bool) (rec []byte, o
 	defer func() {
 		if r := recover(); r != nil {
 			fastPathPanics.Add(1)
-			rec, ok, err = nil, false, errPanic
+			out, ok, err = dst, false, errPanic
 		}
 		e.reset()
 		pl.envs.Put(e)
@@ -135,7 +138,7 @@ func (pl *plan) run(item []byte, input, now string, checked bool) (rec []byte, o
 	// The plan reads the item in place and trusts its syntax: it must be
 	// what jsonscan's strict check accepts, checked here unless the caller did.
 	if !checked && !e.check.Valid(src) {
-		return nil, false, errBail
+		return dst, false, errBail
 	}
 	e.src = src
 	e.vars[0], e.vars[1] = strValue(input), strValue(now)
@@ -143,47 +146,60 @@ func (pl *plan) run(item []byte, input, now string, checked bool) (rec []byte, o
 	if root.k == kObj {
 		e.pushFrame(pl.rootSite, root.s)
 		if pl.errorRow(e) {
-			return nil, false, nil
+			return dst, false, nil
 		}
+	}
+	buf := dst
+	if dst == nil {
+		buf = e.out[:0]
 	}
 	if pl.emit != nil {
-		w, st, err := pl.emit.emit(e, root, e.out[:0], false)
-		e.out = w
+		w, st, err := pl.emit.emit(e, root, buf, false)
 		if err != nil || st != emitWrote {
-			return nil, false, err
+			return dst, false, err
 		}
-		return append([]byte(nil), w...), true, nil
+		return pl.done(e, dst, w), true, nil
 	}
-	var out value
+	var rv value
 	if pl.rootOpt != nil {
 		v, found, err := pl.rootOpt.opt(e, root)
 		if err != nil {
-			return nil, false, err
+			return dst, false, err
 		}
 		if found {
-			out = v
+			rv = v
 		}
 	} else {
 		outs, err := pl.root.eval(e, root, e.getBuf())
 		if err != nil {
-			return nil, false, err
+			return dst, false, err
 		}
 		if len(outs) > 0 {
-			out = outs[0]
+			rv = outs[0]
 		}
 	}
-	if out.k == kNull {
-		return nil, false, nil
+	if rv.k == kNull {
+		return dst, false, nil
 	}
-	if out.k != kObj {
-		return nil, false, errBail
+	if rv.k != kObj {
+		return dst, false, errBail
 	}
-	w, err := e.writeTop(e.out[:0], out)
-	e.out = w
+	w, err := e.writeTop(buf, rv)
 	if err != nil {
-		return nil, false, err
+		return dst, false, err
 	}
-	return append([]byte(nil), w...), true, nil
+	return pl.done(e, dst, w), true, nil
+}
+
+// done is run's result once the record is written in w: dst followed by
+// it (w itself), or for a nil dst a copy of the record, w being the env's
+// buffer, kept for the next item.
+func (pl *plan) done(e *env, dst, w []byte) []byte {
+	if dst != nil {
+		return w
+	}
+	e.out = w
+	return append([]byte(nil), w...)
 }
 
 // errorRow is IsErrorItem of the root object, read from its frame (the

@@ -106,19 +106,44 @@ func (p *Program) NormalizeCheckedItem(ctx context.Context, item []byte, input, 
 }
 
 func (p *Program) normalizeItem(ctx context.Context, item []byte, input, now string, checked bool) (rec []byte, ok bool, err error) {
+	return p.appendItem(ctx, nil, item, input, now, checked)
+}
+
+// AppendCheckedItem is NormalizeCheckedItem writing the record after dst's
+// bytes: out is dst followed by the record when ok, dst as it was when
+// not. A caller normalizing many items keeps them in one buffer instead of
+// a slice each; the plan writes the record there as it evaluates it, with
+// no copy from a buffer of its own (docs/perf-log.md, round 20).
+func (p *Program) AppendCheckedItem(ctx context.Context, dst, item []byte, input, now string) (out []byte, ok bool, err error) {
+	if dst == nil {
+		dst = []byte{}
+	}
+	return p.appendItem(ctx, dst, item, input, now, true)
+}
+
+// appendItem is the one path of every normalize call: a nil dst asks for
+// the record as a fresh slice of its own.
+func (p *Program) appendItem(ctx context.Context, dst, item []byte, input, now string, checked bool) (out []byte, ok bool, err error) {
 	// Every caller (the router, sdr check and try) comes through here, so
 	// an error row is dropped whatever the offer's program makes of it:
 	// the plan tells one while it indexes the root object, gojq's path
 	// asks IsErrorItem first.
 	if p.plan != nil && ctx.Err() == nil {
-		if rec, ok, err := p.plan.normalize(item, input, now, checked); err == nil {
-			return rec, ok, nil
+		if out, ok, err := p.plan.normalize(dst, item, input, now, checked); err == nil {
+			return out, ok, nil
 		}
 	}
 	if IsErrorItem(item) {
-		return nil, false, nil
+		return dst, false, nil
 	}
-	return p.normalizeGojq(ctx, item, input, now)
+	if dst == nil {
+		return p.normalizeGojq(ctx, item, input, now)
+	}
+	rec, ok, err := p.normalizeGojq(ctx, item, input, now)
+	if err != nil || !ok {
+		return dst, false, err
+	}
+	return append(dst, rec...), true, nil
 }
 
 // normalizeGojq is NormalizeItem on gojq alone.

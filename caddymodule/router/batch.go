@@ -256,9 +256,18 @@ func (r *Router) collect(bs *batchSet, o *registry.Offer, inputs []string, body 
 		perInput: make([][]json.RawMessage, max(1, len(inputs)))}
 	m := newInputMatcher(inputs)
 	m.sent(body)
-	normalizeItem := o.Normalize.NormalizeItem
-	if res.Checked { // the splitter checked the body: no second check of each item
-		normalizeItem = o.Normalize.NormalizeCheckedItem
+	// The records of a checked body (the splitter checked it: no second
+	// check of each item) are written one after the other into one buffer,
+	// sized for the items they come from, each a slice of it capped at its
+	// end: one allocation for the batch, where a record each cost its own
+	// and a copy out of the normalizer's buffer.
+	var arena []byte
+	if res.Checked && o.Normalize != nil {
+		n := 0
+		for _, item := range res.Items {
+			n += len(item)
+		}
+		arena = make([]byte, 0, n)
 	}
 	gone := map[int]bool{}
 	for _, item := range res.Items {
@@ -274,7 +283,16 @@ func (r *Router) collect(bs *batchSet, o *registry.Offer, inputs []string, body 
 		if len(inputs) > 0 {
 			in = inputs[k]
 		}
-		rec, ok, err := normalizeItem(ctx, item, in, nowISO)
+		var rec []byte
+		var ok bool
+		var err error
+		if arena != nil {
+			start := len(arena)
+			arena, ok, err = o.Normalize.AppendCheckedItem(ctx, arena, item, in, nowISO)
+			rec = arena[start:len(arena):len(arena)]
+		} else {
+			rec, ok, err = o.Normalize.NormalizeItem(ctx, item, in, nowISO)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return // the attempt is ending; its cause decides
