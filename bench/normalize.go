@@ -81,7 +81,7 @@ func (rep *report) experiments(ctx context.Context, cfg *config) error {
 			return json.Marshal(pruneNulls(outs[0]))
 		}
 	}
-	var want []byte // the record, which every variant must give (the scan hands it on)
+	var want []byte  // the record, which every variant must give (the scan hands it on)
 	var batch []byte // the router's buffer of a batch's records, reused here
 	variants := []struct {
 		label string

@@ -13,11 +13,11 @@ import (
 func TestAppendCheckedItem(t *testing.T) {
 	ctx := context.Background()
 	programs := []string{
-		`{v: .a, w: .b} | del(.. | nulls)`,                  // emitted
+		`{v: .a, w: .b} | del(.. | nulls)`,                   // emitted
 		`if .a == null then empty else {v: .a, n: null} end`, // emitted, may drop
-		`{v: .a, v: .b}`,                                     // built: a key twice
-		`{v: (.a | tojson)}`,                                 // no plan: gojq
-		`{v: (.a | tonumber)}`,                               // an error for some items
+		`{v: .a, v: .b}`,       // built: a key twice
+		`{v: (.a | tojson)}`,   // no plan: gojq
+		`{v: (.a | tonumber)}`, // an error for some items
 	}
 	items := []string{`{}`, `{"a":null}`, `{"a":1,"b":"x"}`, `{"a":"<x> & y"}`, `{"a":"nan"}`, `{"a":[1,{"b":2}]}`, `{"error":"gone"}`}
 	for _, src := range programs {
