@@ -195,28 +195,6 @@ WHERE id = ANY($1) AND expires_at > now() AND expires_at < now() + make_interval
 	return held, cancelled, nil
 }
 
-// UpdateAsyncRun writes the run's document, hold and resume record, and
-// parks the run when r.DueAt is set (its lease then the node's).
-func (s *Store) UpdateAsyncRun(ctx context.Context, owner string, r store.AsyncRun) error {
-	var due *time.Time
-	if !r.DueAt.IsZero() {
-		t := settle.Time(r.DueAt)
-		due = &t
-	}
-	tag, err := s.pool.Exec(ctx, `
-UPDATE async_runs SET doc = $3, hold_price = $4, hold_records = $5, resume = $6,
-	due_at = $7, lease_until = CASE WHEN $7::timestamptz IS NULL THEN lease_until ELSE $8::timestamptz END
-WHERE id = $1 AND owner = $2`,
-		r.ID, owner, r.Doc, int64(r.HoldPrice), r.HoldRecords, r.Resume, due, store.NodeLease)
-	if err == nil && tag.RowsAffected() == 0 {
-		err = store.ErrLeaseLost
-	}
-	if err != nil {
-		return fmt.Errorf("updating async run %s: %w", r.ID, err)
-	}
-	return nil
-}
-
 // UnparkAsyncRun gives a parked run back to a goroutine of owner.
 func (s *Store) UnparkAsyncRun(ctx context.Context, owner, id string, until time.Time) error {
 	tag, err := s.pool.Exec(ctx, `UPDATE async_runs SET due_at = NULL, lease_until = $3 WHERE id = $1 AND owner = $2`,

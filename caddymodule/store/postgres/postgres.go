@@ -27,6 +27,7 @@ type Store struct {
 	reserves    line[*reserveWaiter] // reserves grouped likewise
 	creates     line[*createWaiter]  // async run creates grouped likewise
 	deletes     line[*deleteWaiter]  // async run deletes grouped likewise
+	updates     line[*updateWaiter]  // async run progress writes grouped likewise
 	holdTimeout time.Duration
 	stopReaper  context.CancelFunc
 	reaper      sync.WaitGroup

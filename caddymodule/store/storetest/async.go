@@ -19,6 +19,7 @@ var asyncSuites = []suite{
 	{"async_cancel", testAsyncCancel},
 	{"async_cap_concurrent", testAsyncCapConcurrent},
 	{"async_cap_grouped", testAsyncCapGrouped},
+	{"async_update_grouped", testAsyncUpdateGrouped},
 	{"idempotency_keys", testIdempotencyKeys},
 	{"idempotency_concurrent", testIdempotencyConcurrent},
 }
