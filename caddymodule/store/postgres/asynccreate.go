@@ -176,9 +176,13 @@ func (c *createColumns) add(r store.AsyncRun) {
 
 const (
 	// countRowsSQL makes the count rows of the accounts $1 (sorted) that
-	// have none yet.
+	// have none yet. Only those it does not see try the insert: the
+	// conflict check of ON CONFLICT DO NOTHING waits for the transaction
+	// that last updated the row, so every create of a hot account waited
+	// here for the previous group's commit, before its own lock.
 	countRowsSQL = `
-INSERT INTO async_counts (account_id, runs) SELECT a, 0 FROM unnest($1::text[]) AS a ORDER BY a
+INSERT INTO async_counts (account_id, runs)
+SELECT a, 0 FROM unnest($1::text[]) AS a WHERE NOT EXISTS (SELECT 1 FROM async_counts c WHERE c.account_id = a) ORDER BY a
 ON CONFLICT (account_id) DO NOTHING`
 	// createRunsSQL locks the count rows of the accounts $1 in id order
 	// (the order of every create and delete), admits each account's runs
