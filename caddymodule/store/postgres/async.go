@@ -103,9 +103,9 @@ func (s *Store) ClaimAsyncRuns(ctx context.Context, owner string, n int, now, un
 	}
 	rows, err = s.pool.Query(ctx, `
 UPDATE async_runs a SET owner = $1, lease_until = CASE WHEN a.due_at IS NULL THEN $4::timestamptz ELSE $6::timestamptz END
-FROM (SELECT r.id FROM async_runs r WHERE r.id IN (`+claimCandidatesSQL+`)
-	AND (r.lease_until IS NULL OR r.lease_until <= $3 OR r.owner = ANY($5) OR (r.owner = ANY($7) AND r.due_at IS NOT NULL))
-	ORDER BY r.created_at LIMIT $2 FOR UPDATE SKIP LOCKED) c
+FROM (SELECT id FROM async_runs WHERE lease_until IS NULL OR lease_until <= $3 OR owner = ANY($5)
+	OR (owner = ANY($7) AND due_at IS NOT NULL)
+	ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED) c
 WHERE a.id = c.id
 RETURNING a.id, a.account_id, a.key_id, a.request, a.doc, a.hold_price, a.hold_records, a.created_at, a.deadline, a.owner,
 	a.lease_until, a.cancelled, a.resume, a.due_at`,
@@ -131,25 +131,6 @@ DELETE FROM async_nodes d WHERE d.node = ANY($1) AND d.live_until <= $2
 	}
 	return out, nil
 }
-
-// claimCandidatesSQL are the runs a claim chooses from, each read by an
-// index whatever the planner knows of the table: every run with no lease
-// or a lapsed one (few: runs queued, or left by a worker that stopped
-// renewing), and the $2 oldest runs of each lapsed node $5 and the $2
-// oldest parked runs of each node $7 whose lock is gone
-// (asyncOwnerMigration). The $2 oldest claimable runs are among them; the
-// claim checks each on the row it locks, as before. A single query over
-// the creation index with the conditions ORed tested every run in flight,
-// and a takeover in batches of $2 tested again the runs the batches before
-// had taken.
-const claimCandidatesSQL = `
-	SELECT l.id FROM async_runs l WHERE l.lease_until IS NULL OR l.lease_until <= $3
-	UNION ALL
-	SELECT x.id FROM unnest($5::text[]) AS o(owner), LATERAL (
-		SELECT d.id FROM async_runs d WHERE d.owner = o.owner ORDER BY d.created_at LIMIT $2) x
-	UNION ALL
-	SELECT x.id FROM unnest($7::text[]) AS o(owner), LATERAL (
-		SELECT d.id FROM async_runs d WHERE d.owner = o.owner AND d.due_at IS NOT NULL ORDER BY d.created_at LIMIT $2) x`
 
 // nodeDead is true of a node row n dead at $1: its heartbeat lapsed, or
 // it names a lock (lock_key) no session of this database holds. A bigint
