@@ -37,56 +37,11 @@ func scanAsync(row pgx.Row) (store.AsyncRun, error) {
 	return r, err
 }
 
-// CreateAsyncRun stores a new async run; ErrExists if its id is taken,
-// ErrAsyncLimit if the account has maxInFlight runs already. With a cap,
-// the count and the insert run in one transaction under an advisory lock
-// of the account, so creates of one account on any node take turns and
-// none counts before another's insert is visible.
-func (s *Store) CreateAsyncRun(ctx context.Context, r store.AsyncRun, maxInFlight int) error {
-	if !settle.ValidID(r.ID) || !settle.ValidID(r.AccountID) {
-		return fmt.Errorf("storing async run %q: invalid id", r.ID)
-	}
-	var lease *time.Time
-	if !r.LeaseUntil.IsZero() {
-		t := settle.Time(r.LeaseUntil)
-		lease = &t
-	}
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		if maxInFlight > 0 {
-			// Two statements: a statement's snapshot is taken before it
-			// waits for the lock, so a count in the same statement would
-			// miss the inserts committed meanwhile.
-			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('async_runs ' || $1, 0))`, r.AccountID); err != nil {
-				return err
-			}
-			var n int
-			if err := tx.QueryRow(ctx, `SELECT count(*) FROM async_runs WHERE account_id = $1`, r.AccountID).Scan(&n); err != nil {
-				return err
-			}
-			if n >= maxInFlight {
-				return store.ErrAsyncLimit
-			}
-		}
-		_, err := tx.Exec(ctx, `
-INSERT INTO async_runs (id, account_id, key_id, request, doc, hold_price, hold_records, created_at, deadline, owner, lease_until, cancelled)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-			r.ID, r.AccountID, r.KeyID, r.Request, r.Doc, int64(r.HoldPrice), r.HoldRecords,
-			settle.Time(r.CreatedAt), settle.Time(r.Deadline), r.Owner, lease, r.Cancelled)
-		return err
-	})
-	if pgCode(err) == codeUniqueViolation {
-		err = store.ErrExists
-	}
-	if err != nil {
-		return fmt.Errorf("storing async run %s: %w", r.ID, err)
-	}
-	return nil
-}
-
-// CountAsyncRuns counts an account's async runs in flight.
+// CountAsyncRuns counts an account's async runs in flight: its count row
+// (asyncCountMigration), none if it never had one.
 func (s *Store) CountAsyncRuns(ctx context.Context, accountID string) (int, error) {
 	var n int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM async_runs WHERE account_id = $1`, accountID).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT coalesce((SELECT runs FROM async_counts WHERE account_id = $1), 0)`, accountID).Scan(&n); err != nil {
 		return 0, fmt.Errorf("counting async runs: %w", err)
 	}
 	return n, nil
@@ -238,28 +193,6 @@ WHERE id = ANY($1) AND expires_at > now() AND expires_at < now() + make_interval
 		return nil, nil, fmt.Errorf("renewing async runs: %w", err)
 	}
 	return held, cancelled, nil
-}
-
-// UpdateAsyncRun writes the run's document, hold and resume record, and
-// parks the run when r.DueAt is set (its lease then the node's).
-func (s *Store) UpdateAsyncRun(ctx context.Context, owner string, r store.AsyncRun) error {
-	var due *time.Time
-	if !r.DueAt.IsZero() {
-		t := settle.Time(r.DueAt)
-		due = &t
-	}
-	tag, err := s.pool.Exec(ctx, `
-UPDATE async_runs SET doc = $3, hold_price = $4, hold_records = $5, resume = $6,
-	due_at = $7, lease_until = CASE WHEN $7::timestamptz IS NULL THEN lease_until ELSE $8::timestamptz END
-WHERE id = $1 AND owner = $2`,
-		r.ID, owner, r.Doc, int64(r.HoldPrice), r.HoldRecords, r.Resume, due, store.NodeLease)
-	if err == nil && tag.RowsAffected() == 0 {
-		err = store.ErrLeaseLost
-	}
-	if err != nil {
-		return fmt.Errorf("updating async run %s: %w", r.ID, err)
-	}
-	return nil
 }
 
 // UnparkAsyncRun gives a parked run back to a goroutine of owner.
@@ -425,14 +358,6 @@ WHERE id = $1 AND account_id = $2 RETURNING `+asyncColumns, id, accountID))
 		return store.AsyncRun{}, fmt.Errorf("cancelling async run %s: %w", id, err)
 	}
 	return r, nil
-}
-
-// DeleteAsyncRun removes a settled run.
-func (s *Store) DeleteAsyncRun(ctx context.Context, id string) error {
-	if _, err := s.pool.Exec(ctx, `DELETE FROM async_runs WHERE id = $1`, id); err != nil {
-		return fmt.Errorf("deleting async run %s: %w", id, err)
-	}
-	return nil
 }
 
 const idemColumns = `fingerprint, run_id, async, status, created_at, expires_at, locked_until`

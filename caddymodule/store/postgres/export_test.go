@@ -113,3 +113,18 @@ func KillNodeLock(s *Store, node string) {
 		_ = l.conn.PgConn().Conn().Close()
 	}
 }
+
+// CreateInOneGroup creates runs as one group of the line would
+// (createGroup), all under the cap max, and returns each one's error.
+func CreateInOneGroup(s *Store, ctx context.Context, runs []store.AsyncRun, max int) []error {
+	group := make([]*createWaiter, len(runs))
+	for i, r := range runs {
+		group[i] = &createWaiter{ctx: ctx, r: r, max: max}
+	}
+	s.createGroup(group)
+	errs := make([]error, len(runs))
+	for i, w := range group {
+		errs[i] = w.err
+	}
+	return errs
+}

@@ -25,6 +25,9 @@ type Store struct {
 	pool        *pgxpool.Pool
 	settles     line[*waiter]        // settles grouped into shared transactions
 	reserves    line[*reserveWaiter] // reserves grouped likewise
+	creates     line[*createWaiter]  // async run creates grouped likewise
+	deletes     line[*deleteWaiter]  // async run deletes grouped likewise
+	updates     line[*updateWaiter]  // async run progress writes grouped likewise
 	holdTimeout time.Duration
 	stopReaper  context.CancelFunc
 	reaper      sync.WaitGroup

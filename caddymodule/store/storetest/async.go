@@ -18,6 +18,8 @@ var asyncSuites = []suite{
 	{"async_claim_concurrent", testAsyncClaimConcurrent},
 	{"async_cancel", testAsyncCancel},
 	{"async_cap_concurrent", testAsyncCapConcurrent},
+	{"async_cap_grouped", testAsyncCapGrouped},
+	{"async_update_grouped", testAsyncUpdateGrouped},
 	{"idempotency_keys", testIdempotencyKeys},
 	{"idempotency_concurrent", testIdempotencyConcurrent},
 }
