@@ -160,17 +160,26 @@ RETURNING a.id, a.account_id, a.key_id, a.request, a.doc, a.hold_price, a.hold_r
 // a lease condition it guesses a third of the rows made it read the whole
 // table. The lapsed leases are read with no limit (NULL: all of them), so
 // the oldest of them are among the candidates however many there are.
+// Each read locks its rows (FOR UPDATE SKIP LOCKED) so that its limit
+// counts runs this claim can take: a run another claim holds or took
+// meanwhile is passed by and the read goes on to the next, as the single
+// query's scan did; limited to the first $2 alone, concurrent claims
+// could each find only the others' runs and leave a run unclaimed
+// (async_claim_concurrent: 39 of 40, once).
 const claimCandidatesSQL = `
-	(SELECT l.id FROM async_runs l WHERE l.lease_until IS NULL ORDER BY l.created_at LIMIT (SELECT $2::int))
+	SELECT q.id FROM (SELECT l.id FROM async_runs l WHERE l.lease_until IS NULL
+		ORDER BY l.created_at LIMIT (SELECT $2::int) FOR UPDATE SKIP LOCKED) q
 	UNION ALL
-	(SELECT l.id FROM async_runs l WHERE l.lease_until <= $3 ORDER BY l.lease_until LIMIT (SELECT NULL::int))
+	SELECT q.id FROM (SELECT l.id FROM async_runs l WHERE l.lease_until <= $3
+		ORDER BY l.lease_until LIMIT (SELECT NULL::int) FOR UPDATE SKIP LOCKED) q
 	UNION ALL
 	SELECT x.id FROM unnest($5::text[]) AS o(owner), LATERAL (
-		SELECT d.id FROM async_runs d WHERE d.owner = o.owner ORDER BY d.created_at LIMIT (SELECT $2::int)) x
+		SELECT d.id FROM async_runs d WHERE d.owner = o.owner
+		ORDER BY d.created_at LIMIT (SELECT $2::int) FOR UPDATE SKIP LOCKED) x
 	UNION ALL
 	SELECT x.id FROM unnest($7::text[]) AS o(owner), LATERAL (
 		SELECT d.id FROM async_runs d WHERE d.owner = o.owner AND d.due_at IS NOT NULL
-		ORDER BY d.created_at LIMIT (SELECT $2::int)) x`
+		ORDER BY d.created_at LIMIT (SELECT $2::int) FOR UPDATE SKIP LOCKED) x`
 
 // nodeDead is true of a node row n dead at $1: its heartbeat lapsed, or
 // it names a lock (lock_key) no session of this database holds. A bigint
