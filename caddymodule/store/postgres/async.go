@@ -77,12 +77,13 @@ func (s *Store) GetAsyncRun(ctx context.Context, accountID, id string) (store.As
 // runs whose lease lapsed, every run of a node whose heartbeat lapsed,
 // and the parked runs of a node whose lock no session holds (it died,
 // nodelock.go). Those nodes are read first from async_nodes, a row per
-// node, so the claim finds their runs by the owner index instead of
-// testing every parked row. FOR UPDATE SKIP LOCKED, so claims of several
-// nodes at once pass each other's rows by instead of waiting or taking
-// them twice; the row lock also decides between a claim and the owner's
-// own unpark of a parked run (a claim rechecks due_at on the row it
-// locks). A parked run claimed stays parked, under owner's heartbeat.
+// node, so the claim finds their oldest runs by the index (owner,
+// created_at) instead of testing every parked row (claimCandidatesSQL).
+// FOR UPDATE SKIP LOCKED, so claims of several nodes at once pass each
+// other's rows by instead of waiting or taking them twice; the row lock
+// also decides between a claim and the owner's own unpark of a parked run
+// (a claim rechecks due_at on the row it locks). A parked run claimed
+// stays parked, under owner's heartbeat.
 func (s *Store) ClaimAsyncRuns(ctx context.Context, owner string, n int, now, until time.Time) ([]store.AsyncRun, error) {
 	var lapsed, unlocked []string
 	rows, err := s.pool.Query(ctx, `SELECT n.node, n.live_until <= $1 FROM async_nodes n WHERE `+nodeDead, now)
@@ -101,15 +102,7 @@ func (s *Store) ClaimAsyncRuns(ctx context.Context, owner string, n int, now, un
 	if err != nil {
 		return nil, fmt.Errorf("claiming async runs: reading dead nodes: %w", err)
 	}
-	rows, err = s.pool.Query(ctx, `
-UPDATE async_runs a SET owner = $1, lease_until = CASE WHEN a.due_at IS NULL THEN $4::timestamptz ELSE $6::timestamptz END
-FROM (SELECT id FROM async_runs WHERE lease_until IS NULL OR lease_until <= $3 OR owner = ANY($5)
-	OR (owner = ANY($7) AND due_at IS NOT NULL)
-	ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED) c
-WHERE a.id = c.id
-RETURNING a.id, a.account_id, a.key_id, a.request, a.doc, a.hold_price, a.hold_records, a.created_at, a.deadline, a.owner,
-	a.lease_until, a.cancelled, a.resume, a.due_at`,
-		owner, n, now, settle.Time(until), lapsed, store.NodeLease, unlocked)
+	rows, err = s.pool.Query(ctx, claimSQL, owner, n, now, settle.Time(until), lapsed, store.NodeLease, unlocked)
 	if err != nil {
 		return nil, fmt.Errorf("claiming async runs: %w", err)
 	}
@@ -131,6 +124,62 @@ DELETE FROM async_nodes d WHERE d.node = ANY($1) AND d.live_until <= $2
 	}
 	return out, nil
 }
+
+// claimSQL leases to $1 at most $2 runs claimable at $3, oldest first,
+// among the candidates (claimCandidatesSQL), each checked on the row it
+// locks: a run not parked until $4, a parked run until $6 (the node's
+// lease). $5 are the nodes whose heartbeat lapsed, $7 those whose lock
+// no session holds. The runs are found by their ids (= ANY of an array),
+// by the primary key: the planner, reckoning candidates by the thousand
+// (LIMIT $2), joined them to a read of the whole table instead.
+const claimSQL = `
+UPDATE async_runs a SET owner = $1, lease_until = CASE WHEN a.due_at IS NULL THEN $4::timestamptz ELSE $6::timestamptz END
+WHERE a.id = ANY(ARRAY(SELECT r.id FROM async_runs r WHERE r.id = ANY(ARRAY(` + claimCandidatesSQL + `))
+	AND (r.lease_until IS NULL OR r.lease_until <= $3 OR r.owner = ANY($5) OR (r.owner = ANY($7) AND r.due_at IS NOT NULL))
+	ORDER BY r.created_at LIMIT $2 FOR UPDATE SKIP LOCKED))
+RETURNING a.id, a.account_id, a.key_id, a.request, a.doc, a.hold_price, a.hold_records, a.created_at, a.deadline, a.owner,
+	a.lease_until, a.cancelled, a.resume, a.due_at`
+
+// claimCandidatesSQL are the runs a claim chooses from, each read by an
+// index: the $2 oldest runs queued (no lease: asyncOwnerMigration's
+// partial index), every run whose lease lapsed (few: left by a worker
+// that stopped renewing) by the lease index, the $2 oldest runs of each
+// lapsed node $5 and the $2 oldest parked runs of each node $7 whose lock
+// is gone by the index (owner, created_at). The $2 oldest claimable runs
+// are among them; the claim checks each on the row it locks. A single
+// query over the creation index with the conditions ORed tested every run
+// in flight, and a takeover in batches of $2 tested again the runs the
+// batches before had taken.
+//
+// Each read is ordered by its index and limited by a sub-select, which
+// the planner cannot read: it then plans for the first rows, a scan of
+// that index, stopped by the limit or by the index's bounds. A limit it
+// knows, on a table without statistics (a new schema, or autovacuum off,
+// as on the test server), made it guess an owner holds 0.5 % of the rows,
+// read all the dead node's runs by a bitmap and sort them, for each batch;
+// a lease condition it guesses a third of the rows made it read the whole
+// table. The lapsed leases are read with no limit (NULL: all of them), so
+// the oldest of them are among the candidates however many there are.
+// Each read locks its rows (FOR UPDATE SKIP LOCKED) so that its limit
+// counts runs this claim can take: a run another claim holds or took
+// meanwhile is passed by and the read goes on to the next, as the single
+// query's scan did; limited to the first $2 alone, concurrent claims
+// could each find only the others' runs and leave a run unclaimed
+// (async_claim_concurrent: 39 of 40, once).
+const claimCandidatesSQL = `
+	SELECT q.id FROM (SELECT l.id FROM async_runs l WHERE l.lease_until IS NULL
+		ORDER BY l.created_at LIMIT (SELECT $2::int) FOR UPDATE SKIP LOCKED) q
+	UNION ALL
+	SELECT q.id FROM (SELECT l.id FROM async_runs l WHERE l.lease_until <= $3
+		ORDER BY l.lease_until LIMIT (SELECT NULL::int) FOR UPDATE SKIP LOCKED) q
+	UNION ALL
+	SELECT x.id FROM unnest($5::text[]) AS o(owner), LATERAL (
+		SELECT d.id FROM async_runs d WHERE d.owner = o.owner
+		ORDER BY d.created_at LIMIT (SELECT $2::int) FOR UPDATE SKIP LOCKED) x
+	UNION ALL
+	SELECT x.id FROM unnest($7::text[]) AS o(owner), LATERAL (
+		SELECT d.id FROM async_runs d WHERE d.owner = o.owner AND d.due_at IS NOT NULL
+		ORDER BY d.created_at LIMIT (SELECT $2::int) FOR UPDATE SKIP LOCKED) x`
 
 // nodeDead is true of a node row n dead at $1: its heartbeat lapsed, or
 // it names a lock (lock_key) no session of this database holds. A bigint

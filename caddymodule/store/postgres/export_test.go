@@ -128,3 +128,6 @@ func CreateInOneGroup(s *Store, ctx context.Context, runs []store.AsyncRun, max 
 	}
 	return errs
 }
+
+// ClaimSQL is the statement of ClaimAsyncRuns, for its plan.
+const ClaimSQL = claimSQL
