@@ -82,10 +82,17 @@ type Store struct {
 	// Retention (retention.go): whether every run holding records is in
 	// the expiry index, the backfill's position until it is, and the
 	// expired bytes since the last compaction.
-	expiryIndexed       atomic.Bool
-	backfillMu          sync.Mutex
-	backfillFrom        []byte
-	gcMu                sync.Mutex
+	expiryIndexed atomic.Bool
+	backfillMu    sync.Mutex
+	backfillFrom  []byte
+	gcMu          sync.Mutex
+	// dropMu keeps commits and DropPrefix apart (read: a commit; write:
+	// compact's DropPrefix). Badger's DropPrefix blocks writes and drains
+	// its write queue, but a commit that passed the blocked check just
+	// before queues its request after the drain: no writer takes it, its
+	// commit never ends, and DropPrefix's own read waits for that commit's
+	// timestamp forever (TestSettlesDuringCompaction hung CI under -race).
+	dropMu              sync.RWMutex
 	expiredSinceCompact atomic.Int64
 	compactEvery        int64
 	async               asyncState // the async runs' claims (async.go)
@@ -265,7 +272,9 @@ func unsortable(v uint64) int64 { return int64(v ^ 1<<63) }
 func (s *Store) update(ctx context.Context, fn func(txn *bdb.Txn) error) error {
 	var blocked time.Time
 	for attempt := 0; ; attempt++ {
+		s.dropMu.RLock()
 		err := s.db.Update(fn)
+		s.dropMu.RUnlock()
 		if blockedWrites(err, &blocked) {
 			continue
 		}

@@ -336,7 +336,10 @@ func (s *Store) compact() error {
 	if err := s.db.Update(func(txn *bdb.Txn) error { return txn.Set(flush, []byte{1}) }); err != nil {
 		return fmt.Errorf("compacting: %v", err)
 	}
-	if err := s.db.DropPrefix(flush); err != nil {
+	s.dropMu.Lock()
+	err := s.db.DropPrefix(flush)
+	s.dropMu.Unlock()
+	if err != nil {
 		return fmt.Errorf("flushing memtables: %v", err)
 	}
 	if err := s.db.Flatten(1); err != nil {

@@ -353,7 +353,9 @@ func (s *Store) commitBatch(reqs []*writeReq) {
 		captures := err == nil && s.holds.capturing(reqs)
 		if err == nil {
 			s.accounts.lower(b.accounts)
+			s.dropMu.RLock() // see Store.dropMu
 			err = b.txn.Commit()
+			s.dropMu.RUnlock()
 		}
 		b.txn.Discard()
 		if captures {

@@ -521,6 +521,8 @@ func (s *Store) PruneDeliveries(ctx context.Context, before time.Time, limit int
 // (minutes later). The attempt the dead process made, if any, was never
 // recorded; the receiver tells a retry by its unchanged webhook-id.
 func (s *Store) releaseDeliveryLeases() error {
+	s.dropMu.RLock()
+	defer s.dropMu.RUnlock()
 	return s.db.Update(func(txn *bdb.Txn) error {
 		prefix := hookKey(hookQueue)
 		var ids []string

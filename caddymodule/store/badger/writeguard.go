@@ -108,12 +108,14 @@ func (s *Store) Writable() error {
 // probeWrite writes and syncs one small marker key: the store is writable
 // again when it commits.
 func (s *Store) probeWrite() {
+	s.dropMu.RLock()
 	err := s.db.Update(func(txn *bdb.Txn) error {
 		if err := s.injected(); err != nil {
 			return err
 		}
 		return txn.Set([]byte{pMarker, 'p'}, []byte(time.Now().UTC().Format(time.RFC3339Nano)))
 	})
+	s.dropMu.RUnlock()
 	s.guard.committed(err)
 	s.guard.mu.Lock()
 	s.guard.probing = false
