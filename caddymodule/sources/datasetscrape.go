@@ -213,6 +213,16 @@ func (d *DatasetScrape) Abort(ctx context.Context, h Handle) error {
 // until ready, then downloads it. Polls start at the poll interval and
 // grow to MaxPollFactor times it. A notify that says ready is not checked
 // by a progress poll: the download follows at once.
+//
+// Started without a notify, the first check is a download rather than a
+// progress poll: a snapshot ready by then (a small collection, or one a
+// parked run's poller saw end) is read in one round trip instead of two,
+// and one that is not answers the documented not-ready 202 for the price
+// of a progress poll. Only rows end the wait there; any other answer (not
+// ready, empty, unknown yet, a failure) is left to the progress polls
+// that follow, as if that first check had been one of them. A notify that
+// did not come within its fallback wait is followed by progress polls, as
+// ever: the run is then known to be polled.
 func (d *DatasetScrape) snapshot(ctx context.Context, c Call, id string, w Wait) (*Result, error) {
 	progressURL := d.baseURL + "/datasets/v3/progress/" + url.PathEscape(id)
 	snapshotURL := d.baseURL + "/datasets/v3/snapshot/" + url.PathEscape(id) + "?format=json"
@@ -225,6 +235,7 @@ func (d *DatasetScrape) snapshot(ctx context.Context, c Call, id string, w Wait)
 		}
 		ready, first = true, 0
 	}
+	early := w == nil // the first check downloads
 	timer := time.NewTimer(first)
 	defer timer.Stop()
 	c.waiting(first)
@@ -236,12 +247,27 @@ func (d *DatasetScrape) snapshot(ctx context.Context, c Call, id string, w Wait)
 		case <-timer.C:
 		}
 		target := progressURL
-		if ready {
+		if ready || early {
 			target = snapshotURL
 		}
 		// exchange reports activity for every answer, so a slow collection
 		// that keeps answering its polls is not mistaken for a stall.
 		ans, err := d.exchange(ctx, http.MethodGet, target, nil, c.Activity)
+		if early {
+			early = false
+			if err == nil {
+				if res, ok := earlyRows(ans); ok {
+					return res, nil
+				}
+				ans.release()
+			} else if ctx.Err() != nil {
+				return nil, err
+			}
+			delay = min(delay*3/2, d.poll*MaxPollFactor)
+			c.waiting(delay)
+			timer.Reset(delay)
+			continue
+		}
 		if err == nil {
 			var done bool
 			var res *Result
@@ -308,6 +334,19 @@ func (d *DatasetScrape) polled(ans *answer, id string, ready bool) (res *Result,
 	}
 	e := statusError(ans)
 	return nil, !transient(e), ready, e
+}
+
+// earlyRows is the result of a first download that found the rows: a
+// 200 array, the only answer a snapshot that is not ready cannot give.
+func earlyRows(ans *answer) (*Result, bool) {
+	if ans.status != http.StatusOK || isObject(ans.body) {
+		return nil, false
+	}
+	res, err := itemsResult(ans)
+	if err != nil {
+		return nil, false
+	}
+	return res, true
 }
 
 // notReady reports a download answer that is a status object instead of
