@@ -257,17 +257,14 @@ func (r *Router) collect(bs *batchSet, o *registry.Offer, inputs []string, body 
 	m := newInputMatcher(inputs)
 	m.sent(body)
 	// The records of a checked body (the splitter checked it: no second
-	// check of each item) are written one after the other into one buffer,
-	// sized for the items they come from, each a slice of it capped at its
-	// end: one allocation for the batch, where a record each cost its own
-	// and a copy out of the normalizer's buffer.
-	var arena []byte
+	// check of each item) are written one after the other into a scratch
+	// buffer, then copied into one allocation of their size (records.go):
+	// one allocation for the batch, where a record each cost its own and
+	// a copy out of the normalizer's buffer.
+	var recs *records
 	if res.Checked && o.Normalize != nil {
-		n := 0
-		for _, item := range res.Items {
-			n += len(item)
-		}
-		arena = make([]byte, 0, n)
+		recs = newRecords(0)
+		defer recs.release() // a return before place
 	}
 	gone := map[int]bool{}
 	for _, item := range res.Items {
@@ -286,10 +283,11 @@ func (r *Router) collect(bs *batchSet, o *registry.Offer, inputs []string, body 
 		var rec []byte
 		var ok bool
 		var err error
-		if arena != nil {
-			start := len(arena)
-			arena, ok, err = o.Normalize.AppendCheckedItem(ctx, arena, item, in, nowISO)
-			rec = arena[start:len(arena):len(arena)]
+		start := 0
+		if recs != nil {
+			start = recs.at()
+			*recs.buf, ok, err = o.Normalize.AppendCheckedItem(ctx, *recs.buf, item, in, nowISO)
+			rec = recs.record(start)
 		} else {
 			rec, ok, err = o.Normalize.NormalizeItem(ctx, item, in, nowISO)
 		}
@@ -316,9 +314,18 @@ func (r *Router) collect(bs *batchSet, o *registry.Offer, inputs []string, body 
 				}
 				gone[k] = true
 			}
-		case r.keepRecord(o, rec, &out):
+		case !r.keepRecord(o, rec, &out):
+			if recs != nil {
+				recs.drop(start)
+			}
+		case recs != nil:
+			recs.keep(k, start)
+		default:
 			out.perInput[k] = append(out.perInput[k], rec)
 		}
+	}
+	if recs != nil {
+		recs.place(out.perInput)
 	}
 	out.deadInputs = len(gone)
 	if o.Normalize != nil {
