@@ -197,6 +197,7 @@ func cacheSize(n, def int) int {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.trim.stop()
+		s.runs.close()
 		err := s.keySeq.Release()
 		if cerr := s.db.Close(); cerr != nil {
 			err = cerr

@@ -103,6 +103,20 @@ func (c *runCache) fill(tok uint64, ref runRef, doc []byte) {
 	}
 }
 
+// close empties the cache for good, when its store closes: a closed
+// store serves no run from memory, and a read still in flight fills
+// nothing (a write begun and never ended keeps the gate shut).
+func (c *runCache) close() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gate.begin()
+	c.items = newLRU[runRef, []byte](int(^uint(0)>>1), nil)
+	c.bytes = 0
+}
+
 // beginWrite is called before a transaction that may rewrite runs
 // commits, endWrite once it has committed or failed, with the runs it may
 // have rewritten: no read in between fills the cache.

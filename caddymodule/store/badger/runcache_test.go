@@ -233,3 +233,25 @@ func TestRunCacheFill(t *testing.T) {
 		})
 	}
 }
+
+// TestRunCacheClosed: a closed store serves no run from memory, cached
+// before or read while it closed: the read fails as badger's does, and a
+// fill begun before the close keeps nothing.
+func TestRunCacheClosed(t *testing.T) {
+	s, created := openWithAccount(t, Options{})
+	ids := settleRuns(t, s, "acme", 2, 2000, created)
+	readRunJSON(t, s, "acme", ids[0]) // cached
+	tok := s.runs.token()             // a read in flight across the close
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s.runs.fill(tok, runRef{"acme", ids[1]}, []byte(`{"id":"late"}`))
+	if n := cachedRuns(s); n != 0 {
+		t.Errorf("%d runs cached after Close, want 0", n)
+	}
+	for _, id := range ids {
+		if b, err := s.GetRunJSON(t.Context(), nil, "acme", id); err == nil {
+			t.Errorf("closed store served %s: %.60s", id, b)
+		}
+	}
+}
