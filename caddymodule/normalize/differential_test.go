@@ -213,7 +213,37 @@ func fpDiff(t *testing.T, p *normalize.Program, item []byte, input string, st *f
 		if chkErr != nil || chkOK != wantOK || !bytes.Equal(chk, want) {
 			t.Errorf("%s: NormalizeCheckedItem = %s %v %v, gojq %s", what, chk, chkOK, chkErr, want)
 		}
+		// And the one the router calls with the members the splitter
+		// located while it checked the item.
+		if ms := fpMembers(item); ms != nil {
+			idx, idxOK, idxErr := p.AppendIndexedItem(context.Background(), nil, item, ms, input, fpNow)
+			if idxErr != nil || idxOK != wantOK || !bytes.Equal(idx, want) {
+				t.Errorf("%s: AppendIndexedItem = %s %v %v, gojq %s", what, idx, idxOK, idxErr, want)
+			}
+		}
 	}
+}
+
+// fpMembers locates the members of item, a checked object from its first
+// byte, as the upstream splitter does while it checks a body
+// (jsonscan.MemberAt in Checker.Object's callback); nil when it cannot
+// (not an object there, a key with an escape).
+func fpMembers(item []byte) []jsonscan.Member {
+	s := jsonscan.Bytes(item)
+	if len(s) == 0 || s[0] != '{' {
+		return nil
+	}
+	var c jsonscan.Checker
+	ms, all := []jsonscan.Member{}, true
+	end := c.Object(s, 0, func(k, v string) {
+		m, ok := jsonscan.MemberAt(s, k, v)
+		all = all && ok
+		ms = append(ms, m)
+	})
+	if end != len(s) || !all {
+		return nil
+	}
+	return ms
 }
 
 func fpSameJSON(a, b []byte) bool {

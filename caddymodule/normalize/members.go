@@ -82,6 +82,18 @@ func (e *env) indexMembers(raw string, off int) int {
 	return j + 1
 }
 
+// indexRoot notes the item's own members as its checker located them (an
+// object at the item's first byte), as indexMembers would have: the root
+// frame then reads them (indexedFrame) instead of a pass over the item.
+// Called first, on an empty index.
+func (e *env) indexRoot(members []jsonscan.Member) {
+	first := len(e.mems)
+	for _, m := range members {
+		e.mems = append(e.mems, memSpan{m.KeyStart, m.KeyEnd, m.ValueStart, m.ValueEnd, false})
+	}
+	e.objs = append(e.objs, objIndex{0, int32(first), int32(len(members))})
+}
+
 // memberAt reads the member of an object at raw[i] (just after '{' or
 // after the previous member's value): its key's body raw[ks:ke], escapes
 // undecoded (esc: it holds one), and where its value starts; ok is false

@@ -106,8 +106,8 @@ func compilePlan(q *gojq.Query) (pl *plan, why string) {
 // normalize runs the plan over one raw item, with NormalizeItem's contract;
 // checked says the caller has validated it with jsonscan's strict check. errBail (for
 // every failure) sends the item to gojq.
-func (pl *plan) normalize(dst, item []byte, input, now string, checked bool) ([]byte, bool, error) {
-	out, ok, err := pl.run(dst, item, input, now, checked)
+func (pl *plan) normalize(dst, item []byte, members []jsonscan.Member, input, now string, checked bool) ([]byte, bool, error) {
+	out, ok, err := pl.runIndexed(dst, item, members, input, now, checked)
 	if err != nil {
 		return dst, false, errBail
 	}
@@ -120,6 +120,12 @@ func (pl *plan) normalize(dst, item []byte, input, now string, checked bool) ([]
 // is none); a nil dst gets a fresh slice of the record alone, written in
 // the env's buffer first.
 func (pl *plan) run(dst, item []byte, input, now string, checked bool) (out []byte, ok bool, err error) {
+	return pl.runIndexed(dst, item, nil, input, now, checked)
+}
+
+// runIndexed is run with the item's own members as its checker located
+// them (nil: unknown): the root object's index is made of them.
+func (pl *plan) runIndexed(dst, item []byte, members []jsonscan.Member, input, now string, checked bool) (out []byte, ok bool, err error) {
 	if len(item) == 0 || len(item) > math.MaxInt32 {
 		return dst, false, errBail
 	}
@@ -144,6 +150,9 @@ func (pl *plan) run(dst, item []byte, input, now string, checked bool) (out []by
 	e.vars[0], e.vars[1] = strValue(input), strValue(now)
 	root := rawValue(jsonscan.TrimSpace(src))
 	if root.k == kObj {
+		if members != nil && src[0] == '{' {
+			e.indexRoot(members)
+		}
 		e.pushFrame(pl.rootSite, root.s)
 		if pl.errorRow(e) {
 			return dst, false, nil

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/itchyny/gojq"
+
+	"socialrouter/internal/jsonscan"
 )
 
 // Program is a compiled jq program of an offer (request or normalize). It
@@ -106,7 +108,7 @@ func (p *Program) NormalizeCheckedItem(ctx context.Context, item []byte, input, 
 }
 
 func (p *Program) normalizeItem(ctx context.Context, item []byte, input, now string, checked bool) (rec []byte, ok bool, err error) {
-	return p.appendItem(ctx, nil, item, input, now, checked)
+	return p.appendItem(ctx, nil, item, nil, input, now, checked)
 }
 
 // AppendCheckedItem is NormalizeCheckedItem writing the record after dst's
@@ -115,21 +117,30 @@ func (p *Program) normalizeItem(ctx context.Context, item []byte, input, now str
 // a slice each; the plan writes the record there as it evaluates it, with
 // no copy from a buffer of its own (docs/perf-log.md, round 20).
 func (p *Program) AppendCheckedItem(ctx context.Context, dst, item []byte, input, now string) (out []byte, ok bool, err error) {
+	return p.AppendIndexedItem(ctx, dst, item, nil, input, now)
+}
+
+// AppendIndexedItem is AppendCheckedItem for an item whose own members
+// the caller's check located (members, as jsonscan.MemberAt gives them,
+// every one of the item's, in order; the upstream splitter notes them as
+// it checks a body): the plan takes its index of the item from them
+// instead of a pass over the item of its own. nil members: none known.
+func (p *Program) AppendIndexedItem(ctx context.Context, dst, item []byte, members []jsonscan.Member, input, now string) (out []byte, ok bool, err error) {
 	if dst == nil {
 		dst = []byte{}
 	}
-	return p.appendItem(ctx, dst, item, input, now, true)
+	return p.appendItem(ctx, dst, item, members, input, now, true)
 }
 
 // appendItem is the one path of every normalize call: a nil dst asks for
 // the record as a fresh slice of its own.
-func (p *Program) appendItem(ctx context.Context, dst, item []byte, input, now string, checked bool) (out []byte, ok bool, err error) {
+func (p *Program) appendItem(ctx context.Context, dst, item []byte, members []jsonscan.Member, input, now string, checked bool) (out []byte, ok bool, err error) {
 	// Every caller (the router, sdr check and try) comes through here, so
 	// an error row is dropped whatever the offer's program makes of it:
 	// the plan tells one while it indexes the root object, gojq's path
 	// asks IsErrorItem first.
 	if p.plan != nil && ctx.Err() == nil {
-		if out, ok, err := p.plan.normalize(dst, item, input, now, checked); err == nil {
+		if out, ok, err := p.plan.normalize(dst, item, members, input, now, checked); err == nil {
 			return out, ok, nil
 		}
 	}

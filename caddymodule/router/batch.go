@@ -267,7 +267,7 @@ func (r *Router) collect(bs *batchSet, o *registry.Offer, inputs []string, body 
 		defer recs.release() // a return before place
 	}
 	gone := map[int]bool{}
-	for _, item := range res.Items {
+	for idx, item := range res.Items {
 		k, placed := m.place(item)
 		if !placed {
 			out.unmatched++ // counted per item: an upper bound of its records
@@ -286,7 +286,11 @@ func (r *Router) collect(bs *batchSet, o *registry.Offer, inputs []string, body 
 		start := 0
 		if recs != nil {
 			start = recs.at()
-			*recs.buf, ok, err = o.Normalize.AppendCheckedItem(ctx, *recs.buf, item, in, nowISO)
+			var members []jsonscan.Member
+			if res.Members != nil {
+				members = res.Members[idx]
+			}
+			*recs.buf, ok, err = o.Normalize.AppendIndexedItem(ctx, *recs.buf, item, members, in, nowISO)
 			rec = recs.record(start)
 		} else {
 			rec, ok, err = o.Normalize.NormalizeItem(ctx, item, in, nowISO)

@@ -261,8 +261,14 @@ func (a *ActorRun) items(ctx context.Context, c Call, h Handle) (*Result, error)
 }
 
 // merge appends r's items to res; the buffer of r stays with the garbage
-// collector (res keeps only its first page's pooled buffer).
+// collector (res keeps only its first page's pooled buffer), and so does
+// its members' index, kept beside its items while both pages have one.
 func (res *Result) merge(r *Result) {
+	if res.Members != nil && r.Members != nil {
+		res.Members = append(res.Members, r.Members...)
+	} else {
+		res.Members = nil
+	}
 	res.Items = append(res.Items, r.Items...)
 	res.ErrorItems += r.ErrorItems
 	res.DeadItems += r.DeadItems

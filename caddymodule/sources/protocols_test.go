@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"socialrouter/cmd/upstream-sim/sim"
+	"socialrouter/internal/jsonscan"
 )
 
 // The protocol tests run against the upstream simulator, which answers as
@@ -85,6 +86,7 @@ func TestActorRunLifecycle(t *testing.T) {
 			if len(res.Items) != tc.wantItems {
 				t.Errorf("%d items, want %d", len(res.Items), tc.wantItems)
 			}
+			checkMembers(t, res)
 			e := onlyEntry(t, s)
 			if len(rec.handles) != 1 || rec.handles[0].RunID != e.ID || rec.handles[0].DatasetID != e.DatasetID ||
 				!slices.Contains(res.Handles, rec.handles[0].String()) {
@@ -327,6 +329,31 @@ func TestNotReadyShape(t *testing.T) {
 		}
 		if got, want := isObject([]byte(tc.body)), strings.HasPrefix(strings.TrimSpace(tc.body), "{"); got != want {
 			t.Errorf("isObject(%q) = %v, want %v", tc.body, got, want)
+		}
+	}
+}
+
+// checkMembers holds a result's members' index to its items, page after
+// page: each item's members, where known, are its own keys and values,
+// the last ending at the item's closing brace.
+func checkMembers(t *testing.T, res *Result) {
+	t.Helper()
+	if res.Members == nil {
+		t.Fatal("a checked body without its members' index")
+	}
+	if len(res.Members) != len(res.Items) {
+		t.Fatalf("%d indexes for %d items", len(res.Members), len(res.Items))
+	}
+	for k, ms := range res.Members {
+		item := res.Items[k]
+		for _, m := range ms {
+			key, val := item[m.KeyStart:m.KeyEnd], string(item[m.ValueStart:m.ValueEnd])
+			if got, ok := jsonscan.Lookup(jsonscan.Bytes(item), string(key)); !ok || got != val {
+				t.Fatalf("item %d: member %q = %.40s, the item has %.40s", k, key, val, got)
+			}
+		}
+		if n := len(ms); n > 0 && jsonscan.SkipSpace(string(item), int(ms[n-1].ValueEnd)) != len(item)-1 {
+			t.Fatalf("item %d: its last member ends at %d of %d", k, ms[n-1].ValueEnd, len(item))
 		}
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"socialrouter/internal/jsonscan"
 )
 
 // Call is one upstream call of an offer attempt for one batch of inputs.
@@ -80,12 +82,18 @@ type Result struct {
 	// Checked says every item passed jsonscan's strict check (the body was checked as it
 	// was split), so the normalizer need not check them again.
 	Checked bool
+	// Members are, for a checked body, where each object item's own
+	// members lie (jsonscan.MemberAt), as the check found them: the
+	// normalizer's index of the item, without a pass of its own. Members[k]
+	// is Items[k]'s, nil when unknown; Members is nil when none are.
+	Members [][]jsonscan.Member
 	// Handles are the upstream run or snapshot ids, for tracing paid work.
 	Handles []string
 	// Status is the final HTTP status of the upstream.
 	Status int
 
-	buf *[]byte // the pooled buffer Items point into, or nil
+	buf   *[]byte            // the pooled buffer Items point into, or nil
+	index *[]jsonscan.Member // the pooled buffer Members point into, or nil
 }
 
 // Release hands the buffer the items point into back for reuse by a later
@@ -93,10 +101,18 @@ type Result struct {
 // fresh records). Items is nil afterwards. Not calling it is safe: the
 // buffer is then left to the garbage collector.
 func (r *Result) Release() {
-	r.Items = nil
+	r.Items, r.Members = nil, nil
 	bodyBufs.Put(r.buf)
 	r.buf = nil
+	if r.index != nil && cap(*r.index) <= maxPooledMembers {
+		memberBufs.Put(r.index)
+	}
+	r.index = nil
 }
+
+// maxPooledMembers bounds the members' index kept for reuse: a body of
+// many thousand items is rare, its index left to the collector.
+const maxPooledMembers = 1 << 14
 
 // Outcomes of a failed call, as recorded in a run's attempts.
 const (

@@ -3,6 +3,7 @@ package sources
 import (
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"socialrouter/internal/jsonscan"
 )
@@ -20,62 +21,111 @@ import (
 // (encoding/json's syntax) validates it and jsonscan walks it, and the
 // normalizer checks each item on its own.
 func splitItems(body []byte) (items []json.RawMessage, errorItems, deadItems int, checked bool, err error) {
-	if items, errorItems, deadItems, ok := splitChecked(body); ok {
-		return items, errorItems, deadItems, true, nil
+	if sp, ok := splitChecked(body, nil); ok {
+		return sp.items, sp.errorItems, sp.deadItems, true, nil
 	}
 	items, errorItems, deadItems, err = splitLenient(body)
 	return items, errorItems, deadItems, false, err
 }
 
+// split is what splitChecked read of a body.
+type split struct {
+	items                 []json.RawMessage
+	members               [][]jsonscan.Member // per item; see splitChecked
+	errorItems, deadItems int
+}
+
 // splitChecked is splitItems for a body that is a JSON array of items
-// jsonscan's strict check accepts, checking them as it splits; ok=false otherwise.
-func splitChecked(body []byte) (items []json.RawMessage, errorItems, deadItems int, ok bool) {
+// jsonscan's strict check accepts, checking them as it splits; ok=false
+// otherwise. With index not nil, it also notes where each object item's
+// members lie, as the check finds them (jsonscan.MemberAt), into *index
+// (grown as needed, for the caller to reuse): members[k] is item k's, nil
+// for an item that is not an object or has a key written with an escape.
+// The normalizer indexes an item from them instead of a pass of its own.
+func splitChecked(body []byte, index *[]jsonscan.Member) (sp split, ok bool) {
 	c := jsonscan.Get()
 	defer jsonscan.Put(c)
 	s := jsonscan.Bytes(body)
 	i := jsonscan.SkipSpace(s, 0)
 	if i >= len(s) || s[i] != '[' {
-		return nil, 0, 0, false
+		return sp, false
 	}
-	items = make([]json.RawMessage, 0, 16)
+	sp.items = make([]json.RawMessage, 0, 16)
 	if i = jsonscan.SkipSpace(s, i+1); i < len(s) && s[i] == ']' {
-		return items, 0, 0, jsonscan.SkipSpace(s, i+1) == len(s)
+		return sp, jsonscan.SkipSpace(s, i+1) == len(s)
 	}
-	isErr, isDead := false, false
+	var flat []jsonscan.Member
+	var spans [][2]int32 // item k's members are flat[spans[k][0]:spans[k][1]]; -1: none
+	if index != nil {
+		flat = (*index)[:0]
+		spans = make([][2]int32, 0, 16)
+	}
+	isErr, isDead, indexed := false, false, false
+	obj := "" // the item being checked, from its brace on
 	member := func(k, v string) {
 		if isErrorKey(k) && v != "null" {
 			isErr = true
 			isDead = isDead || isDeadCode(k, v)
 		}
+		if indexed {
+			if m, ok := jsonscan.MemberAt(obj, k, v); ok {
+				flat = append(flat, m)
+			} else {
+				indexed = false
+			}
+		}
 	}
 	for {
 		isErr, isDead = false, false
 		var end int
+		first := int32(len(flat))
+		indexed = false
 		if i < len(s) && s[i] == '{' {
+			indexed, obj = index != nil, s[i:]
 			end = c.Object(s, i, member)
 		} else {
 			end = c.Value(s, i)
 		}
 		if end < 0 {
-			return nil, 0, 0, false
+			return split{}, false
 		}
-		items = append(items, body[i:end:end])
+		if index != nil {
+			if indexed {
+				spans = append(spans, [2]int32{first, int32(len(flat))})
+			} else {
+				flat = flat[:first]
+				spans = append(spans, [2]int32{-1, -1})
+			}
+		}
+		sp.items = append(sp.items, body[i:end:end])
 		if isErr {
-			errorItems++
+			sp.errorItems++
 			if isDead {
-				deadItems++
+				sp.deadItems++
 			}
 		}
 		if i = jsonscan.SkipSpace(s, end); i >= len(s) {
-			return nil, 0, 0, false
+			return split{}, false
 		}
 		switch s[i] {
 		case ']':
-			return items, errorItems, deadItems, jsonscan.SkipSpace(s, i+1) == len(s)
+			if jsonscan.SkipSpace(s, i+1) != len(s) {
+				return split{}, false
+			}
+			if index != nil {
+				*index = flat
+				sp.members = make([][]jsonscan.Member, len(spans))
+				for k, r := range spans {
+					if r[0] >= 0 {
+						sp.members[k] = flat[r[0]:r[1]:r[1]]
+					}
+				}
+			}
+			return sp, true
 		case ',':
 			i = jsonscan.SkipSpace(s, i+1)
 		default:
-			return nil, 0, 0, false
+			return split{}, false
 		}
 	}
 }
@@ -157,9 +207,19 @@ func scanItem(s string, i int) (end int, isErr, isDead bool) {
 // itemsResult is the Result of an answer whose body is the items, for
 // both protocols: split (and checked) once, or malformed.
 func itemsResult(ans *answer) (*Result, error) {
-	items, errItems, dead, checked, err := splitItems(ans.body)
+	index := memberBufs.Get().(*[]jsonscan.Member)
+	if sp, ok := splitChecked(ans.body, index); ok {
+		return &Result{Items: sp.items, Members: sp.members, ErrorItems: sp.errorItems, DeadItems: sp.deadItems,
+			Checked: true, Handles: ans.handles, Status: ans.status, buf: ans.buf, index: index}, nil
+	}
+	memberBufs.Put(index)
+	items, errItems, dead, err := splitLenient(ans.body)
 	if err != nil {
 		return nil, malformed(ans, err)
 	}
-	return &Result{Items: items, ErrorItems: errItems, DeadItems: dead, Checked: checked, Handles: ans.handles, Status: ans.status, buf: ans.buf}, nil
+	return &Result{Items: items, ErrorItems: errItems, DeadItems: dead, Handles: ans.handles, Status: ans.status, buf: ans.buf}, nil
 }
+
+// memberBufs holds the members' index of a checked body between calls
+// (Result.Release gives it back).
+var memberBufs = sync.Pool{New: func() any { return new([]jsonscan.Member) }}

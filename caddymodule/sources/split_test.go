@@ -3,6 +3,7 @@ package sources
 import (
 	"bytes"
 	"io/fs"
+	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -157,4 +158,50 @@ func BenchmarkSplitItems(b *testing.B) {
 			gjson.ValidBytes(body)
 		}
 	})
+}
+
+// TestSplitIndexesMembers: a checked body's object items come with their
+// members located as the check found them (offsets from the item's
+// brace); an item that is not an object, or has a key written with an
+// escape, has none; a body that fails the strict check has no index.
+func TestSplitIndexesMembers(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want [][]string // per item: key, value, key, value…; nil: no index
+	}{
+		{"objects", `[{"a":1,"b":"x"} , {"c":[1,{"d":2}],"e":{"f":null}},{}]`,
+			[][]string{{"a", "1", "b", `"x"`}, {"c", `[1,{"d":2}]`, "e", `{"f":null}`}, {}}},
+		{"not objects, an escaped key", `[1,"s",{"\u0061":1},[{"a":1}],{"ok":true}]`,
+			[][]string{nil, nil, nil, nil, {"ok", "true"}}},
+		{"a duplicated key fails the strict check", `[{"a":1,"a":2}]`, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			index := new([]jsonscan.Member)
+			sp, ok := splitChecked([]byte(tc.body), index)
+			if tc.want == nil {
+				if ok {
+					t.Fatalf("checked a body the strict check refuses: %+v", sp)
+				}
+				return
+			}
+			if !ok || len(sp.members) != len(sp.items) || len(sp.items) != len(tc.want) {
+				t.Fatalf("ok %v, %d items, %d indexes; want %d", ok, len(sp.items), len(sp.members), len(tc.want))
+			}
+			for k, ms := range sp.members {
+				if (ms == nil) != (tc.want[k] == nil) {
+					t.Fatalf("item %d: index %v, want %q", k, ms, tc.want[k])
+				}
+				var got []string
+				for _, m := range ms {
+					item := sp.items[k]
+					got = append(got, string(item[m.KeyStart:m.KeyEnd]), string(item[m.ValueStart:m.ValueEnd]))
+				}
+				if len(got) != len(tc.want[k]) || strings.Join(got, "|") != strings.Join(tc.want[k], "|") {
+					t.Errorf("item %d: members %q, want %q", k, got, tc.want[k])
+				}
+			}
+		})
+	}
 }
