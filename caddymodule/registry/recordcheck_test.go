@@ -137,7 +137,10 @@ func benchCheckFixture(b *testing.B, reg *Registry, platform, service string) {
 func TestScannerStr(t *testing.T) {
 	for _, body := range []string{``, `a`, `0123456789abcde`, `0123456789abcdef`, `0123456789abcdefg`,
 		`\"`, `0123456789abcde\"`, `0123456789abcdef\"x`, `0123456789abcdef0123\\`, `long text without any escape at all, past sixteen`,
-		`a\u00e9b` + strings.Repeat("x", 40), strings.Repeat("y", 40) + `\n`, `\\\\\"` + strings.Repeat("z", 20)} {
+		`a\u00e9b` + strings.Repeat("x", 40), strings.Repeat("y", 40) + `\n`, `\\\\\"` + strings.Repeat("z", 20),
+		// past the 16 bytes: escaped quotes before the end, an escaped
+		// backslash just before it, escapes far apart
+		`0123456789abcdef\"\"x\\`, `0123456789abcdef` + strings.Repeat(`a\nb\"c`, 20), strings.Repeat("q", 30) + `\\`} {
 		in := `"` + body + `",1`
 		var want string
 		if err := json.Unmarshal([]byte(`"`+body+`"`), &want); err != nil {
@@ -152,7 +155,7 @@ func TestScannerStr(t *testing.T) {
 			t.Errorf("text(%s) = %q, want %q", in, got, want)
 		}
 	}
-	for _, bad := range []string{`"abc`, `"0123456789abcdef0123`, `"0123456789abcdef\"`} {
+	for _, bad := range []string{`"abc`, `"0123456789abcdef0123`, `"0123456789abcdef\"`, `"0123456789abcdef\\\"`, `"0123456789abcdef\`} {
 		sc := scanner{b: []byte(bad)}
 		if _, _, ok := sc.str(); ok {
 			t.Errorf("str(%s) ok on an unterminated string", bad)
