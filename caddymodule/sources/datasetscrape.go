@@ -337,13 +337,20 @@ func (d *DatasetScrape) polled(ans *answer, id string, ready bool) (res *Result,
 }
 
 // earlyRows is the result of a first download that found the rows: a
-// 200 array, the only answer a snapshot that is not ready cannot give.
+// 200 array of at least one row, the only answer a snapshot that is not
+// ready cannot give (an empty one is documented as a 400, so an empty
+// array is read again once progress says ready).
 func earlyRows(ans *answer) (*Result, bool) {
 	if ans.status != http.StatusOK || isObject(ans.body) {
 		return nil, false
 	}
 	res, err := itemsResult(ans)
 	if err != nil {
+		return nil, false
+	}
+	if len(res.Items) == 0 {
+		res.buf = nil // the answer's: its caller releases it
+		res.Release()
 		return nil, false
 	}
 	return res, true

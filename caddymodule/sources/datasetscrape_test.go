@@ -74,6 +74,8 @@ func TestSnapshotFirstCheckDownloads(t *testing.T) {
 		{"empty is read again once progress says ready",
 			[]step{trigger, {"snapshot", 400, `{"error":"Snapshot is empty"}`}, {"progress", 200, `{"status":"ready"}`},
 				{"snapshot", 400, `{"error":"Snapshot is empty"}`}}, 0, ""},
+		{"an empty array at the first check is read again once ready",
+			[]step{trigger, {"snapshot", 200, `[]`}, {"progress", 200, `{"status":"ready"}`}, {"snapshot", 200, rows}}, 2, ""},
 		{"failed: the progress poll says so",
 			[]step{trigger, {"snapshot", 400, `{"error":"Snapshot failed"}`}, {"progress", 200, `{"status":"failed"}`}}, 0, OutcomeSnapshot},
 		{"a 5xx at the first check is no poll failure",
@@ -108,5 +110,25 @@ func TestSnapshotFirstCheckDownloads(t *testing.T) {
 				t.Errorf("handles %v, want the snapshot reported", rec.handles)
 			}
 		})
+	}
+}
+
+// TestEarlyRowsEmptyKeepsTheBuffer: an empty array at the first check
+// hands the answer back to its caller, whose release is the one return of
+// its pooled buffer: a second would give the buffer to two later calls.
+func TestEarlyRowsEmptyKeepsTheBuffer(t *testing.T) {
+	buf := bodyBufs.Get(8)
+	*buf = append((*buf)[:0], "[]"...)
+	ans := &answer{status: 200, body: *buf, buf: buf}
+	if res, ok := earlyRows(ans); ok || res != nil {
+		t.Fatalf("earlyRows of [] = %v, %v; want nothing", res, ok)
+	}
+	if ans.buf != buf {
+		t.Fatal("earlyRows took the answer's buffer")
+	}
+	ans.release()
+	a, b := bodyBufs.Get(8), bodyBufs.Get(8)
+	if a == b {
+		t.Fatal("the buffer was returned to the pool twice")
 	}
 }
