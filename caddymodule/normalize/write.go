@@ -287,11 +287,13 @@ func rawPlain(s string, i int) int {
 	return i
 }
 
-// load8 is the 8 bytes of s at i, little-endian.
+// load8 is the 8 bytes of s at i, little-endian. The word is sliced
+// first: its eight indexes are then constants below its known length,
+// where s[i+k] cost a bounds check each.
 func load8(s string, i int) uint64 {
-	_ = s[i+7]
-	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+	w := s[i : i+8]
+	return uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+		uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
 }
 
 // rawStops flags the bytes of w that rawPlain stops at (the lowest flag
