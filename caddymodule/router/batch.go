@@ -263,7 +263,7 @@ func (r *Router) collect(bs *batchSet, o *registry.Offer, inputs []string, body 
 	// a copy out of the normalizer's buffer.
 	var recs *records
 	if res.Checked && o.Normalize != nil {
-		recs = newRecords(0)
+		recs = newRecords()
 		defer recs.release() // a return before place
 	}
 	gone := map[int]bool{}

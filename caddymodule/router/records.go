@@ -25,8 +25,8 @@ type records struct {
 	spans []recordSpan
 }
 
-func newRecords(hint int) *records {
-	return &records{buf: scratchBufs.Get(hint)}
+func newRecords() *records {
+	return &records{buf: scratchBufs.Get(0)}
 }
 
 // at is where the next record begins.

@@ -29,7 +29,7 @@ func TestRecordsPlace(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newRecords(0)
+			r := newRecords()
 			kept := 0
 			for _, w := range tc.writes {
 				start := r.at()
