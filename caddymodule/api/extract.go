@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -15,9 +14,19 @@ import (
 	"socialrouter/caddymodule/store"
 )
 
-// newRunID returns "ext_" + a time-sortable ULID.
+// newRunID returns "ext_" + a time-sortable ULID in lower case, written
+// in place: one allocation where String, ToLower and the concatenation
+// made three on every call.
 func newRunID(now time.Time) string {
-	return "ext_" + strings.ToLower(ulid.MustNew(ulid.Timestamp(now), rand.Reader).String())
+	var b [len("ext_") + ulid.EncodedSize]byte
+	copy(b[:], "ext_")
+	_ = ulid.MustNew(ulid.Timestamp(now), rand.Reader).MarshalTextTo(b[len("ext_"):])
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b[:])
 }
 
 // extract serves POST /v1/extract/{platform}/{service} (and its alias), in

@@ -1,11 +1,45 @@
 package api
 
 import (
+	"crypto/rand"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
 
 	"socialrouter/caddymodule/credits"
 )
+
+// TestNewRunID: "ext_" + the ULID of the time, in lower case (the ids
+// runs have always had), and two ids of one millisecond differ and sort
+// by time.
+func TestNewRunID(t *testing.T) {
+	shape := regexp.MustCompile(`^ext_[0-9a-hjkmnp-tv-z]{26}$`)
+	now := time.Date(2026, 11, 28, 15, 4, 5, 6e6, time.UTC)
+	id := newRunID(now)
+	if !shape.MatchString(id) {
+		t.Fatalf("newRunID = %q, want ext_ and 26 lower-case Crockford digits", id)
+	}
+	u, err := ulid.ParseStrict(strings.ToUpper(id[len("ext_"):]))
+	if err != nil {
+		t.Fatalf("%q: not a ULID: %v", id, err)
+	}
+	if got := ulid.Time(u.Time()); !got.Equal(now) {
+		t.Errorf("ULID time %v, want %v", got, now)
+	}
+	want := "ext_" + strings.ToLower(ulid.MustNew(ulid.Timestamp(now), rand.Reader).String())
+	if id[:len("ext_")+10] != want[:len("ext_")+10] {
+		t.Errorf("time part %q, want %q (the String form lowered)", id[:14], want[:14])
+	}
+	if other := newRunID(now); other == id {
+		t.Errorf("two ids of one millisecond are both %q", id)
+	}
+	if later := newRunID(now.Add(time.Millisecond)); later <= id {
+		t.Errorf("a later id %q does not sort after %q", later, id)
+	}
+}
 
 // TestExtractOrder: DESIGN.md section 4's order — an unknown service is
 // refused before authentication, authentication before the body, the body
