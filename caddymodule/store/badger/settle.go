@@ -50,7 +50,7 @@ const (
 // 2.65 ×, N = 10 4.32 → 3.66 ×) and its p50 and p99 did not grow, since
 // the syncs saved were CPU the calls waited for. At 2 ms / 8 ms (round 22)
 // a commit carries more of the sixteen calls of an N = 10 load: their CPU
-// fell 6-9 % (e2e ÷ reverse_proxy medians 3.18 → 2.90 ×, N = 1 2.81 →
+// fell 5-9 % (e2e ÷ reverse_proxy medians 3.18 → 2.90 ×, N = 1 2.81 →
 // 2.66 ×, seven interleaved pairs) for about a millisecond at p50, while 32
 // callers in a loop, whom the gap makes wait idle, settle about 12 % fewer
 // per second (4,090 → 3,611, still above the 3,000 target). A lone
