@@ -268,8 +268,8 @@ func rawPlain(s string, i int) int {
 	for ; i+16 <= len(s); i += 16 {
 		// Two words a step, one branch for both: most string bodies
 		// have no byte to look at for dozens of bytes.
-		m := rawStops(load8(s, i))
-		if n := rawStops(load8(s, i+8)); m|n != 0 {
+		m := rawStops(jsonstr.Load8(s, i))
+		if n := rawStops(jsonstr.Load8(s, i+8)); m|n != 0 {
 			if m != 0 {
 				return i + bits.TrailingZeros64(m)/8
 			}
@@ -277,7 +277,7 @@ func rawPlain(s string, i int) int {
 		}
 	}
 	if i+8 <= len(s) {
-		if m := rawStops(load8(s, i)); m != 0 {
+		if m := rawStops(jsonstr.Load8(s, i)); m != 0 {
 			return i + bits.TrailingZeros64(m)/8
 		}
 		i += 8
@@ -285,15 +285,6 @@ func rawPlain(s string, i int) int {
 	for ; i < len(s) && !rawStop[s[i]]; i++ {
 	}
 	return i
-}
-
-// load8 is the 8 bytes of s at i, little-endian. The word is sliced
-// first: its eight indexes are then constants below its known length,
-// where s[i+k] cost a bounds check each.
-func load8(s string, i int) uint64 {
-	w := s[i : i+8]
-	return uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
-		uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
 }
 
 // rawStops flags the bytes of w that rawPlain stops at (the lowest flag

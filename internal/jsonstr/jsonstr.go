@@ -90,10 +90,12 @@ const (
 	highs8 = 0x8080808080808080
 )
 
-// load8 slices the word first: its eight indexes are then constants below
-// its known length, where s[i+k] cost a bounds check each (the compiler
-// cannot tell i from a caller is not negative).
-func load8(s string, i int) uint64 {
+// Load8 is the 8 bytes of s at i, little-endian: the word loop of this
+// package's scans and of the normalizer's raw-string scan. It slices the
+// word first: its eight indexes are then constants below its known
+// length, where s[i+k] cost a bounds check each (the compiler cannot tell
+// i from a caller is not negative).
+func Load8(s string, i int) uint64 {
 	w := s[i : i+8]
 	return uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
 		uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
@@ -108,7 +110,7 @@ func anyEq(x uint64, b byte) uint64   { return anyLess(x^(ones8*uint64(b)), 1) }
 func PlainRun(s string, i int, html bool) int {
 	j := i
 	for ; j+8 <= len(s); j += 8 {
-		w := load8(s, j)
+		w := Load8(s, j)
 		m := w&highs8 | anyLess(w, 0x20) | anyEq(w, '"') | anyEq(w, '\\')
 		if html {
 			m |= anyEq(w, '<') | anyEq(w, '>') | anyEq(w, '&')
@@ -129,7 +131,7 @@ func plainLen(s string, i int, html bool) int {
 		// be flagged falsely). '"' and '&' (0x22, 0x26) differ in one
 		// bit, as do '<' and '>' (0x3c, 0x3e): one test each. Written out
 		// here, not in a helper: it would not be inlined.
-		w := load8(s, j)
+		w := Load8(s, j)
 		m := w&highs8 | anyLess(w, 0x20) | anyEq(w, '\\')
 		if html {
 			m |= anyEq(w|ones8*0x04, '&') | anyEq(w|ones8*0x02, '>')
